@@ -1,0 +1,42 @@
+// Step driver: streams every analysed rank's trace to the analyzers, all ranks moving
+// forward one step at a time (see analyzer.h for the order of calls).
+//
+// Each rank has one open reader and one record looked at ahead. For step s (the lowest step
+// any rank has pending), each rank in turn delivers its records while their step is <= s;
+// the record with a higher step waits for its turn. So memory is one record per rank plus
+// what the analyzers keep per step, whatever the length of the run. Steps no rank has a
+// record for are skipped (a resumed run may start at step 1000).
+//
+// Open files are bounded by `max_open_files` (default: 512, or more when RLIMIT_NOFILE
+// allows). Above it the driver falls back to one pass per rank: each rank's records are
+// delivered whole, rank after rank, and OnStepDone(s) follows once for every step seen, in
+// order, at the end — analyzers then hold more than one step in memory. Lockstep for very
+// large runs (reopening readers at saved offsets) is left for later.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "analyzers/analyzer.h"
+#include "analyzers/run_context.h"
+
+namespace dsdiag::analyzers {
+
+struct DriveOptions {
+  size_t max_open_files = 0;  // 0: automatic (see above)
+};
+
+struct DriveResult {
+  std::vector<RankEnd> ends;  // aligned with RunContext::ranks
+  int64_t steps_done = 0;     // OnStepDone calls
+  bool lockstep = true;       // false when the per-rank fallback ran
+};
+
+// Calls Begin, the record/step/rank-end stream, but not Finish. Throws RunInputError when
+// a trace that was readable at load time cannot be opened any more.
+DriveResult DriveRun(const RunContext& run, const std::vector<std::unique_ptr<Analyzer>>& analyzers,
+                     const DriveOptions& options = {});
+
+}  // namespace dsdiag::analyzers

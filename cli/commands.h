@@ -1,0 +1,14 @@
+// Factories of every subcommand; each is defined in its <name>_command.cc.
+#pragma once
+
+#include <memory>
+
+#include "cli/subcommand.h"
+
+namespace dsdiag::cli {
+
+std::unique_ptr<Subcommand> CreateTrainCommand();    // train_command.cc (reports when built without LibTorch)
+std::unique_ptr<Subcommand> CreateCompareCommand();  // compare_command.cc
+std::unique_ptr<Subcommand> CreateSynthCommand();    // synth_command.cc
+
+}  // namespace dsdiag::cli

@@ -1,0 +1,196 @@
+#include "probes/session.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+
+#include "probes/nvtx.h"
+#include "trace/clock.h"
+#include "trace/record_types.h"
+#include "trace/run_files.h"
+
+namespace dsdiag::probes {
+namespace {
+
+// Creates `dir` and its parents (mkdir -p); false with *error set on failure.
+bool MakeDirs(const std::string& dir, std::string* error) {
+  std::string path;
+  size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = dir.find('/', pos + 1);
+    path = dir.substr(0, pos);
+    if (path.empty()) continue;
+    if (mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
+      *error = "cannot create " + path + ": " + std::strerror(errno);
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string HostName() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+// Fills what every header has and the caller need not know.
+void CompleteHeader(trace::TraceHeader* h) {
+  if (h->schema.empty()) h->schema = std::string(trace::kSchema);
+  if (h->host.empty()) h->host = HostName();
+  if (h->pid == 0) h->pid = getpid();
+  if (!h->versions.count("dsdiag")) h->versions["dsdiag"] = DSDIAG_VERSION;
+  if (h->env.empty()) h->env = trace::CollectRelevantEnv();
+  if (h->clock.mono_ns == 0) {
+    h->clock.mono_ns = trace::MonotonicNs();
+    h->clock.wall_ns = trace::WallNs();
+  }
+}
+
+const char* SignalName(int signo) {
+  switch (signo) {
+    case SIGTERM: return "SIGTERM";
+    case SIGINT: return "SIGINT";
+    case SIGUSR1: return "SIGUSR1";
+    case SIGUSR2: return "SIGUSR2";
+    case SIGHUP: return "SIGHUP";
+    case SIGKILL: return "SIGKILL";
+    case SIGSEGV: return "SIGSEGV";
+    case SIGABRT: return "SIGABRT";
+    default: return "signal";
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Session> Session::Start(SessionConfig config, std::string* error) {
+  if (config.mode == Mode::kOff)
+    return std::unique_ptr<Session>(new Session(Mode::kOff, config.header.rank, nullptr));
+  if (!MakeDirs(config.run_dir, error)) return nullptr;
+  const std::string path = config.run_dir + "/" + trace::RankTraceFileName(config.header.rank);
+  auto writer = trace::TraceWriter::Open(path, {}, error);
+  if (!writer) return nullptr;
+  CompleteHeader(&config.header);
+  config.header.sections.Set("probes", std::string(ModeName(config.mode)));
+  writer->WriteHeader(config.header);
+  writer->Flush();
+  return std::unique_ptr<Session>(
+      new Session(config.mode, config.header.rank, std::move(writer)));
+}
+
+Session::Session(Mode mode, int rank, std::unique_ptr<trace::TraceWriter> writer)
+    : mode_(mode), rank_(rank), writer_(std::move(writer)) {}
+
+Session::~Session() { End("destroyed", 0); }
+
+void Session::BeginStep(int64_t step, int64_t epoch) noexcept {
+  step_.store(step, std::memory_order_relaxed);
+  if (!on()) return;
+  epoch_ = epoch;
+  phase_ns_.fill(0);
+  step_start_ns_ = trace::MonotonicNs();
+  writer_->SetStep(step);
+  auto r = writer_->BeginAt(trace::rec::kStepBegin, step_start_ns_);
+  r.line().Field("epoch", epoch);
+}
+
+void Session::EndStep(const StepSummary& s) noexcept {
+  if (!on()) return;
+  const int64_t now = trace::MonotonicNs();
+  {
+    auto r = writer_->BeginAt(trace::rec::kStep, step_start_ns_);
+    auto& l = r.line();
+    l.Field("dur", now - step_start_ns_).Field("epoch", epoch_);
+    if (!std::isnan(s.loss)) l.Field("loss", s.loss);
+    if (!std::isnan(s.global_loss)) l.Field("gloss", s.global_loss);
+    if (!std::isnan(s.lr)) l.Field("lr", s.lr);
+    l.Field("samples", s.samples);
+    l.BeginObject("phases");
+    for (int p = 1; p < kPhaseCount; ++p)
+      if (phase_ns_[p] > 0) l.Field(PhaseName(static_cast<Phase>(p)), phase_ns_[p]);
+    l.EndObject();
+  }
+  writer_->Flush();  // step boundary: the trace is whole up to here
+}
+
+void Session::EnterPhase(Phase phase, int64_t /*start_ns*/) noexcept {
+  phase_.store(phase, std::memory_order_relaxed);
+}
+
+void Session::ExitPhase(Phase phase, Phase previous, int64_t start_ns) noexcept {
+  const int64_t dur = trace::MonotonicNs() - start_ns;
+  phase_ns_[static_cast<int>(phase)] += dur;
+  phase_.store(previous, std::memory_order_relaxed);
+  auto r = writer_->BeginAt(trace::rec::kPhase, start_ns);
+  r.line().Field("name", PhaseName(phase)).Field("dur", dur);
+}
+
+void Session::RecordError(std::string_view where, std::string_view message) noexcept {
+  if (!on()) return;
+  {
+    auto r = writer_->Begin(trace::rec::kError);
+    r.line().Field("where", where).Field("message", message);
+  }
+  writer_->Flush();
+}
+
+void Session::RecordSignal(int signo) noexcept {
+  if (!on()) return;
+  {
+    auto r = writer_->Begin(trace::rec::kSignal);
+    r.line().Field("signal", SignalName(signo)).Field("signo", signo);
+  }
+  writer_->Flush();
+}
+
+void Session::RecordClock(std::string_view when, int64_t offset_ns, int64_t err_ns,
+                          int64_t rtt_ns) noexcept {
+  if (!on()) return;
+  auto r = writer_->Begin(trace::rec::kClock);
+  r.line().Field("when", when).Field("offset", offset_ns).Field("offset_err", err_ns).Field(
+      "rtt", rtt_ns);
+}
+
+void Session::Mark(std::string_view name, std::string_view message) noexcept {
+  nvtx::Mark(std::string(name).c_str());
+  if (!on()) return;
+  auto r = writer_->Begin(trace::rec::kMark);
+  r.line().Field("name", name).Field("message", message);
+}
+
+void Session::End(std::string_view reason, int status, std::string_view detail) noexcept {
+  if (ended_.exchange(true) || !on()) return;
+  {
+    auto r = writer_->Begin(trace::rec::kEnd);
+    auto& l = r.line();
+    l.Field("reason", reason).Field("status", status);
+    if (!detail.empty()) l.Field(reason == "signal" ? "signal" : "error", detail);
+  }
+  writer_->Flush();
+}
+
+void Session::FlushFromSignal() noexcept {
+  if (writer_) writer_->FlushFromSignal();
+}
+
+// With probes off the scope is one branch: no clock read, no record, no NVTX range.
+PhaseScope::PhaseScope(Session* session, Phase phase) noexcept
+    : session_(session && session->on() ? session : nullptr), phase_(phase),
+      previous_(Phase::kNone), start_ns_(0) {
+  if (!session_) return;
+  previous_ = session_->current_phase();
+  start_ns_ = trace::MonotonicNs();
+  nvtx::PushRange(PhaseName(phase));
+  session_->EnterPhase(phase, start_ns_);
+}
+
+PhaseScope::~PhaseScope() {
+  if (!session_) return;
+  session_->ExitPhase(phase_, previous_, start_ns_);
+  nvtx::PopRange();
+}
+
+}  // namespace dsdiag::probes

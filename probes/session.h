@@ -1,0 +1,115 @@
+// Session: the probes of one rank — owns its trace writer and the per-step accounting
+// every other probe hangs off. A training loop holds one for its lifetime:
+//
+//   auto probes = dsdiag::probes::Session::Start(config, &error);
+//   for (step...) {
+//     probes->BeginStep(step, epoch);
+//     { dsdiag::probes::PhaseScope p(probes.get(), Phase::kForward); ... }
+//     probes->EndStep({.loss = loss});
+//   }
+//   probes->End("ok", 0);
+//
+// With Mode::kOff Start() still returns a session; every call is then one branch and
+// writes nothing. No call throws; a failing disk is reported once by the writer.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "probes/mode.h"
+#include "probes/phase.h"
+#include "trace/trace_header.h"
+#include "trace/trace_writer.h"
+
+namespace dsdiag::probes {
+
+struct SessionConfig {
+  Mode mode = Mode::kLight;
+  std::string run_dir;  // the file is <run_dir>/rank-<R>.jsonl; the dir is created
+  // Caller fills run_id, rank, world_size, local_rank, config (and clock.offset once
+  // measured). Start() fills schema, host, pid, versions["dsdiag"], env and the clock pair
+  // when they are empty.
+  trace::TraceHeader header;
+};
+
+struct StepSummary {
+  double loss = NAN;         // this rank's loss
+  double global_loss = NAN;  // averaged over ranks, when the loop has it
+  double lr = NAN;
+  int64_t samples = 0;       // samples consumed this step on this rank
+};
+
+class Session {
+ public:
+  static std::unique_ptr<Session> Start(SessionConfig config, std::string* error);
+  ~Session();  // writes an `end` record with reason "destroyed" if End() was not called
+
+  bool on() const noexcept { return writer_ != nullptr; }
+  Mode mode() const noexcept { return mode_; }
+  bool full() const noexcept { return mode_ == Mode::kFull; }
+  int rank() const noexcept { return rank_; }
+  // The writer other probes record through; null when off.
+  trace::TraceWriter* writer() noexcept { return writer_.get(); }
+
+  void BeginStep(int64_t step, int64_t epoch) noexcept;
+  void EndStep(const StepSummary& summary) noexcept;  // writes `step`, then flushes
+
+  // Where the main thread is now (read by the watchdog / flight recorder from any thread).
+  int64_t current_step() const noexcept { return step_.load(std::memory_order_relaxed); }
+  Phase current_phase() const noexcept { return phase_.load(std::memory_order_relaxed); }
+
+  void RecordError(std::string_view where, std::string_view message) noexcept;
+  // Records a signal by number; call from normal context (not inside the handler).
+  void RecordSignal(int signo) noexcept;
+  // Clock offset to rank 0 measured at `when` ("start" or "end").
+  void RecordClock(std::string_view when, int64_t offset_ns, int64_t err_ns,
+                   int64_t rtt_ns) noexcept;
+  void Mark(std::string_view name, std::string_view message) noexcept;
+
+  // Writes the `end` record once (later calls do nothing) and flushes.
+  // reason: "ok", "signal", "error", "peer-failure"; detail goes to `signal` or `error`.
+  void End(std::string_view reason, int status, std::string_view detail = {}) noexcept;
+
+  // Async-signal-safe flush of whatever is buffered.
+  void FlushFromSignal() noexcept;
+
+ private:
+  friend class PhaseScope;
+  Session(Mode mode, int rank, std::unique_ptr<trace::TraceWriter> writer);
+  void EnterPhase(Phase phase, int64_t start_ns) noexcept;
+  void ExitPhase(Phase phase, Phase previous, int64_t start_ns) noexcept;
+
+  const Mode mode_;
+  const int rank_;
+  std::unique_ptr<trace::TraceWriter> writer_;
+  std::atomic<int64_t> step_{0};
+  std::atomic<Phase> phase_{Phase::kNone};
+  int64_t epoch_ = 0;
+  int64_t step_start_ns_ = 0;
+  std::array<int64_t, kPhaseCount> phase_ns_{};  // time per phase in the current step
+  std::atomic<bool> ended_{false};
+};
+
+// Times one phase of the step: a `phase` record, the step's phase totals, the session's
+// current phase, and an NVTX range of the same name. Stack-only, like nvtx3::scoped_range.
+class PhaseScope {
+ public:
+  PhaseScope(Session* session, Phase phase) noexcept;
+  ~PhaseScope();
+  PhaseScope(const PhaseScope&) = delete;
+  PhaseScope& operator=(const PhaseScope&) = delete;
+  void* operator new(size_t) = delete;
+
+ private:
+  Session* session_;
+  Phase phase_;
+  Phase previous_;
+  int64_t start_ns_;
+};
+
+}  // namespace dsdiag::probes

@@ -1,0 +1,50 @@
+#include "trace/json_line.h"
+
+#include <cmath>
+
+namespace dsdiag::trace {
+
+void JsonLine::AppendQuoted(std::string* out, std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out->push_back('"');
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    switch (c) {
+      case '"': out->append("\\\""); break;
+      case '\\': out->append("\\\\"); break;
+      case '\n': out->append("\\n"); break;
+      case '\r': out->append("\\r"); break;
+      case '\t': out->append("\\t"); break;
+      default:
+        if (u < 0x20) {
+          out->append("\\u00");
+          out->push_back(kHex[u >> 4]);
+          out->push_back(kHex[u & 15]);
+        } else {
+          out->push_back(c);
+        }
+    }
+  }
+  out->push_back('"');
+}
+
+JsonLine& JsonLine::Double(double v) {
+  if (!std::isfinite(v)) return NullValue();
+  char buf[32];
+  // Shortest representation that reads back to the same double.
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out_->append(buf, r.ptr);
+  return *this;
+}
+
+JsonLine& JsonLine::HexValue(uint64_t v) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  char buf[18];
+  buf[0] = '"';
+  for (int i = 0; i < 16; ++i) buf[1 + i] = kHex[(v >> (60 - 4 * i)) & 15];
+  buf[17] = '"';
+  out_->append(buf, sizeof buf);
+  return *this;
+}
+
+}  // namespace dsdiag::trace

@@ -1,0 +1,69 @@
+// JsonValue: a small ordered JSON tree for the few places that need one — the run
+// configuration in a trace header and the evidence of a finding. Records on the hot path
+// never build one (they use JsonLine).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace dsdiag::trace {
+
+class JsonValue {
+ public:
+  enum class Kind { kNull, kBool, kInt, kDouble, kString, kArray, kObject };
+  using Member = std::pair<std::string, JsonValue>;
+
+  JsonValue() = default;  // null
+  JsonValue(bool v) : kind_(Kind::kBool), int_(v) {}
+  JsonValue(int v) : kind_(Kind::kInt), int_(v) {}
+  JsonValue(int64_t v) : kind_(Kind::kInt), int_(v) {}
+  JsonValue(uint64_t v) : kind_(Kind::kInt), int_(static_cast<int64_t>(v)) {}
+  JsonValue(double v) : kind_(Kind::kDouble), double_(v) {}
+  JsonValue(std::string v) : kind_(Kind::kString), string_(std::move(v)) {}
+  JsonValue(std::string_view v) : kind_(Kind::kString), string_(v) {}
+  JsonValue(const char* v) : kind_(Kind::kString), string_(v) {}
+
+  static JsonValue Array() { return JsonValue(Kind::kArray); }
+  static JsonValue Object() { return JsonValue(Kind::kObject); }
+
+  Kind kind() const { return kind_; }
+  bool is_null() const { return kind_ == Kind::kNull; }
+  bool is_object() const { return kind_ == Kind::kObject; }
+  bool is_array() const { return kind_ == Kind::kArray; }
+  bool as_bool() const { return int_ != 0; }
+  int64_t as_int() const { return kind_ == Kind::kDouble ? static_cast<int64_t>(double_) : int_; }
+  double as_double() const { return kind_ == Kind::kInt ? static_cast<double>(int_) : double_; }
+  const std::string& as_string() const { return string_; }
+
+  // Object members in insertion order; Set replaces an existing key.
+  JsonValue& Set(std::string_view key, JsonValue v);
+  const JsonValue* Find(std::string_view key) const;
+  const std::vector<Member>& members() const { return members_; }
+
+  // Array elements.
+  JsonValue& Push(JsonValue v);
+  const std::vector<JsonValue>& elements() const { return elements_; }
+
+  // Compact JSON (no spaces), the same bytes for equal values.
+  void AppendJson(std::string* out) const;
+  std::string ToJson() const;
+  // A short human rendering for text output: strings unquoted at top level.
+  std::string ToDisplay() const;
+
+  friend bool operator==(const JsonValue& a, const JsonValue& b);
+  friend bool operator!=(const JsonValue& a, const JsonValue& b) { return !(a == b); }
+
+ private:
+  explicit JsonValue(Kind k) : kind_(k) {}
+  Kind kind_ = Kind::kNull;
+  int64_t int_ = 0;
+  double double_ = 0;
+  std::string string_;
+  std::vector<JsonValue> elements_;
+  std::vector<Member> members_;
+};
+
+}  // namespace dsdiag::trace

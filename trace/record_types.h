@@ -1,0 +1,55 @@
+// The vocabulary of trace format v1: schema id and record type names.
+//
+// docs/trace-format.md is the reference for every field; this file only names things so
+// that writers and readers cannot disagree on a spelling. Add a type here and in the doc
+// in the same change.
+#pragma once
+
+#include <string_view>
+
+namespace dsdiag::trace {
+
+inline constexpr std::string_view kSchema = "dsdiag.trace/1";
+inline constexpr int kSchemaMajor = 1;
+
+// Fields every record carries.
+inline constexpr std::string_view kFieldType = "type";
+inline constexpr std::string_view kFieldTs = "ts";      // rank-local monotonic ns
+inline constexpr std::string_view kFieldStep = "step";  // the rank's current step
+inline constexpr std::string_view kFieldTid = "tid";    // omitted for thread 0
+
+namespace rec {
+inline constexpr std::string_view kHeader = "header";        // first line of every file
+inline constexpr std::string_view kEnd = "end";              // last line of a clean exit
+inline constexpr std::string_view kThread = "thread";        // names a writer thread
+inline constexpr std::string_view kParams = "params";        // parameter table, once
+inline constexpr std::string_view kStepBegin = "step_begin";
+inline constexpr std::string_view kStep = "step";            // step end summary
+inline constexpr std::string_view kPhase = "phase";          // span within a step
+inline constexpr std::string_view kCollective = "coll";      // one collective / barrier
+inline constexpr std::string_view kGradient = "grad";        // after-backward gradient check
+inline constexpr std::string_view kFingerprint = "fp";       // parameter / gradient hashes
+inline constexpr std::string_view kRng = "rng";              // generator state fingerprint
+inline constexpr std::string_view kSampler = "sampler";      // samples drawn in an epoch
+inline constexpr std::string_view kLoader = "loader";        // data wait per step
+inline constexpr std::string_view kScaler = "scaler";        // loss scaler per step
+inline constexpr std::string_view kClip = "clip";            // gradient clipping
+inline constexpr std::string_view kCheckpoint = "ckpt";      // save or load
+inline constexpr std::string_view kSignal = "signal";        // a signal was received
+inline constexpr std::string_view kError = "error";          // an exception / failure
+inline constexpr std::string_view kClock = "clock";          // offset to rank 0 measured
+inline constexpr std::string_view kMark = "mark";            // an online detection
+inline constexpr std::string_view kCustom = "custom";        // user-defined payload
+}  // namespace rec
+
+// Phase names used in `phase` records and `step.phases`.
+namespace phase {
+inline constexpr std::string_view kData = "data";
+inline constexpr std::string_view kForward = "forward";
+inline constexpr std::string_view kBackward = "backward";
+inline constexpr std::string_view kSync = "sync";
+inline constexpr std::string_view kOptimizer = "optimizer";
+inline constexpr std::string_view kCheckpoint = "checkpoint";
+}  // namespace phase
+
+}  // namespace dsdiag::trace

@@ -1,0 +1,109 @@
+#include "trace/trace_header.h"
+
+#include <array>
+#include <string_view>
+
+#include "trace/json_line.h"
+#include "trace/record_types.h"
+
+extern char** environ;
+
+namespace dsdiag::trace {
+namespace {
+
+// Families of variables that change how collectives, threads and devices behave.
+constexpr std::array<std::string_view, 6> kEnvPrefixes = {"NCCL_", "GLOO_", "OMP_",
+                                                          "MKL_",  "TORCH_", "CUDA_"};
+
+// Single variables: the rendezvous and the launcher's idea of the job.
+constexpr std::array<std::string_view, 14> kEnvNames = {
+    "MASTER_ADDR",          "MASTER_PORT",         "WORLD_SIZE",
+    "LOCAL_WORLD_SIZE",     "SLURM_JOB_ID",        "SLURM_STEP_ID",
+    "SLURM_PROCID",         "SLURM_LOCALID",       "SLURM_NODEID",
+    "SLURM_NTASKS",         "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+    "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"};
+
+bool IsRelevant(std::string_view name) {
+  for (std::string_view p : kEnvPrefixes) {
+    if (name.substr(0, p.size()) == p) return true;
+  }
+  for (std::string_view n : kEnvNames) {
+    if (name == n) return true;
+  }
+  return false;
+}
+
+// Top-level keys the header itself uses; a section with one of these names would
+// produce a duplicate key, which readers resolve differently, so it is not written.
+bool IsReservedHeaderKey(std::string_view key) {
+  static constexpr std::array<std::string_view, 14> kReserved = {
+      "type", "ts",   "step", "tid",      "schema", "run_id", "rank",
+      "world_size", "local_rank", "host", "pid", "versions", "env", "config"};
+  if (key == "clock") return true;
+  for (std::string_view r : kReserved) {
+    if (key == r) return true;
+  }
+  return false;
+}
+
+// JsonLine writes keys verbatim; environment names come from outside dsdiag, so both
+// sides are quoted here.
+void AppendStringMap(JsonLine& line, std::string_view key,
+                     const std::map<std::string, std::string>& map) {
+  std::string json = "{";
+  for (const auto& [k, v] : map) {
+    if (json.size() > 1) json.push_back(',');
+    JsonLine::AppendQuoted(&json, k);
+    json.push_back(':');
+    JsonLine::AppendQuoted(&json, v);
+  }
+  json.push_back('}');
+  line.Raw(key, json);
+}
+
+}  // namespace
+
+std::map<std::string, std::string> CollectRelevantEnv() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string_view entry(*e);
+    const size_t eq = entry.find('=');
+    if (eq == std::string_view::npos) continue;
+    std::string_view name = entry.substr(0, eq);
+    if (IsRelevant(name)) env.emplace(std::string(name), std::string(entry.substr(eq + 1)));
+  }
+  return env;
+}
+
+void AppendHeaderRecord(const TraceHeader& header, int64_t ts_ns, std::string* out) {
+  JsonLine line(out);
+  line.Field(kFieldType, rec::kHeader).Field(kFieldTs, ts_ns).Field(kFieldStep, int64_t{0});
+  line.Field("schema", std::string_view(header.schema))
+      .Field("run_id", std::string_view(header.run_id))
+      .Field("rank", header.rank)
+      .Field("world_size", header.world_size)
+      .Field("local_rank", header.local_rank)
+      .Field("host", std::string_view(header.host))
+      .Field("pid", header.pid);
+  AppendStringMap(line, "versions", header.versions);
+  AppendStringMap(line, "env", header.env);
+  // The format promises an object here; a caller that left it null gets an empty one.
+  if (header.config.is_object()) {
+    line.Raw("config", header.config.ToJson());
+  } else {
+    line.Raw("config", "{}");
+  }
+  line.BeginObject("clock")
+      .Field("mono", header.clock.mono_ns)
+      .Field("wall", header.clock.wall_ns)
+      .Field("offset", header.clock.offset_ns)
+      .Field("offset_err", header.clock.offset_err_ns)
+      .EndObject();
+  for (const JsonValue::Member& m : header.sections.members()) {
+    if (IsReservedHeaderKey(m.first)) continue;
+    line.Raw(m.first, m.second.ToJson());
+  }
+  line.Finish();
+}
+
+}  // namespace dsdiag::trace

@@ -1,0 +1,44 @@
+// TraceHeader: the first record of every rank file — who wrote it, with what, and how its
+// clock relates to wall time and to rank 0. Everything constant for a rank lives here so
+// that event records stay short.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "trace/json_value.h"
+
+namespace dsdiag::trace {
+
+struct ClockReference {
+  int64_t mono_ns = 0;       // CLOCK_MONOTONIC, read together with...
+  int64_t wall_ns = 0;       // ...CLOCK_REALTIME
+  int64_t offset_ns = 0;     // this rank's wall clock minus rank 0's (0 on rank 0)
+  int64_t offset_err_ns = -1;  // half the best round trip; -1 when not measured
+};
+
+struct TraceHeader {
+  std::string schema;  // kSchema when written by this version
+  std::string run_id;  // shared by every rank of one run
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  std::string host;
+  int64_t pid = 0;
+  std::map<std::string, std::string> versions;  // "dsdiag", "libtorch", "cuda", "nccl"
+  std::map<std::string, std::string> env;       // NCCL_*, OMP_*, CUDA_VISIBLE_DEVICES, ...
+  JsonValue config = JsonValue::Object();       // the run's settings, flat: name -> value
+  ClockReference clock;
+  // Sections later probes add (e.g. "determinism", "loader"); written as top-level keys.
+  JsonValue sections = JsonValue::Object();
+};
+
+// Environment variables worth recording: NCCL_*, GLOO_*, OMP_*, MKL_*, TORCH_*, CUDA_*,
+// MASTER_ADDR/PORT, WORLD_SIZE, LOCAL_WORLD_SIZE, SLURM_* and OMPI_* job ids.
+std::map<std::string, std::string> CollectRelevantEnv();
+
+// Appends the header as one JSON line (with "type":"header", "ts", "step":0).
+void AppendHeaderRecord(const TraceHeader& header, int64_t ts_ns, std::string* out);
+
+}  // namespace dsdiag::trace
