@@ -31,8 +31,12 @@ void JsonLine::AppendQuoted(std::string* out, std::string_view s) {
 JsonLine& JsonLine::Double(double v) {
   if (!std::isfinite(v)) return NullValue();
   char buf[32];
-  // Shortest representation that reads back to the same double.
-  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  // Shortest representation that reads back to the same double. Past 2^63 the shortest
+  // form can be a plain integer beyond uint64 ("18446744073709551616"), which JSON
+  // parsers (simdjson) reject: use exponent notation there.
+  auto r = std::fabs(v) < 9223372036854775808.0
+               ? std::to_chars(buf, buf + sizeof buf, v)
+               : std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
   out_->append(buf, r.ptr);
   return *this;
 }

@@ -21,7 +21,10 @@ void AppendDouble(std::string* out, double v) {
     return;
   }
   char buf[32];
-  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  // As in JsonLine: past 2^63 a plain-integer spelling may not parse back.
+  auto r = std::fabs(v) < 9223372036854775808.0
+               ? std::to_chars(buf, buf + sizeof buf, v)
+               : std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
   out->append(buf, r.ptr);
 }
 
@@ -84,11 +87,21 @@ JsonValue& JsonValue::Push(JsonValue v) {
 
 void JsonValue::AppendJson(std::string* out) const {
   switch (kind_) {
-    case Kind::kNull: out->append("null"); break;
-    case Kind::kBool: out->append(int_ ? "true" : "false"); break;
-    case Kind::kInt: AppendInt(out, int_); break;
-    case Kind::kDouble: AppendDouble(out, double_); break;
-    case Kind::kString: JsonLine::AppendQuoted(out, string_); break;
+    case Kind::kNull:
+      out->append("null");
+      break;
+    case Kind::kBool:
+      out->append(int_ ? "true" : "false");
+      break;
+    case Kind::kInt:
+      AppendInt(out, int_);
+      break;
+    case Kind::kDouble:
+      AppendDouble(out, double_);
+      break;
+    case Kind::kString:
+      JsonLine::AppendQuoted(out, string_);
+      break;
     case Kind::kArray: {
       out->push_back('[');
       for (size_t i = 0; i < elements_.size(); ++i) {
@@ -128,12 +141,18 @@ bool operator==(const JsonValue& a, const JsonValue& b) {
   if (IsNullLike(a) || IsNullLike(b)) return IsNullLike(a) && IsNullLike(b);
   if (a.kind_ != b.kind_) return false;
   switch (a.kind_) {
-    case JsonValue::Kind::kNull: return true;
-    case JsonValue::Kind::kBool: return (a.int_ != 0) == (b.int_ != 0);
-    case JsonValue::Kind::kString: return a.string_ == b.string_;
-    case JsonValue::Kind::kArray: return a.elements_ == b.elements_;
-    case JsonValue::Kind::kObject: return a.members_ == b.members_;
-    default: return false;  // numbers handled above
+    case JsonValue::Kind::kNull:
+      return true;
+    case JsonValue::Kind::kBool:
+      return (a.int_ != 0) == (b.int_ != 0);
+    case JsonValue::Kind::kString:
+      return a.string_ == b.string_;
+    case JsonValue::Kind::kArray:
+      return a.elements_ == b.elements_;
+    case JsonValue::Kind::kObject:
+      return a.members_ == b.members_;
+    default:
+      return false;  // numbers handled above
   }
 }
 

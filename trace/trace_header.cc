@@ -12,16 +12,24 @@ namespace dsdiag::trace {
 namespace {
 
 // Families of variables that change how collectives, threads and devices behave.
-constexpr std::array<std::string_view, 6> kEnvPrefixes = {"NCCL_", "GLOO_", "OMP_",
+constexpr std::array<std::string_view, 6> kEnvPrefixes = {"NCCL_", "GLOO_",  "OMP_",
                                                           "MKL_",  "TORCH_", "CUDA_"};
 
 // Single variables: the rendezvous and the launcher's idea of the job.
-constexpr std::array<std::string_view, 14> kEnvNames = {
-    "MASTER_ADDR",          "MASTER_PORT",         "WORLD_SIZE",
-    "LOCAL_WORLD_SIZE",     "SLURM_JOB_ID",        "SLURM_STEP_ID",
-    "SLURM_PROCID",         "SLURM_LOCALID",       "SLURM_NODEID",
-    "SLURM_NTASKS",         "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-    "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"};
+constexpr std::array<std::string_view, 14> kEnvNames = {"MASTER_ADDR",
+                                                        "MASTER_PORT",
+                                                        "WORLD_SIZE",
+                                                        "LOCAL_WORLD_SIZE",
+                                                        "SLURM_JOB_ID",
+                                                        "SLURM_STEP_ID",
+                                                        "SLURM_PROCID",
+                                                        "SLURM_LOCALID",
+                                                        "SLURM_NODEID",
+                                                        "SLURM_NTASKS",
+                                                        "OMPI_COMM_WORLD_RANK",
+                                                        "OMPI_COMM_WORLD_SIZE",
+                                                        "OMPI_COMM_WORLD_LOCAL_RANK",
+                                                        "OMPI_COMM_WORLD_LOCAL_SIZE"};
 
 bool IsRelevant(std::string_view name) {
   for (std::string_view p : kEnvPrefixes) {
@@ -29,19 +37,6 @@ bool IsRelevant(std::string_view name) {
   }
   for (std::string_view n : kEnvNames) {
     if (name == n) return true;
-  }
-  return false;
-}
-
-// Top-level keys the header itself uses; a section with one of these names would
-// produce a duplicate key, which readers resolve differently, so it is not written.
-bool IsReservedHeaderKey(std::string_view key) {
-  static constexpr std::array<std::string_view, 14> kReserved = {
-      "type", "ts",   "step", "tid",      "schema", "run_id", "rank",
-      "world_size", "local_rank", "host", "pid", "versions", "env", "config"};
-  if (key == "clock") return true;
-  for (std::string_view r : kReserved) {
-    if (key == r) return true;
   }
   return false;
 }
@@ -62,6 +57,16 @@ void AppendStringMap(JsonLine& line, std::string_view key,
 }
 
 }  // namespace
+
+bool IsHeaderField(std::string_view key) {
+  static constexpr std::array<std::string_view, 15> kFields = {
+      "type",       "ts",   "step", "tid",      "schema", "run_id", "rank", "world_size",
+      "local_rank", "host", "pid",  "versions", "env",    "config", "clock"};
+  for (std::string_view f : kFields) {
+    if (key == f) return true;
+  }
+  return false;
+}
 
 std::map<std::string, std::string> CollectRelevantEnv() {
   std::map<std::string, std::string> env;
@@ -100,7 +105,9 @@ void AppendHeaderRecord(const TraceHeader& header, int64_t ts_ns, std::string* o
       .Field("offset_err", header.clock.offset_err_ns)
       .EndObject();
   for (const JsonValue::Member& m : header.sections.members()) {
-    if (IsReservedHeaderKey(m.first)) continue;
+    // A section named like a header field would make a duplicate key, which readers
+    // resolve differently: it is not written.
+    if (IsHeaderField(m.first)) continue;
     line.Raw(m.first, m.second.ToJson());
   }
   line.Finish();

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "trace/json_value.h"
 
@@ -37,6 +38,10 @@ struct TraceHeader {
 // Environment variables worth recording: NCCL_*, GLOO_*, OMP_*, MKL_*, TORCH_*, CUDA_*,
 // MASTER_ADDR/PORT, WORLD_SIZE, LOCAL_WORLD_SIZE, SLURM_* and OMPI_* job ids.
 std::map<std::string, std::string> CollectRelevantEnv();
+
+// Whether `key` is one of the header's own top-level fields (the common record fields
+// included); any other top-level key of a header record is a section.
+bool IsHeaderField(std::string_view key);
 
 // Appends the header as one JSON line (with "type":"header", "ts", "step":0).
 void AppendHeaderRecord(const TraceHeader& header, int64_t ts_ns, std::string* out);

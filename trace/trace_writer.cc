@@ -118,8 +118,7 @@ TraceWriter::TraceWriter(std::string path, int fd, const Options& options)
       flusher_ = std::thread([this] { FlusherLoop(); });
     } catch (const std::exception& e) {
       // Without the thread, records still reach the file at each Flush().
-      std::fprintf(stderr, "dsdiag: trace %s: no flusher thread (%s)\n", path_.c_str(),
-                   e.what());
+      std::fprintf(stderr, "dsdiag: trace %s: no flusher thread (%s)\n", path_.c_str(), e.what());
     }
   }
 }

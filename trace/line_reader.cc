@@ -1,0 +1,117 @@
+#include "trace/line_reader.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace dsdiag::trace {
+namespace {
+
+constexpr size_t kLongLineHeadBytes = 64;
+
+}  // namespace
+
+LineReader::LineReader(int fd, size_t padding)
+    : fd_(fd),
+      padding_(padding),
+      // Zeroed once, padding included, so that nothing ever reads uninitialised bytes.
+      buffer_(new char[kChunkBytes + padding]()),
+      capacity_(kChunkBytes) {}
+
+LineReader::~LineReader() { ::close(fd_); }
+
+bool LineReader::Next(Line* line) {
+  for (;;) {
+    if (scanned_ < end_) {
+      const void* nl = std::memchr(buffer_.get() + scanned_, '\n', end_ - scanned_);
+      if (nl != nullptr) {
+        const size_t at = static_cast<const char*>(nl) - buffer_.get();
+        line->text = std::string_view(buffer_.get() + begin_, at - begin_);
+        line->length = static_cast<int64_t>(at - begin_);
+        line->number = ++lines_;
+        line->has_newline = true;
+        line->too_long = false;
+        begin_ = scanned_ = at + 1;
+        return true;
+      }
+      scanned_ = end_;
+    }
+    if (end_ - begin_ >= kMaxLineBytes) {
+      SkipRestOfLine(line);
+      return true;
+    }
+    if (!Fill()) {
+      if (begin_ == end_) return false;
+      // The file ends inside a line: its writer stopped before the '\n'.
+      line->text = std::string_view(buffer_.get() + begin_, end_ - begin_);
+      line->length = static_cast<int64_t>(end_ - begin_);
+      line->number = ++lines_;
+      line->has_newline = false;
+      line->too_long = false;
+      begin_ = scanned_ = end_;
+      return true;
+    }
+  }
+}
+
+bool LineReader::Fill() {
+  if (eof_) return false;
+  if (begin_ > 0) {
+    // Keep the partial line: move it to the front, then read after it.
+    std::memmove(buffer_.get(), buffer_.get() + begin_, end_ - begin_);
+    end_ -= begin_;
+    scanned_ -= begin_;
+    begin_ = 0;
+  }
+  if (end_ == capacity_ && !Grow()) return false;
+  ssize_t n;
+  do {
+    n = ::read(fd_, buffer_.get() + end_, capacity_ - end_);
+  } while (n < 0 && errno == EINTR);
+  if (n <= 0) {
+    if (n < 0) read_error_ = errno;
+    eof_ = true;
+    return false;
+  }
+  end_ += static_cast<size_t>(n);
+  bytes_ += n;
+  return true;
+}
+
+bool LineReader::Grow() {
+  if (capacity_ >= kMaxLineBytes) return false;
+  const size_t capacity = std::min(capacity_ * 2, kMaxLineBytes);
+  std::unique_ptr<char[]> bigger(new char[capacity + padding_]());
+  std::memcpy(bigger.get(), buffer_.get(), end_);
+  buffer_ = std::move(bigger);
+  capacity_ = capacity;
+  return true;
+}
+
+void LineReader::SkipRestOfLine(Line* line) {
+  long_head_.assign(buffer_.get() + begin_, std::min(end_ - begin_, kLongLineHeadBytes));
+  int64_t length = static_cast<int64_t>(end_ - begin_);
+  begin_ = scanned_ = end_ = 0;
+  bool newline = false;
+  while (Fill()) {
+    const void* nl = std::memchr(buffer_.get(), '\n', end_);
+    if (nl != nullptr) {
+      const size_t at = static_cast<const char*>(nl) - buffer_.get();
+      length += static_cast<int64_t>(at);
+      begin_ = scanned_ = at + 1;
+      newline = true;
+      break;
+    }
+    length += static_cast<int64_t>(end_);
+    begin_ = scanned_ = end_ = 0;
+  }
+  line->text = long_head_;
+  line->length = length;
+  line->number = ++lines_;
+  line->has_newline = newline;
+  line->too_long = true;
+}
+
+}  // namespace dsdiag::trace

@@ -1,0 +1,66 @@
+// LineReader: splits a file into '\n'-terminated lines, reading it in chunks.
+//
+// Lines are handed out as views into one reusable buffer, each followed by at least
+// `padding` allocated bytes, so that simdjson can parse a line in place without copying
+// it. A line longer than kMaxLineBytes is not held in memory: it is skipped and reported
+// (too_long) with its first bytes, so a corrupt file cannot exhaust memory.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace dsdiag::trace {
+
+class LineReader {
+ public:
+  static constexpr size_t kChunkBytes = size_t{1} << 20;
+  static constexpr size_t kMaxLineBytes = size_t{64} << 20;
+
+  struct Line {
+    std::string_view text;    // without the '\n'; the first bytes only when too_long
+    int64_t number = 0;       // 1-based
+    bool has_newline = true;  // false for a last line cut short
+    bool too_long = false;
+    int64_t length = 0;  // the full length, also when too_long
+  };
+
+  // Takes ownership of `fd`.
+  LineReader(int fd, size_t padding);
+  ~LineReader();
+  LineReader(const LineReader&) = delete;
+  LineReader& operator=(const LineReader&) = delete;
+
+  // The next line, valid until the following call. False at end of file or on a read
+  // error (then read_error() is the errno).
+  bool Next(Line* line);
+
+  int read_error() const { return read_error_; }
+  int64_t lines() const { return lines_; }
+  int64_t bytes() const { return bytes_; }
+
+ private:
+  // Reads more bytes after end_, first moving the unconsumed tail to the front.
+  // Returns false at end of file or on error.
+  bool Fill();
+  bool Grow();
+  // Discards the rest of an over-long line up to its '\n' (or end of file).
+  void SkipRestOfLine(Line* line);
+
+  const int fd_;
+  const size_t padding_;
+  std::unique_ptr<char[]> buffer_;
+  size_t capacity_ = 0;  // usable bytes, padding excluded
+  size_t begin_ = 0;     // first unconsumed byte
+  size_t end_ = 0;       // one past the last byte read
+  size_t scanned_ = 0;   // bytes in [begin_, scanned_) hold no '\n'
+  bool eof_ = false;
+  int read_error_ = 0;
+  int64_t lines_ = 0;
+  int64_t bytes_ = 0;
+  std::string long_head_;  // first bytes of a skipped over-long line
+};
+
+}  // namespace dsdiag::trace
