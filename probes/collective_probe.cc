@@ -1,0 +1,44 @@
+#include "probes/collective_probe.h"
+
+#include "probes/nvtx.h"
+#include "trace/clock.h"
+#include "trace/record_types.h"
+
+namespace dsdiag::probes {
+
+CollectiveScope::CollectiveScope(CollectiveProbe* probe, int pg, std::string_view op,
+                                 std::string_view dtype, int64_t count, int64_t bytes,
+                                 std::string_view tag) noexcept
+    : probe_(probe), pg_(pg), seq_(probe->seq_[CollectiveProbe::Group(pg)]++), op_(op),
+      dtype_(dtype), tag_(tag), count_(count), bytes_(bytes) {
+  Session* s = probe_->session_;
+  if (!s->on()) return;
+  enter_ns_ = trace::MonotonicNs();
+  nvtx::PushRange(op_.data());
+  if (probe_->recorder_)
+    handle_ = probe_->recorder_->Issue(pg_, seq_, op_, dtype_, count_, bytes_, tag_,
+                                       s->current_step(), s->current_phase());
+}
+
+void CollectiveScope::Started() noexcept {
+  if (handle_) probe_->recorder_->Start(handle_);
+}
+
+CollectiveScope::~CollectiveScope() {
+  Session* s = probe_->session_;
+  if (!s->on()) return;
+  if (handle_) probe_->recorder_->Complete(handle_);
+  nvtx::PopRange();
+  auto r = s->writer()->BeginAt(trace::rec::kCollective, enter_ns_);
+  r.line()
+      .Field("pg", pg_)
+      .Field("seq", seq_)
+      .Field("op", op_)
+      .Field("dtype", dtype_)
+      .Field("n", count_)
+      .Field("bytes", bytes_)
+      .Field("dur", trace::MonotonicNs() - enter_ns_)
+      .Field("tag", tag_);
+}
+
+}  // namespace dsdiag::probes

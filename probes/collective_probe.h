@@ -1,0 +1,68 @@
+// CollectiveProbe: every collective and barrier a rank issues, with a per-process-group
+// sequence number — the key the analyzers align ranks on. Each op becomes a `coll` record
+// (enter time, duration, op, dtype, element count, bytes, tag) and a flight-recorder entry.
+//
+//   dsdiag::probes::CollectiveProbe colls(session, &recorder);
+//   {
+//     dsdiag::probes::CollectiveScope c(&colls, /*pg=*/0, "allreduce", "f32", n, 4 * n, "grad-bucket-0");
+//     auto work = pg->allreduce(tensors);
+//     c.Started();
+//     work->wait();
+//   }  // completed: `coll` record written
+//
+// With probes off a scope is one branch; sequence numbers still advance so that a rank's
+// numbering never depends on its probe mode.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+#include "probes/flight_recorder.h"
+#include "probes/session.h"
+
+namespace dsdiag::probes {
+
+class CollectiveProbe {
+ public:
+  static constexpr int kMaxGroups = 16;
+  // `recorder` may be null (no flight recorder).
+  CollectiveProbe(Session* session, FlightRecorder* recorder) noexcept
+      : session_(session), recorder_(recorder) {}
+
+  // The sequence number the next op on `pg` will get.
+  int64_t next_seq(int pg) const noexcept { return seq_[Group(pg)]; }
+
+ private:
+  friend class CollectiveScope;
+  static int Group(int pg) noexcept { return pg >= 0 && pg < kMaxGroups ? pg : kMaxGroups - 1; }
+  Session* session_;
+  FlightRecorder* recorder_;
+  std::array<int64_t, kMaxGroups> seq_{};
+};
+
+class CollectiveScope {
+ public:
+  // `op`, `dtype` and `tag` must outlive the scope (literals or the caller's strings).
+  CollectiveScope(CollectiveProbe* probe, int pg, std::string_view op, std::string_view dtype,
+                  int64_t count, int64_t bytes, std::string_view tag) noexcept;
+  ~CollectiveScope();
+  CollectiveScope(const CollectiveScope&) = delete;
+  CollectiveScope& operator=(const CollectiveScope&) = delete;
+  void* operator new(size_t) = delete;
+
+  // The backend accepted the op (it is now in flight).
+  void Started() noexcept;
+  int64_t seq() const noexcept { return seq_; }
+
+ private:
+  CollectiveProbe* probe_;
+  int pg_;
+  int64_t seq_;
+  std::string_view op_, dtype_, tag_;
+  int64_t count_, bytes_;
+  int64_t enter_ns_ = 0;
+  int64_t handle_ = 0;
+};
+
+}  // namespace dsdiag::probes

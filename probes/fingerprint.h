@@ -1,0 +1,30 @@
+// Fingerprints: 64-bit xxHash3 of raw bytes, the evidence that two ranks hold the same
+// tensor. Hashing reads the bytes in place (no copy), so its cost is close to a memory
+// read; bench/ measures it against one.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace dsdiag::probes {
+
+uint64_t FingerprintBytes(const void* data, size_t size) noexcept;
+
+// Streams several buffers into one fingerprint (a bucket of parameters), equal to
+// FingerprintBytes over their concatenation.
+class Fingerprinter {
+ public:
+  Fingerprinter() noexcept;
+  ~Fingerprinter();
+  Fingerprinter(const Fingerprinter&) = delete;
+  Fingerprinter& operator=(const Fingerprinter&) = delete;
+
+  void Reset() noexcept;
+  void Add(const void* data, size_t size) noexcept;
+  uint64_t Digest() const noexcept;
+
+ private:
+  void* state_;  // XXH3_state_t, kept out of this header
+};
+
+}  // namespace dsdiag::probes

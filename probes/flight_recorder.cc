@@ -1,0 +1,156 @@
+#include "probes/flight_recorder.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <algorithm>
+#include <cstring>
+
+#include "trace/clock.h"
+#include "trace/json_line.h"
+#include "trace/run_files.h"
+
+namespace dsdiag::probes {
+namespace {
+
+template <size_t N>
+void CopyName(char (&dst)[N], std::string_view src) {
+  const size_t n = src.size() < N - 1 ? src.size() : N - 1;
+  std::memcpy(dst, src.data(), n);
+  dst[n] = '\0';
+}
+
+const char* StateName(CollectiveState s) {
+  switch (s) {
+    case CollectiveState::kIssued: return "issued";
+    case CollectiveState::kStarted: return "started";
+    case CollectiveState::kCompleted: return "completed";
+  }
+  return "?";
+}
+
+}  // namespace
+
+FlightRecorder::FlightRecorder(const trace::TraceHeader& header, std::string run_dir,
+                               size_t capacity)
+    : header_(header), run_dir_(std::move(run_dir)), ring_(capacity ? capacity : 1) {}
+
+int64_t FlightRecorder::Issue(int pg, int64_t seq, std::string_view op, std::string_view dtype,
+                              int64_t count, int64_t bytes, std::string_view tag, int64_t step,
+                              Phase phase) noexcept {
+  std::lock_guard<std::mutex> lock(mu_);
+  const int64_t id = next_id_++;
+  FlightEntry& e = ring_[id % ring_.size()];
+  e = FlightEntry{};
+  e.id = id;
+  e.pg = pg;
+  e.seq = seq;
+  CopyName(e.op, op);
+  CopyName(e.dtype, dtype);
+  CopyName(e.tag, tag);
+  e.count = count;
+  e.bytes = bytes;
+  e.step = step;
+  e.phase = phase;
+  e.t_issued = trace::MonotonicNs();
+  return id;
+}
+
+void FlightRecorder::Start(int64_t handle) noexcept {
+  std::lock_guard<std::mutex> lock(mu_);
+  FlightEntry& e = ring_[handle % ring_.size()];
+  if (e.id != handle) return;  // overwritten: the ring wrapped around meanwhile
+  e.state = CollectiveState::kStarted;
+  e.t_started = trace::MonotonicNs();
+}
+
+void FlightRecorder::Complete(int64_t handle) noexcept {
+  std::lock_guard<std::mutex> lock(mu_);
+  FlightEntry& e = ring_[handle % ring_.size()];
+  if (e.id != handle) return;
+  e.state = CollectiveState::kCompleted;
+  e.t_completed = trace::MonotonicNs();
+}
+
+bool FlightRecorder::OldestPending(FlightEntry* out) const noexcept {
+  std::lock_guard<std::mutex> lock(mu_);
+  bool found = false;
+  for (const FlightEntry& e : ring_) {
+    if (e.id == 0 || e.state == CollectiveState::kCompleted) continue;
+    if (!found || e.id < out->id) *out = e;
+    found = true;
+  }
+  return found;
+}
+
+std::string FlightRecorder::DumpJson(std::string_view reason, int64_t step, Phase phase) const {
+  std::vector<FlightEntry> entries;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const FlightEntry& e : ring_)
+      if (e.id != 0) entries.push_back(e);
+  }
+  std::sort(entries.begin(), entries.end(),
+            [](const FlightEntry& a, const FlightEntry& b) { return a.id < b.id; });
+  std::string out;
+  trace::JsonLine l(&out);
+  l.Field("schema", "dsdiag.flight/1")
+      .Field("run_id", header_.run_id)
+      .Field("rank", header_.rank)
+      .Field("world_size", header_.world_size)
+      .Field("reason", reason)
+      .Field("ts", trace::MonotonicNs());
+  l.BeginObject("clock")
+      .Field("mono", header_.clock.mono_ns)
+      .Field("wall", header_.clock.wall_ns)
+      .Field("offset", header_.clock.offset_ns)
+      .Field("offset_err", header_.clock.offset_err_ns)
+      .EndObject();
+  l.BeginObject("where").Field("step", step).Field("phase", PhaseName(phase)).EndObject();
+  l.BeginArray("entries");
+  for (const FlightEntry& e : entries) {
+    l.BeginObject()
+        .Field("pg", e.pg)
+        .Field("seq", e.seq)
+        .Field("op", e.op)
+        .Field("dtype", e.dtype)
+        .Field("n", e.count)
+        .Field("bytes", e.bytes)
+        .Field("tag", e.tag)
+        .Field("step", e.step)
+        .Field("phase", PhaseName(e.phase))
+        .Field("state", StateName(e.state))
+        .Field("issued", e.t_issued);
+    if (e.t_started) l.Field("started", e.t_started);
+    if (e.t_completed) l.Field("completed", e.t_completed);
+    l.EndObject();
+  }
+  l.EndArray();
+  l.Finish();
+  return out;
+}
+
+std::string FlightRecorder::dump_path() const {
+  return run_dir_ + "/" + trace::FlightDumpFileName(header_.rank);
+}
+
+bool FlightRecorder::Dump(std::string_view reason, int64_t step, Phase phase,
+                          std::string* error) const {
+  const std::string json = DumpJson(reason, step, phase);
+  // Write to a temporary name, then rename: a reader never sees half a dump.
+  const std::string path = dump_path();
+  const std::string tmp = path + ".tmp";
+  FILE* f = std::fopen(tmp.c_str(), "w");
+  if (!f) {
+    *error = "cannot write " + tmp + ": " + std::strerror(errno);
+    return false;
+  }
+  const bool ok = std::fwrite(json.data(), 1, json.size(), f) == json.size();
+  const bool closed = std::fclose(f) == 0;
+  if (!ok || !closed || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    *error = "cannot write " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace dsdiag::probes

@@ -1,0 +1,70 @@
+// FlightRecorder: an in-memory ring of the last N collectives of one rank — issued,
+// started, completed, with times, sizes, step and phase — dumped to
+// `flight-rank-<R>.json` when something goes wrong (a collective past its timeout, SIGUSR1,
+// SIGTERM, a fatal error). When a job hangs, the dumps of all ranks say who never entered
+// which collective and what everyone else was waiting in.
+//
+// Keeping it costs a short uncontended lock per collective event and no allocation: the
+// ring is preallocated and tags are copied into fixed buffers.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "probes/phase.h"
+#include "trace/trace_header.h"
+
+namespace dsdiag::probes {
+
+enum class CollectiveState { kIssued, kStarted, kCompleted };
+
+struct FlightEntry {
+  int64_t id = 0;  // ring position ever written, to tell stale slots
+  int pg = 0;
+  int64_t seq = 0;
+  char op[16] = {};
+  char dtype[8] = {};
+  char tag[32] = {};
+  int64_t count = 0;
+  int64_t bytes = 0;
+  int64_t step = 0;
+  Phase phase = Phase::kNone;
+  CollectiveState state = CollectiveState::kIssued;
+  int64_t t_issued = 0;
+  int64_t t_started = 0;
+  int64_t t_completed = 0;
+};
+
+class FlightRecorder {
+ public:
+  // `header` gives rank, run id and the clock pair written into dumps.
+  FlightRecorder(const trace::TraceHeader& header, std::string run_dir, size_t capacity = 256);
+
+  // Returns a handle for the updates below.
+  int64_t Issue(int pg, int64_t seq, std::string_view op, std::string_view dtype, int64_t count,
+                int64_t bytes, std::string_view tag, int64_t step, Phase phase) noexcept;
+  void Start(int64_t handle) noexcept;
+  void Complete(int64_t handle) noexcept;
+
+  // The oldest entry not yet completed, if any (for the watchdog).
+  bool OldestPending(FlightEntry* out) const noexcept;
+
+  // Writes flight-rank-<R>.json (replacing an earlier dump) with `reason` and where the
+  // main thread was. Returns false (and *error) on I/O failure. Not for signal handlers.
+  bool Dump(std::string_view reason, int64_t step, Phase phase, std::string* error) const;
+  std::string dump_path() const;
+  // The dump as one JSON object (tests).
+  std::string DumpJson(std::string_view reason, int64_t step, Phase phase) const;
+
+ private:
+  const trace::TraceHeader header_;
+  const std::string run_dir_;
+  mutable std::mutex mu_;
+  std::vector<FlightEntry> ring_;
+  int64_t next_id_ = 1;
+};
+
+}  // namespace dsdiag::probes

@@ -1,0 +1,167 @@
+#include "probes/torch/gradient_probe.h"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+
+#include "probes/fingerprint.h"
+#include "trace/record_types.h"
+
+namespace dsdiag::probes {
+namespace {
+
+const char* DtypeName(at::ScalarType t) {
+  switch (t) {
+    case at::kFloat: return "f32";
+    case at::kDouble: return "f64";
+    case at::kHalf: return "f16";
+    case at::kBFloat16: return "bf16";
+    case at::kLong: return "i64";
+    case at::kInt: return "i32";
+    default: return "other";
+  }
+}
+
+// A tensor's bytes in a form that can be hashed in place.
+at::Tensor HashableView(const at::Tensor& t) {
+  if (t.device().is_cpu() && t.is_contiguous()) return t;
+  return t.contiguous().cpu();
+}
+
+}  // namespace
+
+GradientProbe::GradientProbe(Session* session, std::vector<std::string> names,
+                             std::vector<at::Tensor> params,
+                             std::vector<std::vector<int>> buckets, GradientProbeOptions options)
+    : session_(session), names_(std::move(names)), params_(std::move(params)),
+      buckets_(std::move(buckets)), options_(options) {
+  if (buckets_.empty()) {
+    buckets_.emplace_back();
+    for (size_t i = 0; i < params_.size(); ++i) buckets_.back().push_back(static_cast<int>(i));
+  }
+  WriteParamTable();
+}
+
+void GradientProbe::WriteParamTable() noexcept {
+  if (!session_->on()) return;
+  auto r = session_->writer()->Begin(trace::rec::kParams);
+  auto& l = r.line();
+  l.BeginArray("names");
+  for (const auto& n : names_) l.Add(n);
+  l.EndArray().BeginArray("shapes");
+  for (const auto& p : params_) {
+    l.BeginArray();
+    for (int64_t d : p.sizes()) l.Add(d);
+    l.EndArray();
+  }
+  l.EndArray().BeginArray("dtypes");
+  for (const auto& p : params_) l.Add(DtypeName(p.scalar_type()));
+  l.EndArray().BeginArray("buckets");
+  for (const auto& b : buckets_) {
+    l.BeginArray();
+    for (int i : b) l.Add(i);
+    l.EndArray();
+  }
+  l.EndArray();
+}
+
+void GradientProbe::AfterBackward() noexcept {
+  if (!session_->on()) return;
+  try {
+    missing_.clear();
+    double sum_sq = 0;
+    for (size_t i = 0; i < params_.size(); ++i) {
+      const at::Tensor& g = params_[i].grad();
+      if (!g.defined()) {
+        missing_.push_back(static_cast<int>(i));
+        continue;
+      }
+      const double n = g.detach().norm().item<double>();
+      sum_sq += n * n;
+    }
+    const double norm = std::sqrt(sum_sq);
+    // Only a non-finite norm makes the per-parameter search worth its cost.
+    std::vector<int> nonfinite;
+    if (!std::isfinite(norm)) {
+      for (size_t i = 0; i < params_.size(); ++i) {
+        const at::Tensor& g = params_[i].grad();
+        if (g.defined() && !at::isfinite(g).all().item<bool>())
+          nonfinite.push_back(static_cast<int>(i));
+      }
+    }
+    auto r = session_->writer()->Begin(trace::rec::kGradient);
+    auto& l = r.line();
+    l.Field("norm", norm).Field("n_missing", static_cast<int64_t>(missing_.size()));
+    // The list is written when it changes, not every step: MoE runs leave experts
+    // unrouted for long stretches.
+    if (first_backward_ || missing_ != last_written_missing_) {
+      l.BeginArray("missing");
+      for (int i : missing_) l.Add(i);
+      l.EndArray();
+      last_written_missing_ = missing_;
+    }
+    if (!nonfinite.empty()) {
+      l.BeginArray("nonfinite");
+      for (int i : nonfinite) l.Add(i);
+      l.EndArray();
+    }
+    first_backward_ = false;
+  } catch (const std::exception& e) {
+    session_->RecordError("gradient-probe", e.what());
+  }
+}
+
+uint64_t GradientProbe::HashTensor(const at::Tensor& t) const {
+  at::Tensor h = HashableView(t);
+  return FingerprintBytes(h.data_ptr(), h.nbytes());
+}
+
+void GradientProbe::WriteFingerprints(std::string_view what, std::string_view why,
+                                      bool grads) noexcept {
+  if (!session_->on()) return;
+  try {
+    auto tensor_of = [&](size_t i) -> at::Tensor {
+      return grads ? params_[i].grad() : params_[i].detach();
+    };
+    auto r = session_->writer()->Begin(trace::rec::kFingerprint);
+    auto& l = r.line();
+    l.Field("what", what).Field("why", why);
+    if (session_->full()) {
+      l.Field("gran", "param").BeginArray("h");
+      for (size_t i = 0; i < params_.size(); ++i) {
+        at::Tensor t = tensor_of(i);
+        l.AddHex(t.defined() ? HashTensor(t) : 0);
+      }
+    } else {
+      l.Field("gran", "bucket").BeginArray("h");
+      Fingerprinter fp;
+      for (const auto& bucket : buckets_) {
+        fp.Reset();
+        for (int i : bucket) {
+          at::Tensor t = tensor_of(i);
+          if (!t.defined()) continue;
+          at::Tensor h = HashableView(t);
+          fp.Add(h.data_ptr(), h.nbytes());
+        }
+        l.AddHex(fp.Digest());
+      }
+    }
+    l.EndArray();
+  } catch (const std::exception& e) {
+    session_->RecordError("fingerprint-probe", e.what());
+  }
+}
+
+void GradientProbe::AfterSync() noexcept { WriteFingerprints("grad", "after-sync", true); }
+
+void GradientProbe::FingerprintParams(std::string_view why) noexcept {
+  WriteFingerprints("param", why, false);
+}
+
+void GradientProbe::AfterOptimizerStep(int64_t step) noexcept {
+  if (!session_->on()) return;
+  if (session_->full() || (options_.param_fp_every > 0 && step % options_.param_fp_every == 0))
+    FingerprintParams("periodic");
+}
+
+}  // namespace dsdiag::probes

@@ -1,0 +1,97 @@
+#include "probes/watchdog.h"
+
+#include <csignal>
+#include <cstdio>
+#include <string>
+
+#include "trace/clock.h"
+
+namespace dsdiag::probes {
+namespace {
+
+std::atomic<Watchdog*> g_sigusr1_watchdog{nullptr};
+
+void OnSigusr1(int) {
+  if (Watchdog* w = g_sigusr1_watchdog.load()) w->RequestDump(Watchdog::DumpReason::kSigusr1);
+}
+
+const char* ReasonName(Watchdog::DumpReason r) {
+  switch (r) {
+    case Watchdog::DumpReason::kSigusr1: return "SIGUSR1";
+    case Watchdog::DumpReason::kSigterm: return "SIGTERM";
+    case Watchdog::DumpReason::kError: return "error";
+    case Watchdog::DumpReason::kNone: break;
+  }
+  return "request";
+}
+
+}  // namespace
+
+Watchdog::Watchdog(Session* session, FlightRecorder* recorder, double timeout_s,
+                   int poll_interval_ms)
+    : session_(session), recorder_(recorder),
+      timeout_ns_(static_cast<int64_t>(timeout_s * 1e9)), poll_interval_ms_(poll_interval_ms) {
+  if (session_->on() && recorder_) thread_ = std::thread([this] { Loop(); });
+}
+
+Watchdog::~Watchdog() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  Watchdog* self = this;
+  g_sigusr1_watchdog.compare_exchange_strong(self, nullptr);
+}
+
+void Watchdog::InstallSigusr1Handler(Watchdog* watchdog) {
+  g_sigusr1_watchdog.store(watchdog);
+  struct sigaction sa {};
+  sa.sa_handler = OnSigusr1;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGUSR1, &sa, nullptr);
+}
+
+void Watchdog::DumpNow(const char* reason) noexcept {
+  if (!session_->on() || !recorder_) return;
+  std::string error;
+  if (recorder_->Dump(reason, session_->current_step(), session_->current_phase(), &error))
+    ++dumps_;
+  else
+    session_->RecordError("flight-recorder", error);
+}
+
+void Watchdog::Loop() {
+  session_->writer()->NameThisThread("watchdog");
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    cv_.wait_for(lock, std::chrono::milliseconds(poll_interval_ms_));
+    if (stop_) break;
+    lock.unlock();
+    const int requested = requested_.exchange(0);
+    if (requested != 0) DumpNow(ReasonName(static_cast<DumpReason>(requested)));
+    CheckTimeout();
+    lock.lock();
+  }
+}
+
+void Watchdog::CheckTimeout() {
+  if (timeout_ns_ <= 0) return;
+  FlightEntry e;
+  if (!recorder_->OldestPending(&e) || e.id == last_timed_out_id_) return;
+  const int64_t waited = trace::MonotonicNs() - e.t_issued;
+  if (waited < timeout_ns_) return;
+  last_timed_out_id_ = e.id;
+  timed_out_ = true;
+  char message[160];
+  std::snprintf(message, sizeof message,
+                "collective pg %d seq %lld (%s, %s) pending for %.1f s, past the %.1f s timeout",
+                e.pg, static_cast<long long>(e.seq), e.op, e.tag, waited / 1e9,
+                timeout_ns_ / 1e9);
+  session_->RecordError("watchdog", message);
+  DumpNow("timeout");
+}
+
+}  // namespace dsdiag::probes

@@ -1,0 +1,165 @@
+// FlightRecorder, CollectiveProbe and Watchdog: the evidence a hung job leaves behind.
+#include "probes/flight_recorder.h"
+
+#include <gtest/gtest.h>
+#include <simdjson.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "probes/collective_probe.h"
+#include "probes/watchdog.h"
+#include "trace/record_types.h"
+#include "trace/trace_reader.h"
+
+namespace dsdiag::probes {
+namespace {
+
+namespace fs = std::filesystem;
+
+trace::TraceHeader Header(int rank) {
+  trace::TraceHeader h;
+  h.run_id = "flight-test";
+  h.rank = rank;
+  h.world_size = 2;
+  return h;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(FlightRecorderTest, DumpListsEntriesOldestFirstWithStates) {
+  FlightRecorder rec(Header(1), "/tmp", 4);
+  for (int i = 0; i < 6; ++i) {  // wraps: only the last 4 stay
+    int64_t h = rec.Issue(0, i, "allreduce", "f32", 10, 40, "grad-bucket-0", i, Phase::kSync);
+    rec.Start(h);
+    if (i < 5) rec.Complete(h);
+  }
+  simdjson::dom::parser parser;
+  std::string json = rec.DumpJson("timeout", 5, Phase::kSync);
+  simdjson::dom::element doc = parser.parse(json);
+  EXPECT_EQ(std::string_view(doc["schema"]), "dsdiag.flight/1");
+  EXPECT_EQ(int64_t(doc["rank"]), 1);
+  EXPECT_EQ(std::string_view(doc["where"]["phase"]), "sync");
+  simdjson::dom::array entries = doc["entries"];
+  ASSERT_EQ(entries.size(), 4u);
+  int64_t expected_seq = 2;
+  for (simdjson::dom::element e : entries) EXPECT_EQ(int64_t(e["seq"]), expected_seq++);
+  EXPECT_EQ(std::string_view(entries.at(3)["state"]), "started");
+  EXPECT_EQ(std::string_view(entries.at(2)["state"]), "completed");
+
+  FlightEntry pending;
+  ASSERT_TRUE(rec.OldestPending(&pending));
+  EXPECT_EQ(pending.seq, 5);
+}
+
+TEST(CollectiveProbeTest, SequenceNumbersPerGroupAndCollRecords) {
+  fs::path dir = fs::temp_directory_path() / ("dsdiag-coll-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  SessionConfig c;
+  c.run_dir = dir.string();
+  c.header = Header(0);
+  std::string error;
+  auto s = Session::Start(c, &error);
+  ASSERT_TRUE(s) << error;
+  FlightRecorder rec(Header(0), dir.string());
+  CollectiveProbe probe(s.get(), &rec);
+  for (int i = 0; i < 3; ++i) {
+    CollectiveScope scope(&probe, 0, "allreduce", "f32", 100, 400, "grad-bucket-0");
+    scope.Started();
+    EXPECT_EQ(scope.seq(), i);
+  }
+  { CollectiveScope scope(&probe, 1, "barrier", "none", 0, 0, "health"); }
+  EXPECT_EQ(probe.next_seq(0), 3);
+  EXPECT_EQ(probe.next_seq(1), 1);
+  s->End("ok", 0);
+
+  auto reader = trace::TraceReader::Open((dir / "rank-00000.jsonl").string(), &error);
+  ASSERT_TRUE(reader);
+  trace::Record r;
+  int colls = 0;
+  while (reader->Next(&r)) {
+    if (r.type() != trace::rec::kCollective) continue;
+    ++colls;
+    EXPECT_TRUE(r.Int("dur"));
+    if (colls <= 3) {
+      EXPECT_EQ(r.Int("seq"), colls - 1);
+      EXPECT_EQ(r.Str("tag"), "grad-bucket-0");
+      EXPECT_EQ(r.Int("bytes"), 400);
+    } else {
+      EXPECT_EQ(r.Int("pg"), 1);
+      EXPECT_EQ(r.Str("op"), "barrier");
+    }
+  }
+  EXPECT_EQ(colls, 4);
+  FlightEntry pending;
+  EXPECT_FALSE(rec.OldestPending(&pending));
+  fs::remove_all(dir);
+}
+
+// Waits (generously) for `pred`; the watchdog polls every few ms.
+template <typename Pred>
+bool Eventually(Pred pred) {
+  for (int i = 0; i < 500; ++i) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return pred();
+}
+
+TEST(WatchdogTest, DumpsWhenACollectiveOutlivesTheTimeoutAndOnSigusr1) {
+  fs::path dir = fs::temp_directory_path() / ("dsdiag-watchdog-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  SessionConfig c;
+  c.run_dir = dir.string();
+  c.header = Header(1);
+  std::string error;
+  auto s = Session::Start(c, &error);
+  ASSERT_TRUE(s) << error;
+  FlightRecorder rec(c.header, dir.string());
+  CollectiveProbe probe(s.get(), &rec);
+  Watchdog watchdog(s.get(), &rec, /*timeout_s=*/0.05, /*poll_interval_ms=*/5);
+  Watchdog::InstallSigusr1Handler(&watchdog);
+
+  s->BeginStep(7, 0);
+  {
+    PhaseScope phase(s.get(), Phase::kSync);
+    CollectiveScope hung(&probe, 0, "allreduce", "f32", 8, 32, "grad-bucket-1");
+    hung.Started();
+    ASSERT_TRUE(Eventually([&] { return watchdog.timed_out(); }));
+    ASSERT_TRUE(Eventually([&] { return watchdog.dumps_written() >= 1; }));
+  }
+  const std::string dump = ReadFile(rec.dump_path());
+  EXPECT_NE(dump.find("\"reason\":\"timeout\""), std::string::npos) << dump;
+  EXPECT_NE(dump.find("\"state\":\"started\""), std::string::npos) << dump;
+  EXPECT_NE(dump.find("\"where\":{\"step\":7,\"phase\":\"sync\"}"), std::string::npos) << dump;
+
+  raise(SIGUSR1);
+  ASSERT_TRUE(Eventually([&] { return watchdog.dumps_written() >= 2; }));
+  EXPECT_NE(ReadFile(rec.dump_path()).find("\"reason\":\"SIGUSR1\""), std::string::npos);
+  s->End("ok", 0);
+
+  // The timeout also left an `error` record naming the collective.
+  auto reader = trace::TraceReader::Open(dir.string() + "/rank-00001.jsonl", &error);
+  trace::Record r;
+  bool found = false;
+  while (reader->Next(&r))
+    if (r.type() == trace::rec::kError && r.Str("where") == "watchdog") {
+      found = true;
+      EXPECT_NE(std::string(*r.Str("message")).find("seq 0"), std::string::npos);
+    }
+  EXPECT_TRUE(found);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace dsdiag::probes
