@@ -1,0 +1,63 @@
+// Faults: the --inject specs a synthetic run imitates, turned into the few facts the time
+// model and the renderer need (who is slow, whose clock is off, who stops where).
+//
+// synth imitates only faults whose footprint is timing or control flow: straggler,
+// clock-skew, crash, hang, unused-param. The rest (desynced gradients, RNG, samplers,
+// scalers, checkpoints...) show up in hashes and values that only the real trainer
+// produces; asking for one is an error that points at `dsdiag train`.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "inject/inject_spec.h"
+
+namespace dsdiag::synth {
+
+// A request synth cannot honour (unsupported kind, step past the end...): bad usage.
+class SynthSpecError : public std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Where one rank stops for good.
+struct Stop {
+  enum class Kind { kCrash, kHang };
+  Kind kind = Kind::kCrash;
+  int rank = 0;
+  int64_t step = 0;
+};
+
+class Faults {
+ public:
+  Faults() = default;
+  // Throws SynthSpecError for kinds synth cannot imitate, a step at or past `steps`, a
+  // missing rank key, or more than one crash/hang.
+  static Faults FromPlan(const inject::InjectPlan& plan, int ranks, int64_t steps);
+
+  // Extra backward time of `rank` each step, ns (straggler).
+  int64_t StragglerNs(int rank) const;
+  // How far `rank`'s wall clock runs ahead, ns (clock-skew).
+  int64_t SkewNs(int rank) const;
+  bool UnusedParams(int rank) const;
+  const std::optional<Stop>& stop() const { return stop_; }
+  // The specs as given, space-separated, for the header's config.
+  const std::string& text() const { return text_; }
+
+ private:
+  struct RankAmount {
+    int rank;
+    int64_t ns;
+  };
+  static int64_t Sum(const std::vector<RankAmount>& v, int rank);
+
+  std::vector<RankAmount> straggler_;
+  std::vector<RankAmount> skew_;
+  std::vector<int> unused_param_ranks_;
+  std::optional<Stop> stop_;
+  std::string text_;
+};
+
+}  // namespace dsdiag::synth

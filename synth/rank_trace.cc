@@ -1,0 +1,350 @@
+#include "synth/rank_trace.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string_view>
+
+#include "synth/noise.h"
+#include "trace/json_line.h"
+#include "trace/record_types.h"
+#include "trace/trace_header.h"
+
+namespace dsdiag::synth {
+namespace {
+
+namespace rec = trace::rec;
+namespace phase = trace::phase;
+
+constexpr size_t kDrainBytes = size_t{4} << 20;
+constexpr int64_t kUs = 1000;
+constexpr int64_t kMs = 1000 * kUs;
+
+// Noise slots for values (time_model.cc uses the low slots of the same keys).
+enum ValueSlot : uint32_t { kSlotLoss = 1000, kSlotNorm, kSlotDetect, kSlotPid };
+
+// Four decimals: the shortest repr of the result is at most that long.
+double Round4(double v) { return std::round(v * 1e4) / 1e4; }
+
+class Renderer {
+ public:
+  Renderer(const RunFacts& run, int rank, std::string* out)
+      : run_(run), model_(*run.model), rank_(rank), out_(out), buckets_(model_.buckets()) {
+    for (int k = 0; k < buckets_; ++k) tags_.push_back("grad-bucket-" + std::to_string(k));
+  }
+
+  void Render(const Drain& drain) {
+    Header();
+    run_.table->AppendParamsRecord(Mono(model_.ParamsTime(rank_)), out_);
+    Clock("start", model_.ClockTime(rank_), 0);
+    const std::optional<Stop>& stop = run_.faults->stop();
+    int64_t start = model_.FirstStepStart(rank_);
+    for (int64_t step = 0; step < run_.steps; ++step) {
+      if (stop && step == stop->step) {
+        StoppedStep(*stop, start);
+        drain(out_);
+        return;
+      }
+      start = Step(step, start);
+      if (out_->size() >= kDrainBytes) drain(out_);
+    }
+    const int64_t end = start + 2 * kMs;
+    Clock("end", end, run_.steps);
+    End(run_.steps, end + kMs, "ok", 0, "");
+    drain(out_);
+  }
+
+ private:
+  int64_t Mono(int64_t t) const { return model_.Mono(rank_, t); }
+
+  trace::JsonLine Record(std::string_view type, int64_t t, int64_t step) {
+    trace::JsonLine l(out_);
+    l.Field(trace::kFieldType, type).Field(trace::kFieldTs, Mono(t)).Field(trace::kFieldStep, step);
+    return l;
+  }
+
+  void Header() {
+    trace::TraceHeader h;
+    h.schema = std::string(trace::kSchema);
+    h.run_id = run_.run_id;
+    h.rank = rank_;
+    h.world_size = run_.ranks;
+    h.local_rank = rank_ % kRanksPerHost;
+    h.host = "synth-host-" + std::to_string(rank_ / kRanksPerHost);
+    h.pid = 1000 + static_cast<int64_t>(Noise(model_.seed(), rank_, -1).Bits(kSlotPid) % 60000);
+    h.versions["dsdiag"] = DSDIAG_VERSION;
+    h.env["OMP_NUM_THREADS"] = "1";
+    h.config = run_.config;
+    const int64_t launch = model_.LaunchTime(rank_);
+    h.clock.mono_ns = Mono(launch);
+    h.clock.wall_ns = model_.Wall(rank_, launch);
+    h.clock.offset_ns = model_.MeasuredOffset(rank_);
+    h.clock.offset_err_ns = model_.OffsetErr(rank_);
+    trace::AppendHeaderRecord(h, h.clock.mono_ns, out_);
+  }
+
+  void Clock(std::string_view when, int64_t t, int64_t step) {
+    const int64_t err = model_.OffsetErr(rank_);
+    Record(rec::kClock, t, step)
+        .Field("when", when)
+        .Field("offset", model_.MeasuredOffset(rank_))
+        .Field("offset_err", err)
+        .Field("rtt", 2 * err)
+        .Finish();
+  }
+
+  // One whole step; returns when the next one starts.
+  int64_t Step(int64_t step, int64_t start) {
+    const StepWork w = model_.Work(rank_, step, start);
+    std::array<int64_t, kMaxBuckets> exit{};
+    for (int k = 0; k < buckets_; ++k) exit[k] = run_.schedule->ExitOn(model_, rank_, step, k);
+
+    StepBegin(step, w.start);
+    Phase(step, phase::kData, w.start, w.data_end);
+    Phase(step, phase::kForward, w.data_end, w.forward_end);
+    // Records appear when they are written: an allreduce's when it completes.
+    int k = 0;
+    for (; k < buckets_ && exit[k] <= w.backward_end; ++k) Coll(step, k, w.enter[k], exit[k]);
+    Phase(step, phase::kBackward, w.forward_end, w.backward_end);
+    Grad(step, w.backward_end);
+    for (; k < buckets_; ++k) Coll(step, k, w.enter[k], exit[k]);
+    const StepEnd e = model_.End(w, exit[buckets_ - 1]);
+    Phase(step, phase::kSync, w.backward_end, e.sync_end);
+    Phase(step, phase::kOptimizer, e.sync_end, e.optimizer_end);
+    StepRecord(step, w, e);
+    return e.next_start;
+  }
+
+  // The step where a crash or hang stops the run.
+  void StoppedStep(const Stop& stop, int64_t start) {
+    const int64_t step = stop.step;
+    const StepWork w = model_.Work(rank_, step, start);
+    StepBegin(step, w.start);
+    Phase(step, phase::kData, w.start, w.data_end);
+    if (rank_ == stop.rank) {
+      // Died or stuck in backward. A SIGKILL catches the writer mid-record.
+      if (stop.kind == Stop::Kind::kCrash) {
+        TruncatedPhase(step, phase::kForward, w);
+      } else {
+        Phase(step, phase::kForward, w.data_end, w.forward_end);
+      }
+      return;
+    }
+    Phase(step, phase::kForward, w.data_end, w.forward_end);
+    Phase(step, phase::kBackward, w.forward_end, w.backward_end);
+    Grad(step, w.backward_end);
+    // Every bucket was issued during backward; the first never completes.
+    const int64_t seq = step * buckets_;
+    const std::string what = "allreduce pg 0 seq " + std::to_string(seq) + " (" + tags_[0] + ")";
+    if (stop.kind == Stop::Kind::kCrash) {
+      // The peer's socket closes when it dies; the error surfaces in the wait (sync).
+      const Noise n(model_.seed(), rank_, step);
+      const int64_t detect = std::max(w.backward_end, run_.stop_time) + kMs +
+                             static_cast<int64_t>(n.Uniform(kSlotDetect) * 500 * kUs);
+      const std::string message = what + " failed: connection closed by peer synth-host-" +
+                                  std::to_string(stop.rank / kRanksPerHost);
+      Phase(step, phase::kSync, w.backward_end, detect);
+      Error(step, detect, message, seq);
+      End(step, detect + 200 * kUs, "peer-failure", 1, message);
+    } else {
+      // The watchdog gives up on the oldest pending collective and dumps the recorder.
+      const int64_t fire = w.enter[0] + kTimeoutNs;
+      const std::string message = "collective timeout: " + what + " not completed after " +
+                                  std::to_string(kTimeoutNs / 1000000000) + " s";
+      Error(step, fire, message, seq);
+      End(step, fire + kMs, "error", 1, message);
+    }
+  }
+
+  void TruncatedPhase(int64_t step, std::string_view name, const StepWork& w) {
+    std::string record;
+    std::string* const file = out_;
+    out_ = &record;
+    Phase(step, name, w.data_end, w.forward_end);
+    out_ = file;
+    out_->append(record, 0, record.size() / 2);  // no newline: the line is cut short
+  }
+
+  void StepBegin(int64_t step, int64_t t) {
+    Record(rec::kStepBegin, t, step).Field("epoch", step / kStepsPerEpoch).Finish();
+  }
+
+  void Phase(int64_t step, std::string_view name, int64_t from, int64_t to) {
+    Record(rec::kPhase, from, step).Field("name", name).Field("dur", to - from).Finish();
+  }
+
+  void Coll(int64_t step, int bucket, int64_t enter, int64_t exit) {
+    const int64_t n = run_.table->buckets()[bucket].numel;
+    Record(rec::kCollective, enter, step)
+        .Field("pg", 0)
+        .Field("seq", step * buckets_ + bucket)
+        .Field("op", "allreduce")
+        .Field("dtype", "f32")
+        .Field("n", n)
+        .Field("bytes", 4 * n)
+        .Field("dur", exit - enter)
+        .Field("tag", std::string_view(tags_[bucket]))
+        .Finish();
+  }
+
+  // The local gradient norm before sync, falling as training converges. `missing` is
+  // written on the first step (the baseline set) and would be again if the set changed.
+  void Grad(int64_t step, int64_t t) {
+    const Noise n(model_.seed(), rank_, step);
+    const double decay = std::exp(-static_cast<double>(step) / Tau());
+    const double norm = Round4((1.6 * decay + 0.45) * (1.0 + 0.08 * n.Symmetric(kSlotNorm)));
+    const bool unused = run_.faults->UnusedParams(rank_);
+    trace::JsonLine l = Record(rec::kGradient, t, step);
+    l.Field("norm", norm)
+        .Field("n_missing", unused ? static_cast<int64_t>(run_.unused_params.size()) : int64_t{0});
+    if (step == 0) {
+      l.BeginArray("missing");
+      if (unused) {
+        for (int i : run_.unused_params) l.Add(i);
+      }
+      l.EndArray();
+    }
+    l.Finish();
+  }
+
+  void StepRecord(int64_t step, const StepWork& w, const StepEnd& e) {
+    const Noise n(model_.seed(), rank_, step);
+    const double decay = std::exp(-static_cast<double>(step) / Tau());
+    const double loss = Round4(0.35 + 2.0 * decay + 0.06 * n.Symmetric(kSlotLoss));
+    trace::JsonLine l = Record(rec::kStep, w.start, step);
+    l.Field("dur", e.optimizer_end - w.start)
+        .Field("epoch", step / kStepsPerEpoch)
+        .Field("loss", loss)
+        .Field("lr", kLearningRate)
+        .Field("samples", int64_t{kBatchSize});
+    l.BeginObject("phases")
+        .Field(phase::kData, w.data_end - w.start)
+        .Field(phase::kForward, w.forward_end - w.data_end)
+        .Field(phase::kBackward, w.backward_end - w.forward_end)
+        .Field(phase::kSync, e.sync_end - w.backward_end)
+        .Field(phase::kOptimizer, e.optimizer_end - e.sync_end)
+        .EndObject();
+    l.Finish();
+  }
+
+  void Error(int64_t step, int64_t t, const std::string& message, int64_t seq) {
+    Record(rec::kError, t, step)
+        .Field("where", phase::kSync)
+        .Field("message", std::string_view(message))
+        .Field("pg", 0)
+        .Field("seq", seq)
+        .Field("op", "allreduce")
+        .Field("tag", std::string_view(tags_[0]))
+        .Finish();
+  }
+
+  void End(int64_t step, int64_t t, std::string_view reason, int status, std::string_view detail) {
+    trace::JsonLine l = Record(rec::kEnd, t, step);
+    l.Field("reason", reason).Field("status", status);
+    if (!detail.empty()) l.Field("error", detail);
+    l.Finish();
+  }
+
+  // Loss and gradient norm decay over about a third of the run.
+  double Tau() const { return std::max(4.0, 0.35 * static_cast<double>(run_.steps)); }
+
+  const RunFacts& run_;
+  const TimeModel& model_;
+  int rank_;
+  std::string* out_;
+  int buckets_;
+  std::vector<std::string> tags_;
+};
+
+const char* StateName(bool completed, bool started) {
+  return completed ? "completed" : started ? "started" : "issued";
+}
+
+}  // namespace
+
+void RenderRankTrace(const RunFacts& run, int rank, std::string* buffer, const Drain& drain) {
+  Renderer(run, rank, buffer).Render(drain);
+}
+
+int64_t StepStart(const RunFacts& run, int rank, int64_t step) {
+  const TimeModel& model = *run.model;
+  int64_t start = model.FirstStepStart(rank);
+  for (int64_t s = 0; s < step; ++s) {
+    const StepWork w = model.Work(rank, s, start);
+    start = model.End(w, run.schedule->ExitOn(model, rank, s, model.buckets() - 1)).next_start;
+  }
+  return start;
+}
+
+bool HasFlightDump(const RunFacts& run, int rank) {
+  const std::optional<Stop>& stop = run.faults->stop();
+  return stop && stop->kind == Stop::Kind::kHang && rank != stop->rank;
+}
+
+// What the survivor's flight recorder holds when its watchdog fires: the allreduces of
+// the last two finished steps, then the stuck step's (the first started, the rest queued).
+void AppendFlightDump(const RunFacts& run, int rank, std::string* out) {
+  const TimeModel& model = *run.model;
+  const Stop& stop = *run.faults->stop();
+  const int buckets = model.buckets();
+  const int64_t first = std::max<int64_t>(0, stop.step - 2);
+  int64_t start = StepStart(run, rank, first);
+  const int64_t launch = model.LaunchTime(rank);
+
+  std::string entries;
+  int64_t fire = 0;
+  for (int64_t step = first; step <= stop.step; ++step) {
+    const StepWork w = model.Work(rank, step, start);
+    const bool stuck = step == stop.step;
+    if (stuck) fire = w.enter[0] + kTimeoutNs;
+    int64_t previous_exit = 0;
+    for (int k = 0; k < buckets; ++k) {
+      const int64_t exit = stuck ? 0 : run.schedule->ExitOn(model, rank, step, k);
+      const bool started = !stuck || k == 0;
+      const int64_t started_at = std::max(w.enter[k], previous_exit);
+      const int64_t n = run.table->buckets()[k].numel;
+      std::string tag = "grad-bucket-" + std::to_string(k);
+      std::string one;
+      trace::JsonLine e(&one);
+      e.Field("pg", 0)
+          .Field("seq", step * buckets + k)
+          .Field("op", "allreduce")
+          .Field("dtype", "f32")
+          .Field("n", n)
+          .Field("bytes", 4 * n)
+          .Field("tag", std::string_view(tag))
+          .Field("step", step)
+          .Field("phase", phase::kBackward)
+          .Field("state", StateName(!stuck, started))
+          .Field("issued", model.Mono(rank, w.enter[k]));
+      if (started) e.Field("started", model.Mono(rank, started_at));
+      if (!stuck) e.Field("completed", model.Mono(rank, exit));
+      e.Finish();
+      one.pop_back();  // JsonLine ends lines; array elements do not
+      if (!entries.empty()) entries.push_back(',');
+      entries += one;
+      previous_exit = exit;
+    }
+    if (!stuck) {
+      start = model.End(w, run.schedule->ExitOn(model, rank, step, buckets - 1)).next_start;
+    }
+  }
+
+  trace::JsonLine l(out);
+  l.Field("schema", "dsdiag.flight/1")
+      .Field("run_id", std::string_view(run.run_id))
+      .Field("rank", rank)
+      .Field("world_size", run.ranks)
+      .Field("reason", "timeout")
+      .Field("ts", model.Mono(rank, fire));
+  l.BeginObject("clock")
+      .Field("mono", model.Mono(rank, launch))
+      .Field("wall", model.Wall(rank, launch))
+      .Field("offset", model.MeasuredOffset(rank))
+      .Field("offset_err", model.OffsetErr(rank))
+      .EndObject();
+  l.BeginObject("where").Field("step", stop.step).Field("phase", phase::kSync).EndObject();
+  l.Raw("entries", "[" + entries + "]");
+  l.Finish();
+}
+
+}  // namespace dsdiag::synth

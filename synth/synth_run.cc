@@ -1,0 +1,240 @@
+#include "synth/synth_run.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <exception>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include "inject/inject_spec.h"
+#include "synth/noise.h"
+#include "trace/run_files.h"
+
+namespace dsdiag::synth {
+namespace {
+
+namespace fs = std::filesystem;
+
+// "20260101-081500-4f2a": the launch's UTC time and four hex digits of the seed, the
+// shape of the trainer's run ids.
+std::string MakeRunId(int64_t launch_wall_ns, uint64_t seed) {
+  const time_t secs = static_cast<time_t>(launch_wall_ns / 1000000000);
+  tm utc{};
+  gmtime_r(&secs, &utc);
+  char when[32];
+  std::strftime(when, sizeof when, "%Y%m%d-%H%M%S", &utc);
+  char id[48];
+  std::snprintf(id, sizeof id, "%s-%04x", when, static_cast<unsigned>(Mix(~seed) & 0xffff));
+  return id;
+}
+
+trace::JsonValue MakeConfig(const SynthConfig& c, const Faults& faults) {
+  trace::JsonValue j = trace::JsonValue::Object();
+  j.Set("steps", c.steps);
+  j.Set("batch_size", kBatchSize);
+  j.Set("amp", "off");
+  j.Set("probes", "light");
+  j.Set("seed", c.seed);
+  j.Set("model", "synth");
+  j.Set("inject", faults.text());
+  j.Set("timeout_s", static_cast<double>(kTimeoutNs / 1000000000));
+  return j;
+}
+
+Faults ParseFaults(const SynthConfig& c) {
+  try {
+    return Faults::FromPlan(inject::InjectPlan::Parse(c.injects, c.ranks), c.ranks, c.steps);
+  } catch (const inject::InjectSpecError& e) {
+    throw SynthSpecError(e.what());
+  }
+}
+
+const SynthConfig& Checked(const SynthConfig& c) {
+  if (c.ranks < 1 || c.ranks > SynthRun::kMaxRanks) {
+    throw SynthSpecError("--ranks must be 1.." + std::to_string(SynthRun::kMaxRanks) + ", got " +
+                         std::to_string(c.ranks));
+  }
+  if (c.steps < 1)
+    throw SynthSpecError("--steps must be at least 1, got " + std::to_string(c.steps));
+  return c;
+}
+
+// Writes all of `data` (write(2) may write less than asked).
+bool WriteAll(int fd, const char* data, size_t size) {
+  while (size > 0) {
+    const ssize_t n = ::write(fd, data, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// One output file; errors become SynthIoError naming the path.
+class OutFile {
+ public:
+  explicit OutFile(std::string path) : path_(std::move(path)) {
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd_ < 0) Fail("cannot create");
+  }
+  ~OutFile() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  OutFile(const OutFile&) = delete;
+  OutFile& operator=(const OutFile&) = delete;
+
+  void Write(std::string* buffer) {
+    if (!WriteAll(fd_, buffer->data(), buffer->size())) Fail("cannot write");
+    bytes_ += static_cast<int64_t>(buffer->size());
+    buffer->clear();
+  }
+  void Close() {
+    const int fd = fd_;
+    fd_ = -1;
+    if (::close(fd) != 0) Fail("cannot write");
+  }
+  int64_t bytes() const { return bytes_; }
+
+ private:
+  [[noreturn]] void Fail(const char* what) {
+    throw SynthIoError(std::string(what) + " " + path_ + ": " + std::strerror(errno));
+  }
+  std::string path_;
+  int fd_ = -1;
+  int64_t bytes_ = 0;
+};
+
+void PrepareDir(const std::string& dir, bool force) {
+  std::error_code ec;
+  if (fs::exists(dir, ec)) {
+    if (!fs::is_directory(dir, ec)) throw SynthSpecError("--out " + dir + " is not a directory");
+    if (fs::directory_iterator(dir, ec) != fs::directory_iterator() && !force) {
+      throw SynthSpecError("--out " + dir +
+                           " is not empty; choose a new directory, or pass --force to "
+                           "replace the rank traces in it");
+    }
+    if (ec) throw SynthIoError("cannot read " + dir + ": " + ec.message());
+    // Stale rank files of an earlier run would join this one as extra or foreign ranks.
+    for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+      const std::string name = e.path().filename().string();
+      if (!trace::ParseRankTraceFileName(name) && !trace::ParseFlightDumpFileName(name)) continue;
+      if (!fs::remove(e.path(), ec)) {
+        throw SynthIoError("cannot remove " + e.path().string() + ": " + ec.message());
+      }
+    }
+    if (ec) throw SynthIoError("cannot read " + dir + ": " + ec.message());
+    return;
+  }
+  fs::create_directories(dir, ec);
+  if (ec) throw SynthIoError("cannot create " + dir + ": " + ec.message());
+}
+
+}  // namespace
+
+SynthRun::SynthRun(const SynthConfig& config)
+    : table_(ParamTable::DeepSeekMoe()), faults_(ParseFaults(Checked(config))) {
+  model_ = std::make_unique<TimeModel>(config.seed, config.ranks, table_, faults_);
+  const std::optional<Stop>& stop = faults_.stop();
+  schedule_ = Schedule::Build(*model_, stop ? stop->step : config.steps);
+
+  facts_.ranks = config.ranks;
+  facts_.steps = config.steps;
+  facts_.run_id = MakeRunId(model_->LaunchWall(), config.seed);
+  facts_.config = MakeConfig(config, faults_);
+  facts_.table = &table_;
+  facts_.faults = &faults_;
+  facts_.model = model_.get();
+  facts_.schedule = &schedule_;
+  facts_.unused_params = table_.IndicesWithPrefix("blocks.1.moe.experts.2.");
+  if (stop) {
+    // A crash kills the rank 40% into its backward; a hang freezes it as backward starts.
+    const StepWork w =
+        model_->Work(stop->rank, stop->step, StepStart(facts_, stop->rank, stop->step));
+    facts_.stop_time = stop->kind == Stop::Kind::kCrash
+                           ? w.forward_end + (w.backward_end - w.forward_end) * 2 / 5
+                           : w.forward_end;
+  }
+}
+
+void SynthRun::RenderRank(int rank, std::string* buffer, const Drain& drain) const {
+  RenderRankTrace(facts_, rank, buffer, drain);
+}
+
+std::string SynthRun::RankTrace(int rank) const {
+  std::string whole;
+  std::string buffer;
+  RenderRank(rank, &buffer, [&whole](std::string* b) {
+    whole += *b;
+    b->clear();
+  });
+  return whole;
+}
+
+bool SynthRun::HasFlightDump(int rank) const { return synth::HasFlightDump(facts_, rank); }
+
+std::string SynthRun::FlightDump(int rank) const {
+  std::string out;
+  AppendFlightDump(facts_, rank, &out);
+  return out;
+}
+
+WriteResult WriteRun(const SynthRun& run, const WriteOptions& options) {
+  PrepareDir(options.out_dir, options.force);
+  const int ranks = run.ranks();
+  const int threads = std::max(1, std::min(options.threads, ranks));
+
+  std::atomic<int> next{0};
+  std::atomic<bool> failed{false};
+  std::mutex mu;  // guards the fields below and the progress callback
+  int done = 0;
+  WriteResult result;
+  std::exception_ptr error;  // the first failure, rethrown as is
+
+  auto worker = [&] {
+    std::string buffer;
+    buffer.reserve(size_t{1} << 20);
+    for (int rank = next++; rank < ranks && !failed; rank = next++) {
+      try {
+        const std::string dir = options.out_dir + "/";
+        OutFile file(dir + trace::RankTraceFileName(rank));
+        run.RenderRank(rank, &buffer, [&file](std::string* b) { file.Write(b); });
+        file.Close();
+        int64_t bytes = file.bytes();
+        int files = 1;
+        if (run.HasFlightDump(rank)) {
+          OutFile dump(dir + trace::FlightDumpFileName(rank));
+          buffer = run.FlightDump(rank);
+          dump.Write(&buffer);
+          dump.Close();
+          bytes += dump.bytes();
+          ++files;
+        }
+        std::lock_guard<std::mutex> lock(mu);
+        result.files += files;
+        result.bytes += bytes;
+        ++done;
+        if (options.progress) options.progress(done, ranks);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!failed.exchange(true)) error = std::current_exception();
+      }
+    }
+  };
+
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
+  return result;
+}
+
+}  // namespace dsdiag::synth
