@@ -1,0 +1,161 @@
+// `dsdiag train`: picks the role (launcher or rank), resolves the run directory and hands
+// over to the launcher or to the trainer. The launcher path is torch-free; the rank path
+// exists only in a dsdiag built with LibTorch (DSDIAG_HAVE_TORCH).
+#include "cli/train_command.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+#include <stdexcept>
+
+#include "cli/commands.h"
+#include "cli/train_options.h"
+#include "trace/run_files.h"
+#include "trainer/dist_env.h"
+#include "trainer/launcher.h"
+#ifdef DSDIAG_HAVE_TORCH
+#include "trainer/rank_main.h"
+#endif
+
+namespace dsdiag::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// runs/<timestamp>, with -2, -3... when a run of the same second already has it.
+std::string FreshRunDir() {
+  const std::string base = TimestampRunDir(std::time(nullptr));
+  std::string dir = base;
+  for (int n = 2; fs::exists(dir); ++n) dir = base + "-" + std::to_string(n);
+  return dir;
+}
+
+// A rerun into the same --out must not leave the earlier run's extra ranks (or flight
+// dumps) behind: compare would read them as part of this run.
+void RemoveEarlierTraces(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return;
+  int removed = 0;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!trace::ParseRankTraceFileName(name) && !trace::ParseFlightDumpFileName(name)) continue;
+    if (fs::remove(entry.path(), ec)) ++removed;
+  }
+  if (ec) throw InputError("cannot clean run directory " + dir + ": " + ec.message());
+  if (removed > 0) {
+    std::cerr << "dsdiag train: removed " << removed << " trace file" << (removed == 1 ? "" : "s")
+              << " of an earlier run from " << dir << "\n";
+  }
+}
+
+// The path of this very executable, for the ranks (readable in `ps`, unlike /proc/self/exe).
+std::string SelfExecutable() {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? "/proc/self/exe" : self.string();
+}
+
+// A rank started by `dsdiag train --nproc` must not launch ranks of its own.
+bool InsideLaunchedRank() {
+  return std::getenv("DSDIAG_RUN_ID") != nullptr && std::getenv("RANK") != nullptr;
+}
+
+[[maybe_unused]] int LaunchRanks(TrainArgs& parsed) {
+  trainer::TrainConfig& config = parsed.config;
+  if (!parsed.out_given) config.out = FreshRunDir();
+  RemoveEarlierTraces(config.out);
+
+  trainer::LaunchSpec spec;
+  spec.executable = SelfExecutable();
+  spec.args = {"train"};
+  spec.args.insert(spec.args.end(), parsed.rank_args.begin(), parsed.rank_args.end());
+  spec.args.insert(spec.args.end(), {"--out", config.out});
+  spec.nproc = config.nproc;
+  spec.run_dir = config.out;
+  spec.log = &std::cerr;
+
+  const auto start = std::chrono::steady_clock::now();
+  trainer::LaunchReport report;
+  int status = 0;
+  try {
+    status = trainer::Launch(spec, &report);
+  } catch (const trainer::LaunchError& e) {
+    throw InputError(e.what());
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  for (const std::string& line : report.FailureLines())
+    std::cerr << "dsdiag train: " << line << "\n";
+  std::string outcome = "finished cleanly";
+  if (report.launcher_signal != 0) {
+    outcome = "stopped by " + trainer::SignalName(report.launcher_signal);
+  } else if (report.first_failure) {
+    outcome = "FAILED (rank " + std::to_string(*report.first_failure) + " first)";
+  } else if (status != 0) {
+    outcome = "FAILED";
+  }
+  std::printf("dsdiag train: %s: %d rank%s, %s, exit %d (%.1f s)\n", config.out.c_str(),
+              config.nproc, config.nproc == 1 ? "" : "s", outcome.c_str(), status, seconds);
+  std::printf("  next: dsdiag compare %s\n", config.out.c_str());
+  std::fflush(stdout);
+  return status;
+}
+
+#ifdef DSDIAG_HAVE_TORCH
+int RunOneRank(TrainArgs& parsed, const trainer::DistEnv& env) {
+  trainer::TrainConfig& config = parsed.config;
+  if (!parsed.out_given) config.out = SharedRunDir(env, std::time(nullptr));
+  std::error_code ec;
+  fs::create_directories(config.out, ec);
+  if (ec) throw InputError("cannot create run directory " + config.out + ": " + ec.message());
+  return trainer::RunRank(config, env);
+}
+#endif
+
+}  // namespace
+
+std::string_view TrainCommand::description() const {
+  return "run the instrumented reference trainer (--nproc N: N local ranks)";
+}
+
+std::string TrainCommand::Usage() const { return TrainUsage(); }
+
+int TrainCommand::Run(const std::vector<std::string>& args) {
+  std::optional<trainer::DistEnv> env;
+  std::string env_error;
+  try {
+    env = trainer::ReadDistEnv();
+  } catch (const std::invalid_argument& e) {
+    env_error = e.what();
+  }
+  const int env_world_size = !env_error.empty() ? -1 : env ? env->world_size : 0;
+  TrainArgs parsed = ParseTrainArgs(args, env_world_size);
+  if (parsed.help) {
+    std::cout << Usage();
+    return 0;
+  }
+  if (parsed.config.nproc > 0 && InsideLaunchedRank()) {
+    throw UsageError(
+        "--nproc inside a rank that `dsdiag train --nproc` started "
+        "(RANK and DSDIAG_RUN_ID are set); ranks do not launch ranks");
+  }
+  if (parsed.config.nproc == 0 && !env_error.empty()) {
+    throw InputError("cannot tell which rank this is: " + env_error);
+  }
+#ifndef DSDIAG_HAVE_TORCH
+  std::cerr << "dsdiag train: this dsdiag was built without LibTorch; `dsdiag train` needs it\n";
+  return 2;
+#else
+  if (parsed.config.nproc > 0) return LaunchRanks(parsed);
+  return RunOneRank(parsed, *env);
+#endif
+}
+
+std::unique_ptr<Subcommand> CreateTrainCommand() { return std::make_unique<TrainCommand>(); }
+
+}  // namespace dsdiag::cli
