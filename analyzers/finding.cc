@@ -7,9 +7,12 @@ namespace dsdiag::analyzers {
 
 std::string_view SeverityName(Severity severity) {
   switch (severity) {
-    case Severity::kInfo: return "info";
-    case Severity::kWarning: return "warning";
-    case Severity::kError: return "error";
+    case Severity::kInfo:
+      return "info";
+    case Severity::kWarning:
+      return "warning";
+    case Severity::kError:
+      return "error";
   }
   return "info";
 }
@@ -36,6 +39,19 @@ void SortFindings(std::vector<Finding>* findings) {
 void NormalizeRanks(std::vector<int>* ranks) {
   std::sort(ranks->begin(), ranks->end());
   ranks->erase(std::unique(ranks->begin(), ranks->end()), ranks->end());
+}
+
+std::string FormatRankRanges(const std::vector<int>& ranks) {
+  std::string out;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (!out.empty()) out.push_back(',');
+    out += std::to_string(ranks[i]);
+    if (j > i) out += (j == i + 1 ? "," : "-") + std::to_string(ranks[j]);
+    i = j + 1;
+  }
+  return out;
 }
 
 }  // namespace dsdiag::analyzers

@@ -22,12 +22,12 @@ std::optional<Severity> ParseSeverity(std::string_view text);
 struct Finding {
   std::string kind;  // one of finding_kinds.h
   Severity severity = Severity::kInfo;
-  std::vector<int> ranks;             // sorted, unique; the ranks the finding is about
-  std::optional<int64_t> step;        // first step at which it holds
-  std::optional<std::string> subject; // parameter, collective, path, setting or file
-  std::string summary;                // one line a human reads
+  std::vector<int> ranks;              // sorted, unique; the ranks the finding is about
+  std::optional<int64_t> step;         // first step at which it holds
+  std::optional<std::string> subject;  // parameter, collective, path, setting or file
+  std::string summary;                 // one line a human reads
   trace::JsonValue evidence = trace::JsonValue::Object();
-  std::string hint;                   // what to do about it
+  std::string hint;  // what to do about it
 
   // Where the finding sits on a timeline: a rank-local CLOCK_MONOTONIC time of `ts_rank`
   // (timeline and report map it to rank 0's clock). Not part of the JSON output.
@@ -42,5 +42,8 @@ void SortFindings(std::vector<Finding>* findings);
 
 // Sorts and removes duplicates, for analyzers that collect ranks in any order.
 void NormalizeRanks(std::vector<int>* ranks);
+
+// "0-3,5,7,8": the compact spelling of a sorted rank list, for summaries and text output.
+std::string FormatRankRanges(const std::vector<int>& ranks);
 
 }  // namespace dsdiag::analyzers

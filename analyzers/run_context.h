@@ -41,14 +41,14 @@ struct FlightDump {
 };
 
 struct RunContext {
-  std::string dir;          // as given by the user
-  std::string run_id;       // the majority of the headers' run_id
-  int world_size = 0;       // the majority of the headers' world_size; 0 if none was read
-  std::vector<RankInfo> ranks;          // analyzed ranks, by rank
-  std::vector<int> ranks_found;         // their rank numbers, sorted
-  std::vector<int> missing_ranks;       // 0..world_size-1 without any trace file
-  std::vector<ExcludedFile> excluded;   // trace files left out, by rank
-  std::vector<FlightDump> flight_dumps; // by rank
+  std::string dir;                 // as given by the user
+  std::string run_id;              // the majority of the headers' run_id
+  int world_size = 0;              // the majority of the headers' world_size; 0 if none was read
+  std::vector<RankInfo> ranks;     // analyzed ranks, by rank
+  std::vector<int> ranks_found;    // their rank numbers, sorted
+  std::vector<int> missing_ranks;  // 0..world_size-1 without any trace file
+  std::vector<ExcludedFile> excluded;    // trace files left out, by rank
+  std::vector<FlightDump> flight_dumps;  // by rank
 };
 
 // How one rank's trace ended, gathered while its records streamed by.
@@ -59,9 +59,9 @@ struct RankEnd {
 
   // The `end` record, when the rank wrote one.
   bool end_seen = false;
-  std::string reason;            // "ok", "signal", "error", "peer-failure", ...
-  std::optional<int64_t> status; // the exit status it announced
-  std::string detail;            // the signal name or the error message
+  std::string reason;             // "ok", "signal", "error", "peer-failure", ...
+  std::optional<int64_t> status;  // the exit status it announced
+  std::string detail;             // the signal name or the error message
   int64_t end_step = 0;
 
   // Progress: the last step opened (`step_begin`), the last closed (`step`), the highest

@@ -34,8 +34,7 @@ struct DirListing {
 DirListing ListRunDir(const std::string& dir) {
   std::error_code ec;
   const fs::file_status st = fs::status(dir, ec);
-  if (ec || !fs::exists(st))
-    throw RunInputError("run directory '" + dir + "' does not exist");
+  if (ec || !fs::exists(st)) throw RunInputError("run directory '" + dir + "' does not exist");
   if (!fs::is_directory(st)) throw RunInputError("'" + dir + "' is not a directory");
 
   DirListing listing;
@@ -100,9 +99,8 @@ void ReadHeader(TraceFile* file) {
   if (!header) {
     // The reader's own issue says what line 1 held; an empty file leaves none.
     const auto& issues = reader->issues();
-    file->header_issue = issues.empty()
-                             ? LineOneIssue(file->path, "a header record", "end of file")
-                             : issues.front();
+    file->header_issue = issues.empty() ? LineOneIssue(file->path, "a header record", "end of file")
+                                        : issues.front();
     return;
   }
   // Kept whatever its schema: Admit() tells "other schema" from "no header".
@@ -119,8 +117,8 @@ void CheckRankClaims(const std::vector<TraceFile>& traces) {
                           " but the file name says rank " + std::to_string(t.rank);
     auto other = by_name.find(t.header->rank);
     if (other != by_name.end())
-      message += "; '" + other->second->path + "' also claims rank " +
-                 std::to_string(t.header->rank);
+      message +=
+          "; '" + other->second->path + "' also claims rank " + std::to_string(t.header->rank);
     throw RunInputError(message);
   }
 }
@@ -132,8 +130,8 @@ std::optional<T> Majority(const std::vector<TraceFile>& traces, Get get) {
   for (const auto& t : traces) {
     if (!t.header || SchemaMajor(t.header->schema) != trace::kSchemaMajor) continue;
     const T value = get(*t.header);
-    auto it = std::find_if(counts.begin(), counts.end(),
-                           [&](const auto& c) { return c.first == value; });
+    auto it =
+        std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == value; });
     if (it == counts.end()) {
       counts.emplace_back(value, 1);
     } else {
@@ -155,7 +153,10 @@ bool Admit(const TraceFile& t, const RunContext& run, ExcludedFile* excluded) {
   excluded->path = t.path;
   excluded->file_name = t.file_name;
   if (!t.header) {
-    excluded->reason = ExcludedFile::Reason::kNoHeader;
+    // The reader refuses a header of another schema major; its issue says "schema ...".
+    const bool schema = t.header_issue.expected.rfind("schema", 0) == 0;
+    excluded->reason =
+        schema ? ExcludedFile::Reason::kSchemaMajor : ExcludedFile::Reason::kNoHeader;
     excluded->issue = t.header_issue;
     return false;
   }
@@ -173,9 +174,9 @@ bool Admit(const TraceFile& t, const RunContext& run, ExcludedFile* excluded) {
   }
   if (t.rank >= run.world_size) {
     excluded->reason = ExcludedFile::Reason::kRankOutOfRange;
-    excluded->issue = LineOneIssue(
-        t.path, "a rank below world_size " + std::to_string(run.world_size),
-        "rank " + std::to_string(t.rank));
+    excluded->issue =
+        LineOneIssue(t.path, "a rank below world_size " + std::to_string(run.world_size),
+                     "rank " + std::to_string(t.rank));
     return false;
   }
   return true;
@@ -191,9 +192,9 @@ RunContext LoadRun(const std::string& dir) {
 
   RunContext run;
   run.dir = dir;
-  run.world_size =
-      Majority<int>(listing.traces, [](const trace::TraceHeader& h) { return h.world_size; })
-          .value_or(0);
+  run.world_size = Majority<int>(listing.traces, [](const trace::TraceHeader& h) {
+                     return h.world_size;
+                   }).value_or(0);
   run.run_id = Majority<std::string>(listing.traces, [](const trace::TraceHeader& h) {
                  return h.run_id;
                }).value_or("");

@@ -1,0 +1,326 @@
+// rank-died: ranks that did not finish the run the way dsdiag finishes it.
+//
+// Input: RunContext::missing_ranks and each rank's RankEnd. A rank that exits through a
+// path dsdiag controls writes a last record
+//   {"type":"end","ts":98765,"step":50,"reason":"ok","status":0}
+// with reason ok | signal (+ "signal": name) | error (+ "error": message) | peer-failure.
+// Fates and severities:
+//   no trace file at all              error   one finding for all missing ranks
+//   trace stops without `end`         error   one per rank (killed, crashed, lost node);
+//                                             one grouped finding when every rank stopped
+//                                             so (the job was killed from outside) or when
+//                                             more than kMaxPerRank ranks did
+//   `end` reason signal / error       error   one per rank, naming the signal or message
+//   `end` reason peer-failure         info    when another rank's failure is found here,
+//                                     warning when none is (the cause left no trace)
+//   `end` reason ok, status != 0      warning
+//   `end` with another reason         warning (e.g. "destroyed": the session was torn down
+//                                             without End(), an exception unwound the loop)
+// Every failure finding carries `peers_max_step`, the furthest step any other rank began:
+// a rank far behind it stopped first. The collective-ghosts work extends this survivors'
+// view with flight-recorder dumps (which collective each survivor was blocked in).
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "analyzers/analyzer_factories.h"
+#include "analyzers/finding_kinds.h"
+#include "trace/run_files.h"
+
+namespace dsdiag::analyzers {
+namespace {
+
+using trace::JsonValue;
+
+constexpr size_t kMaxPerRank = 8;    // silent deaths reported one by one up to this many
+constexpr size_t kMaxListed = 8;     // ranks detailed in a grouped finding
+constexpr size_t kMaxMessage = 160;  // error message length in a summary
+
+enum class Fate { kClean, kNoEnd, kSignal, kError, kPeerFailure, kOkNonZero, kOtherReason };
+
+// What Finish needs of one analysed rank; RankEnd's issue list is not kept.
+struct RankState {
+  int rank = 0;
+  std::string file_name;
+  std::string host;
+  int64_t pid = 0;
+  RankEnd end;
+  Fate fate = Fate::kClean;
+};
+
+Fate Classify(const RankEnd& end) {
+  if (!end.end_seen) return Fate::kNoEnd;
+  if (end.reason == "ok") return end.status.value_or(0) == 0 ? Fate::kClean : Fate::kOkNonZero;
+  if (end.reason == "signal") return Fate::kSignal;
+  if (end.reason == "error") return Fate::kError;
+  if (end.reason == "peer-failure") return Fate::kPeerFailure;
+  return Fate::kOtherReason;
+}
+
+bool IsFailure(Fate fate) {
+  return fate == Fate::kNoEnd || fate == Fate::kSignal || fate == Fate::kError;
+}
+
+JsonValue OptionalInt(const std::optional<int64_t>& v) { return v ? JsonValue(*v) : JsonValue(); }
+
+std::string StepText(const std::optional<int64_t>& step) {
+  return step ? "during step " + std::to_string(*step) : "before its first step";
+}
+
+std::string Clip(std::string s, size_t n) {
+  if (s.size() > n) s = s.substr(0, n - 3) + "...";
+  return s;
+}
+
+class RankDiedAnalyzer : public Analyzer {
+ public:
+  std::string_view name() const override { return kind::kRankDied; }
+  bool wants_records() const override { return false; }
+
+  void Begin(const RunContext& run) override {
+    for (const auto& d : run.flight_dumps) dumps_[d.rank] = d.file_name;
+  }
+
+  void OnRankEnd(const RankInfo& rank, const RankEnd& end) override {
+    RankState s{rank.rank, rank.file_name, rank.header.host, rank.header.pid, end, Classify(end)};
+    s.end.issues.clear();
+    ranks_.push_back(std::move(s));
+  }
+
+  void Finish(const RunContext& run, std::vector<Finding>* out) override {
+    std::sort(ranks_.begin(), ranks_.end(),
+              [](const RankState& a, const RankState& b) { return a.rank < b.rank; });
+    if (!run.missing_ranks.empty()) out->push_back(Missing(run));
+    ReportSilentDeaths(out);
+    for (const auto& s : ranks_) {
+      switch (s.fate) {
+        case Fate::kSignal:
+        case Fate::kError:
+          out->push_back(Announced(s));
+          break;
+        case Fate::kOkNonZero:
+        case Fate::kOtherReason:
+          out->push_back(OddEnd(s));
+          break;
+        default:
+          break;
+      }
+    }
+    ReportPeerFailures(run, out);
+  }
+
+ private:
+  // The furthest step any rank other than `rank` began.
+  std::optional<int64_t> PeersMaxStep(int rank) const {
+    std::optional<int64_t> best;
+    for (const auto& s : ranks_)
+      if (s.rank != rank && s.end.last_step_begun)
+        best = std::max(best.value_or(*s.end.last_step_begun), *s.end.last_step_begun);
+    return best;
+  }
+
+  Finding Base(const RankState& s, Severity severity) const {
+    Finding f;
+    f.kind = std::string(kind::kRankDied);
+    f.severity = severity;
+    f.ranks = {s.rank};
+    f.step = s.end.last_step_begun;
+    f.ts_ns = s.end.last_ts;
+    f.ts_rank = s.rank;
+    JsonValue& e = f.evidence;
+    e.Set("file", s.file_name);
+    e.Set("host", s.host);
+    e.Set("pid", s.pid);
+    e.Set("last_step_begun", OptionalInt(s.end.last_step_begun));
+    e.Set("last_step_done", OptionalInt(s.end.last_step_done));
+    e.Set("last_phase_done", s.end.last_phase.empty() ? JsonValue() : JsonValue(s.end.last_phase));
+    e.Set("last_record_line", s.end.last_line);
+    e.Set("last_record_ts", OptionalInt(s.end.last_ts));
+    e.Set("peers_max_step", OptionalInt(PeersMaxStep(s.rank)));
+    auto dump = dumps_.find(s.rank);
+    if (dump != dumps_.end()) e.Set("flight_dump", dump->second);
+    return f;
+  }
+
+  Finding Missing(const RunContext& run) const {
+    Finding f;
+    f.kind = std::string(kind::kRankDied);
+    f.severity = Severity::kError;
+    f.ranks = run.missing_ranks;
+    const bool one = run.missing_ranks.size() == 1;
+    f.summary = std::string(one ? "rank " : "ranks ") + FormatRankRanges(run.missing_ranks) +
+                (one ? " has" : " have") + " no trace in the run directory (world size " +
+                std::to_string(run.world_size) + ")";
+    JsonValue files = JsonValue::Array();
+    for (size_t i = 0; i < run.missing_ranks.size() && i < kMaxListed; ++i)
+      files.Push(trace::RankTraceFileName(run.missing_ranks[i]));
+    f.evidence.Set("missing", static_cast<int64_t>(run.missing_ranks.size()));
+    f.evidence.Set("expected_files", std::move(files));
+    f.evidence.Set("world_size", run.world_size);
+    f.evidence.Set("ranks_found", static_cast<int64_t>(run.ranks_found.size()));
+    f.hint = std::string(one ? "That rank" : "Those ranks") +
+             " never started or never opened a trace here: check the launcher's log (failed to "
+             "start, wrong --out, node down) and, with several nodes, that RUN_DIR is on a "
+             "filesystem every node writes to.";
+    return f;
+  }
+
+  void ReportSilentDeaths(std::vector<Finding>* out) const {
+    std::vector<const RankState*> dead;
+    for (const auto& s : ranks_)
+      if (s.fate == Fate::kNoEnd) dead.push_back(&s);
+    if (dead.empty()) return;
+    const bool everyone = dead.size() == ranks_.size() && ranks_.size() > 1;
+    if (!everyone && dead.size() <= kMaxPerRank) {
+      for (const RankState* s : dead) out->push_back(SilentDeath(*s));
+      return;
+    }
+    out->push_back(SilentDeaths(dead, everyone));
+  }
+
+  Finding SilentDeath(const RankState& s) const {
+    Finding f = Base(s, Severity::kError);
+    f.summary = "rank " + std::to_string(s.rank) + " stopped " + StepText(s.end.last_step_begun) +
+                " without an end record" +
+                (s.end.last_phase.empty() ? "" : " (last phase done: " + s.end.last_phase + ")");
+    f.evidence.Set("truncated_tail", s.end.truncated_tail);
+    f.hint =
+        "The rank did not reach its exit path: it was SIGKILLed (OOM killer, scheduler), "
+        "crashed (segfault, abort) or lost its node, or it hung and the job was cancelled. "
+        "Look for an OOM kill of pid " +
+        std::to_string(s.pid) + " on " + (s.host.empty() ? "its host" : s.host) +
+        " (dmesg), its exit code in the launcher's log, and its flight-rank dump if any.";
+    return f;
+  }
+
+  // Many ranks stopped silently: one finding, the ranks that stopped earliest listed first.
+  Finding SilentDeaths(std::vector<const RankState*> dead, bool everyone) const {
+    std::stable_sort(dead.begin(), dead.end(), [](const RankState* a, const RankState* b) {
+      return a->end.last_step_begun.value_or(-1) < b->end.last_step_begun.value_or(-1);
+    });
+    Finding f;
+    f.kind = std::string(kind::kRankDied);
+    f.severity = Severity::kError;
+    for (const RankState* s : dead) f.ranks.push_back(s->rank);
+    NormalizeRanks(&f.ranks);
+    f.step = dead.front()->end.last_step_begun;
+    f.ts_ns = dead.front()->end.last_ts;
+    f.ts_rank = dead.front()->rank;
+    const std::optional<int64_t> last = dead.back()->end.last_step_begun;
+    f.summary = (everyone ? "all " : "") + std::to_string(dead.size()) +
+                " ranks stopped without an end record (last step begun: " +
+                (f.step ? std::to_string(*f.step) : "none") +
+                (last != f.step && last ? " to " + std::to_string(*last) : "") + ")";
+    JsonValue listed = JsonValue::Array();
+    for (size_t i = 0; i < dead.size() && i < kMaxListed; ++i) {
+      JsonValue r = JsonValue::Object();
+      r.Set("rank", dead[i]->rank);
+      r.Set("file", dead[i]->file_name);
+      r.Set("last_step_begun", OptionalInt(dead[i]->end.last_step_begun));
+      r.Set("last_phase_done", dead[i]->end.last_phase);
+      listed.Push(std::move(r));
+    }
+    f.evidence.Set("count", static_cast<int64_t>(dead.size()));
+    f.evidence.Set("earliest", std::move(listed));
+    f.hint = everyone ? "No rank reached its exit path: the job was killed from outside (scheduler "
+                        "time limit, preemption, lost nodes) or every rank hung and was then "
+                        "killed. The ranks listed first stopped earliest; see any hang finding."
+                      : "These ranks did not reach their exit path: check the launcher's log and "
+                        "dmesg of their hosts (OOM kills, lost nodes).";
+    return f;
+  }
+
+  Finding Announced(const RankState& s) const {
+    Finding f = Base(s, Severity::kError);
+    f.evidence.Set("reason", s.end.reason);
+    f.evidence.Set("status", OptionalInt(s.end.status));
+    if (s.fate == Fate::kSignal) {
+      const std::string signal = s.end.detail.empty() ? "a signal" : s.end.detail;
+      f.evidence.Set("signal", s.end.detail);
+      f.summary = "rank " + std::to_string(s.rank) + " stopped on " + signal + " " +
+                  StepText(s.end.last_step_begun);
+      f.hint = "Something sent " + signal +
+               " to the rank: usually the scheduler (time limit, "
+               "preemption), an operator, or the launcher tearing the job down after another "
+               "failure. Check the job's log for who sent it.";
+    } else {
+      f.evidence.Set("error", s.end.detail);
+      f.summary = "rank " + std::to_string(s.rank) + " failed " + StepText(s.end.last_step_begun) +
+                  ": " + Clip(s.end.detail.empty() ? "(no message)" : s.end.detail, kMaxMessage);
+      f.hint =
+          "The rank stopped on an error it caught: the message is in evidence.error and "
+          "the trace's `error` records say in which phase it was raised.";
+    }
+    return f;
+  }
+
+  Finding OddEnd(const RankState& s) const {
+    Finding f = Base(s, Severity::kWarning);
+    f.evidence.Set("reason", s.end.reason);
+    f.evidence.Set("status", OptionalInt(s.end.status));
+    if (s.fate == Fate::kOkNonZero) {
+      f.summary = "rank " + std::to_string(s.rank) + " ended \"ok\" with exit status " +
+                  std::to_string(s.end.status.value_or(0));
+      f.hint =
+          "The loop finished but the process reported failure on exit: look at what runs "
+          "after training (checkpoint upload, evaluation, teardown).";
+    } else {
+      f.summary = "rank " + std::to_string(s.rank) + " ended with reason \"" + s.end.reason +
+                  "\" " + StepText(s.end.last_step_begun);
+      f.hint =
+          "The probes were torn down without a normal end (\"destroyed\": the training "
+          "loop left through an exception or an early return). Check the rank's log.";
+    }
+    return f;
+  }
+
+  // Ranks that stopped because another failed: information when the failure is reported
+  // here, a warning when nothing in the run explains it.
+  void ReportPeerFailures(const RunContext& run, std::vector<Finding>* out) const {
+    std::vector<int> stopped;
+    std::vector<int> failed = run.missing_ranks;
+    std::optional<int64_t> step;
+    for (const auto& s : ranks_) {
+      if (s.fate == Fate::kPeerFailure) {
+        stopped.push_back(s.rank);
+        if (s.end.last_step_begun)
+          step = std::min(step.value_or(*s.end.last_step_begun), *s.end.last_step_begun);
+      } else if (IsFailure(s.fate)) {
+        failed.push_back(s.rank);
+      }
+    }
+    for (const auto& e : run.excluded) failed.push_back(e.rank);
+    if (stopped.empty()) return;
+    NormalizeRanks(&failed);
+    Finding f;
+    f.kind = std::string(kind::kRankDied);
+    f.severity = failed.empty() ? Severity::kWarning : Severity::kInfo;
+    f.ranks = stopped;
+    f.step = step;
+    const bool one = stopped.size() == 1;
+    f.summary = std::string(one ? "rank " : "ranks ") + FormatRankRanges(stopped) +
+                " stopped on purpose after a peer failed" +
+                (failed.empty() ? ", but no rank's failure is recorded"
+                                : " (failed: " + FormatRankRanges(failed) + ")");
+    JsonValue failed_json = JsonValue::Array();
+    for (int r : failed) failed_json.Push(r);
+    f.evidence.Set("count", static_cast<int64_t>(stopped.size()));
+    f.evidence.Set("failed_ranks", std::move(failed_json));
+    f.hint = failed.empty()
+                 ? "These ranks saw a peer fail, yet every trace here ends cleanly or on "
+                   "purpose: the failing rank's trace may be in another directory or was "
+                   "written by another job. Check the launcher's log."
+                 : "Follow-on stops, not the cause: read the failed ranks' findings.";
+    out->push_back(std::move(f));
+  }
+
+  std::map<int, std::string> dumps_;
+  std::vector<RankState> ranks_;
+};
+
+}  // namespace
+
+std::unique_ptr<Analyzer> CreateRankDiedAnalyzer() { return std::make_unique<RankDiedAnalyzer>(); }
+
+}  // namespace dsdiag::analyzers

@@ -1,0 +1,17 @@
+// An analyzer is added here and nowhere else: no static-initialiser registration, so the
+// list a run uses is the list you read.
+#include "analyzers/registry.h"
+
+#include "analyzers/analyzer_factories.h"
+
+namespace dsdiag::analyzers {
+
+std::vector<std::unique_ptr<Analyzer>> CreateAllAnalyzers() {
+  std::vector<std::unique_ptr<Analyzer>> analyzers;
+  analyzers.push_back(CreateTraceCorruptAnalyzer());
+  analyzers.push_back(CreateRankDiedAnalyzer());
+  analyzers.push_back(CreateConfigMismatchAnalyzer());
+  return analyzers;
+}
+
+}  // namespace dsdiag::analyzers

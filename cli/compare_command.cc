@@ -1,0 +1,108 @@
+#include "cli/compare_command.h"
+
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+
+#include "analyzers/compare.h"
+#include "analyzers/findings_output.h"
+#include "analyzers/input_error.h"
+#include "cli/commands.h"
+#include "cli/options.h"
+
+namespace dsdiag::cli {
+namespace {
+
+enum class Format { kText, kJson };
+
+struct CompareArgs {
+  std::string run_dir;
+  Format format = Format::kText;
+  analyzers::Severity min_severity = analyzers::Severity::kInfo;
+};
+
+po::options_description VisibleOptions() {
+  po::options_description options("options");
+  options.add_options()(
+      "format", po::value<std::string>()->default_value("text")->value_name("text|json"),
+      "text: a summary, a table and each finding in full; json: the dsdiag.findings/1 "
+      "object of CONTRACT.md")(
+      "min-severity",
+      po::value<std::string>()->default_value("info")->value_name("info|warning|error"),
+      "list only findings at least this severe (the exit status still counts all)");
+  return options;
+}
+
+// Throws UsageError; returns false when --help was asked for.
+bool ParseCompareArgs(const std::vector<std::string>& args, CompareArgs* out) {
+  po::options_description options = VisibleOptions();
+  options.add_options()("run-dir", po::value<std::string>(), "the run directory");
+  po::positional_options_description positional;
+  positional.add("run-dir", 1);
+  po::variables_map vm;
+  if (ParseArgs(args, options, positional, &vm)) return false;
+
+  if (!vm.count("run-dir")) throw UsageError("missing RUN_DIR, the run directory to analyse");
+  out->run_dir = vm["run-dir"].as<std::string>();
+  const std::string format = vm["format"].as<std::string>();
+  if (format == "text") {
+    out->format = Format::kText;
+  } else if (format == "json") {
+    out->format = Format::kJson;
+  } else {
+    throw UsageError("--format must be text or json, not '" + format + "'");
+  }
+  const std::string severity = vm["min-severity"].as<std::string>();
+  const auto parsed = analyzers::ParseSeverity(severity);
+  if (!parsed)
+    throw UsageError("--min-severity must be info, warning or error, not '" + severity + "'");
+  out->min_severity = *parsed;
+  return true;
+}
+
+bool UseColor() { return StdoutIsTerminal() && std::getenv("NO_COLOR") == nullptr; }
+
+}  // namespace
+
+std::string_view CompareCommand::description() const {
+  return "diff the ranks of a run and print findings";
+}
+
+std::string CompareCommand::Usage() const {
+  std::ostringstream os;
+  os << "usage: dsdiag compare RUN_DIR [--format text|json] [--min-severity info|warning|error]\n"
+        "\n"
+        "Reads every rank's trace (rank-<R>.jsonl) and flight-recorder dump in RUN_DIR,\n"
+        "diffs the ranks and prints what differs as findings, most severe first.\n"
+        "Finding kinds are described in docs/findings.md.\n\n"
+     << VisibleOptions()
+     << "  -h [ --help ]                         show this help\n"
+        "\nexit status: 0 no error finding; 1 an error finding (counted over all findings,\n"
+        "also those --min-severity hides); 2 bad usage or a run dir that cannot be read.\n";
+  return os.str();
+}
+
+int CompareCommand::Run(const std::vector<std::string>& args) {
+  CompareArgs parsed;
+  if (!ParseCompareArgs(args, &parsed)) {
+    std::cout << Usage();
+    return 0;
+  }
+  analyzers::CompareResult result;
+  try {
+    result = analyzers::RunCompare(parsed.run_dir);
+  } catch (const analyzers::RunInputError& e) {
+    throw InputError(e.what());
+  }
+  analyzers::OutputOptions output;
+  output.min_severity = parsed.min_severity;
+  output.color = parsed.format == Format::kText && UseColor();
+  std::cout << (parsed.format == Format::kJson ? analyzers::FindingsToJson(result, output)
+                                               : analyzers::FindingsToText(result, output));
+  std::cout.flush();
+  return result.has_error() ? 1 : 0;
+}
+
+std::unique_ptr<Subcommand> CreateCompareCommand() { return std::make_unique<CompareCommand>(); }
+
+}  // namespace dsdiag::cli

@@ -1,0 +1,24 @@
+// Runs one analyzer over a run directory, the way `dsdiag compare` runs all of them.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "analyzers/compare.h"
+
+namespace dsdiag::analyzers::testing {
+
+inline std::vector<Finding> RunOne(std::unique_ptr<Analyzer> analyzer, const std::string& dir) {
+  std::vector<std::unique_ptr<Analyzer>> analyzers;
+  analyzers.push_back(std::move(analyzer));
+  return RunCompareWith(dir, analyzers).findings;
+}
+
+// The evidence member `key` as compact JSON ("" when absent), for terse assertions.
+inline std::string Evidence(const Finding& f, std::string_view key) {
+  const trace::JsonValue* v = f.evidence.Find(key);
+  return v ? v->ToJson() : "";
+}
+
+}  // namespace dsdiag::analyzers::testing

@@ -1,0 +1,113 @@
+#include "analyzers/run_loader.h"
+
+#include <gtest/gtest.h>
+
+#include "analyzers/input_error.h"
+#include "tests/analyzers/test_run.h"
+
+namespace dsdiag::analyzers {
+namespace {
+
+using testing::TestRun;
+
+// The message of the RunInputError LoadRun throws, or "" when it does not throw.
+std::string LoadError(const std::string& dir) {
+  try {
+    LoadRun(dir);
+  } catch (const RunInputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(RunLoaderTest, MissingDirNamesIt) {
+  EXPECT_NE(LoadError("/nonexistent/dsdiag-run").find("/nonexistent/dsdiag-run"),
+            std::string::npos);
+}
+
+TEST(RunLoaderTest, DirWithoutTracesIsAnInputError) {
+  TestRun run;
+  run.WriteFile("README.txt", "not a trace\n");
+  run.WriteFile("rank-1.jsonl", "{}\n");  // fewer than 5 digits: not a rank trace name
+  const std::string error = LoadError(run.dir());
+  EXPECT_NE(error.find("no rank traces"), std::string::npos) << error;
+  EXPECT_NE(error.find(run.dir()), std::string::npos) << error;
+}
+
+TEST(RunLoaderTest, TwoFileNamesForOneRankNameBoth) {
+  TestRun run;
+  run.WriteCleanRank(TestRun::Header(0, 2), 1);
+  run.Open(TestRun::Header(1, 2), "rank-00001.jsonl");
+  run.Open(TestRun::Header(1, 2), "rank-000001.jsonl");
+  const std::string error = LoadError(run.dir());
+  EXPECT_NE(error.find("rank-00001.jsonl"), std::string::npos) << error;
+  EXPECT_NE(error.find("rank-000001.jsonl"), std::string::npos) << error;
+}
+
+TEST(RunLoaderTest, HeaderRankDifferentFromFileNameNamesBothFiles) {
+  TestRun run;
+  run.WriteCleanRank(TestRun::Header(0, 2), 1);
+  run.WriteCleanRank(TestRun::Header(1, 2), 1);
+  run.Open(TestRun::Header(1, 2), "rank-00002.jsonl");  // says rank 1, named rank 2
+  const std::string error = LoadError(run.dir());
+  EXPECT_NE(error.find("rank-00002.jsonl:1"), std::string::npos) << error;
+  EXPECT_NE(error.find("rank-00001.jsonl' also claims rank 1"), std::string::npos) << error;
+}
+
+TEST(RunLoaderTest, MajorityDecidesWorldSizeAndRunIdAndFindsMissingRanks) {
+  TestRun run;
+  for (int r : {0, 1, 3}) run.WriteCleanRank(TestRun::Header(r, 4), 1);
+  run.WriteFile("notes.txt", "ignored\n");
+  run.WriteFile("flight-rank-00001.json", "{}");
+  const RunContext ctx = LoadRun(run.dir());
+  EXPECT_EQ(ctx.world_size, 4);
+  EXPECT_EQ(ctx.run_id, "test-run");
+  EXPECT_EQ(ctx.ranks_found, (std::vector<int>{0, 1, 3}));
+  EXPECT_EQ(ctx.missing_ranks, (std::vector<int>{2}));
+  ASSERT_EQ(ctx.flight_dumps.size(), 1u);
+  EXPECT_EQ(ctx.flight_dumps[0].rank, 1);
+  EXPECT_TRUE(ctx.excluded.empty());
+  ASSERT_EQ(ctx.ranks.size(), 3u);
+  EXPECT_EQ(ctx.ranks[2].file_name, "rank-00003.jsonl");
+  EXPECT_EQ(ctx.ranks[2].header.host, "node0");
+}
+
+TEST(RunLoaderTest, ForeignRunIdAndBadHeaderAreExcludedNotMissing) {
+  TestRun run;
+  run.WriteCleanRank(TestRun::Header(0, 4), 1);
+  run.WriteCleanRank(TestRun::Header(1, 4), 1);
+  auto stray = TestRun::Header(2, 4);
+  stray.run_id = "older-run";
+  run.WriteCleanRank(stray, 1);
+  run.WriteFile("rank-00003.jsonl", "{\"type\":\"step\",\"ts\":1,\"step\":0}\n");
+  const RunContext ctx = LoadRun(run.dir());
+  EXPECT_EQ(ctx.ranks_found, (std::vector<int>{0, 1}));
+  EXPECT_TRUE(ctx.missing_ranks.empty());
+  ASSERT_EQ(ctx.excluded.size(), 2u);
+  EXPECT_EQ(ctx.excluded[0].rank, 2);
+  EXPECT_EQ(ctx.excluded[0].reason, ExcludedFile::Reason::kForeignRunId);
+  EXPECT_EQ(ctx.excluded[0].issue.line, 1);
+  EXPECT_EQ(ctx.excluded[1].rank, 3);
+  EXPECT_EQ(ctx.excluded[1].reason, ExcludedFile::Reason::kNoHeader);
+}
+
+TEST(RunLoaderTest, OtherSchemaMajorAndRankOutsideWorldAreExcluded) {
+  TestRun run;
+  run.WriteCleanRank(TestRun::Header(0, 2), 1);
+  run.WriteCleanRank(TestRun::Header(1, 2), 1);
+  auto v2 = TestRun::Header(1, 2);
+  v2.schema = "dsdiag.trace/2";
+  v2.rank = 5;
+  run.WriteCleanRank(v2, 1);
+  run.WriteCleanRank(TestRun::Header(4, 8), 1);  // outvoted on world_size
+  const RunContext ctx = LoadRun(run.dir());
+  EXPECT_EQ(ctx.ranks_found, (std::vector<int>{0, 1}));
+  ASSERT_EQ(ctx.excluded.size(), 2u);
+  EXPECT_EQ(ctx.excluded[0].rank, 4);
+  EXPECT_EQ(ctx.excluded[0].reason, ExcludedFile::Reason::kRankOutOfRange);
+  EXPECT_EQ(ctx.excluded[1].rank, 5);
+  EXPECT_EQ(ctx.excluded[1].reason, ExcludedFile::Reason::kSchemaMajor);
+}
+
+}  // namespace
+}  // namespace dsdiag::analyzers
