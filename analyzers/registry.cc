@@ -11,6 +11,9 @@ std::vector<std::unique_ptr<Analyzer>> CreateAllAnalyzers() {
   analyzers.push_back(CreateTraceCorruptAnalyzer());
   analyzers.push_back(CreateRankDiedAnalyzer());
   analyzers.push_back(CreateConfigMismatchAnalyzer());
+  analyzers.push_back(CreateMissingGradAnalyzer());
+  analyzers.push_back(CreateGradDesyncAnalyzer());
+  analyzers.push_back(CreateReplicaDivergenceAnalyzer());
   return analyzers;
 }
 

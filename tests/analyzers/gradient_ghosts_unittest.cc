@@ -1,0 +1,217 @@
+// missing-grad, grad-desync, init-divergence and replica-divergence on small hand-made runs:
+// exact kind, ranks, step and subject.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "analyzers/analyzer_factories.h"
+#include "analyzers/finding_kinds.h"
+#include "tests/analyzers/analyzer_test_util.h"
+#include "tests/analyzers/test_run.h"
+#include "trace/record_types.h"
+
+namespace dsdiag::analyzers {
+namespace {
+
+using testing::Evidence;
+using testing::RunOne;
+using testing::TestRun;
+
+const std::vector<std::string> kNames = {"embed.weight", "blocks.0.attn.qkv.weight",
+                                         "blocks.0.moe.experts.1.w_in.weight",
+                                         "blocks.0.moe.experts.1.w_out.weight"};
+
+void WriteParams(trace::TraceWriter* w) {
+  auto r = w->Begin(trace::rec::kParams);
+  auto& l = r.line();
+  l.BeginArray("names");
+  for (const auto& n : kNames) l.Add(n);
+  l.EndArray().BeginArray("buckets");
+  l.BeginArray().Add(3).Add(2).EndArray();
+  l.BeginArray().Add(1).Add(0).EndArray();
+  l.EndArray();
+}
+
+void WriteGrad(trace::TraceWriter* w, const std::vector<int>* missing) {
+  auto r = w->Begin(trace::rec::kGradient);
+  auto& l = r.line();
+  l.Field("norm", 1.0).Field("n_missing", int64_t{missing ? int64_t(missing->size()) : 0});
+  if (missing) {
+    l.BeginArray("missing");
+    for (int i : *missing) l.Add(i);
+    l.EndArray();
+  }
+}
+
+void WriteFp(trace::TraceWriter* w, const char* what, const char* why, const char* gran,
+             const std::vector<uint64_t>& hashes) {
+  auto r = w->Begin(trace::rec::kFingerprint);
+  auto& l = r.line();
+  l.Field("what", what).Field("why", why).Field("gran", gran).BeginArray("h");
+  for (uint64_t h : hashes) l.AddHex(h);
+  l.EndArray();
+}
+
+// Writes `world` ranks of `steps` steps; `per_step(rank, step, writer)` adds the records of
+// interest inside each step.
+void WriteRun(TestRun* run, int world, int steps,
+              const std::function<void(int, int, trace::TraceWriter*)>& per_step,
+              const std::function<void(int, trace::TraceWriter*)>& before = nullptr) {
+  for (int rank = 0; rank < world; ++rank) {
+    auto w = run->Open(TestRun::Header(rank, world));
+    WriteParams(w.get());
+    if (before) before(rank, w.get());
+    for (int step = 0; step < steps; ++step) {
+      w->SetStep(step);
+      w->Begin(trace::rec::kStepBegin).line().Field("epoch", 0);
+      per_step(rank, step, w.get());
+      w->Begin(trace::rec::kStep).line().Field("dur", int64_t{1000});
+    }
+    TestRun::WriteEnd(w.get(), "ok", 0);
+  }
+}
+
+TEST(MissingGradAnalyzerTest, ASubmoduleSkippedOnOneRankIsOneErrorNamingItsFirstParam) {
+  TestRun run;
+  const std::vector<int> none, skipped = {3, 2};
+  WriteRun(&run, 2, 5, [&](int rank, int step, trace::TraceWriter* w) {
+    // The list is written on the first step only, as the probe does when nothing changes.
+    WriteGrad(w, step == 0 ? (rank == 1 ? &skipped : &none) : nullptr);
+  });
+  auto findings = RunOne(CreateMissingGradAnalyzer(), run.dir());
+  ASSERT_EQ(findings.size(), 1u);
+  const Finding& f = findings[0];
+  EXPECT_EQ(f.kind, kind::kMissingGrad);
+  EXPECT_EQ(f.severity, Severity::kError);
+  EXPECT_EQ(f.ranks, std::vector<int>{1});
+  EXPECT_EQ(f.step, 0);
+  EXPECT_EQ(f.subject, "blocks.0.moe.experts.1.w_in.weight");
+  EXPECT_EQ(Evidence(f, "steps_affected"), "5");
+  EXPECT_EQ(Evidence(f, "params"),
+            "[\"blocks.0.moe.experts.1.w_in.weight\",\"blocks.0.moe.experts.1.w_out.weight\"]");
+  EXPECT_EQ(Evidence(f, "ranks_with_grad_at_first_step"), "[0]");
+  EXPECT_NE(f.hint.find("find_unused_parameters"), std::string::npos);
+  EXPECT_NE(f.hint.find("expert"), std::string::npos);
+}
+
+TEST(MissingGradAnalyzerTest, UnusedOnEveryRankIsInfoAndLaterChangesGiveTheirStep) {
+  TestRun run;
+  const std::vector<int> unused = {0}, later = {0, 1};
+  WriteRun(&run, 3, 6, [&](int rank, int step, trace::TraceWriter* w) {
+    if (step == 0) return WriteGrad(w, &unused);
+    if (step == 4 && rank == 2) return WriteGrad(w, &later);
+    WriteGrad(w, nullptr);
+  });
+  auto findings = RunOne(CreateMissingGradAnalyzer(), run.dir());
+  ASSERT_EQ(findings.size(), 2u);
+  // Sorted: the error first.
+  EXPECT_EQ(findings[0].severity, Severity::kError);
+  EXPECT_EQ(findings[0].ranks, std::vector<int>{2});
+  EXPECT_EQ(findings[0].step, 4);
+  EXPECT_EQ(findings[0].subject, "blocks.0.attn.qkv.weight");
+  EXPECT_EQ(Evidence(findings[0], "steps_affected"), "2");
+  EXPECT_EQ(findings[1].severity, Severity::kInfo);
+  EXPECT_EQ(findings[1].ranks, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(findings[1].subject, "embed.weight");
+  EXPECT_EQ(Evidence(findings[1], "steps_affected"), "6");
+}
+
+TEST(MissingGradAnalyzerTest, EveryParamWithGradientGivesNothing) {
+  TestRun run;
+  const std::vector<int> none;
+  WriteRun(&run, 4, 3, [&](int, int step, trace::TraceWriter* w) {
+    WriteGrad(w, step == 0 ? &none : nullptr);
+  });
+  EXPECT_TRUE(RunOne(CreateMissingGradAnalyzer(), run.dir()).empty());
+}
+
+TEST(GradDesyncAnalyzerTest, TheMinorityRankAndBucketAtTheFirstStep) {
+  TestRun run;
+  WriteRun(&run, 4, 6, [&](int rank, int step, trace::TraceWriter* w) {
+    uint64_t b1 = 100 + step;
+    if (rank == 2 && step == 3) b1 = 999;
+    WriteFp(w, "grad", "after-sync", "bucket", {uint64_t(step), b1});
+  });
+  auto findings = RunOne(CreateGradDesyncAnalyzer(), run.dir());
+  ASSERT_EQ(findings.size(), 1u);
+  const Finding& f = findings[0];
+  EXPECT_EQ(f.kind, kind::kGradDesync);
+  EXPECT_EQ(f.severity, Severity::kError);
+  EXPECT_EQ(f.ranks, std::vector<int>{2});
+  EXPECT_EQ(f.step, 3);
+  EXPECT_EQ(f.subject, "bucket 1 (blocks.0.attn.qkv.weight, embed.weight)");
+  EXPECT_EQ(Evidence(f, "groups"), "[{\"ranks\":[0,1,3]},{\"ranks\":[2]}]");
+}
+
+TEST(GradDesyncAnalyzerTest, PerParamFingerprintsNameTheParameter) {
+  TestRun run;
+  WriteRun(&run, 2, 3, [&](int rank, int step, trace::TraceWriter* w) {
+    std::vector<uint64_t> h = {1, 2, 3, 4};
+    if (rank == 1 && step >= 1) h[2] = 7;
+    WriteFp(w, "grad", "after-sync", "param", h);
+  });
+  auto findings = RunOne(CreateGradDesyncAnalyzer(), run.dir());
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].ranks, std::vector<int>{1});  // a tie: rank 0 is the reference
+  EXPECT_EQ(findings[0].step, 1);
+  EXPECT_EQ(findings[0].subject, "blocks.0.moe.experts.1.w_in.weight");
+  EXPECT_EQ(Evidence(findings[0], "steps_affected"), "2");
+}
+
+TEST(ReplicaDivergenceAnalyzerTest, DifferentInitIsInitDivergenceOnly) {
+  TestRun run;
+  WriteRun(
+      &run, 3, 4,
+      [&](int rank, int step, trace::TraceWriter* w) {
+        if (step == 2) WriteFp(w, "param", "periodic", "bucket", {uint64_t(rank), 5});
+      },
+      [&](int rank, trace::TraceWriter* w) {
+        WriteFp(w, "param", "init", "bucket", {rank == 1 ? 8u : 9u, 5});
+      });
+  auto findings = RunOne(CreateReplicaDivergenceAnalyzer(), run.dir());
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].kind, kind::kInitDivergence);
+  EXPECT_EQ(findings[0].ranks, std::vector<int>{1});
+  EXPECT_EQ(findings[0].step, 0);
+  EXPECT_EQ(findings[0].subject, "bucket 0 (blocks.0.moe.experts.1.w_out.weight, "
+                                 "blocks.0.moe.experts.1.w_in.weight)");
+}
+
+TEST(ReplicaDivergenceAnalyzerTest, EqualAtInitThenTheFirstDifferingFingerprint) {
+  TestRun run;
+  WriteRun(
+      &run, 4, 30,
+      [&](int rank, int step, trace::TraceWriter* w) {
+        if (step % 10 != 0) return;
+        uint64_t a = 10 + step, b = 20 + step;
+        if (rank == 3 && step >= 20) b = 1;
+        WriteFp(w, "param", "periodic", "param", {a, a, b, b});
+      },
+      [&](int, trace::TraceWriter* w) { WriteFp(w, "param", "init", "param", {1, 2, 3, 4}); });
+  auto findings = RunOne(CreateReplicaDivergenceAnalyzer(), run.dir());
+  ASSERT_EQ(findings.size(), 1u);
+  const Finding& f = findings[0];
+  EXPECT_EQ(f.kind, kind::kReplicaDivergence);
+  EXPECT_EQ(f.ranks, std::vector<int>{3});
+  EXPECT_EQ(f.step, 20);
+  EXPECT_EQ(f.subject, "blocks.0.moe.experts.1.w_in.weight");
+  EXPECT_EQ(Evidence(f, "last_equal_step"), "10");
+  EXPECT_EQ(Evidence(f, "tensors_differing"), "2");
+}
+
+TEST(ReplicaDivergenceAnalyzerTest, EqualReplicasGiveNothing) {
+  TestRun run;
+  WriteRun(
+      &run, 2, 12,
+      [&](int, int step, trace::TraceWriter* w) {
+        if (step % 5 == 0) WriteFp(w, "param", "periodic", "bucket", {uint64_t(step), 3});
+      },
+      [&](int, trace::TraceWriter* w) { WriteFp(w, "param", "init", "bucket", {1, 2}); });
+  EXPECT_TRUE(RunOne(CreateReplicaDivergenceAnalyzer(), run.dir()).empty());
+}
+
+}  // namespace
+}  // namespace dsdiag::analyzers
