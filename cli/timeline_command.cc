@@ -1,0 +1,170 @@
+#include "cli/timeline_command.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "analyzers/compare.h"
+#include "analyzers/finding.h"
+#include "analyzers/input_error.h"
+#include "analyzers/run_loader.h"
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "timeline/timeline.h"
+
+namespace dsdiag::cli {
+namespace {
+
+struct TimelineArgs {
+  std::string run_dir;
+  std::string output;  // "-": stdout
+  timeline::Selection selection;
+};
+
+po::options_description VisibleOptions() {
+  po::options_description options("options");
+  options.add_options()("output,o", po::value<std::string>()->value_name("FILE"),
+                        "where to write the timeline JSON (required); - for stdout")(
+      "steps", po::value<std::string>()->value_name("A:B"),
+      "only steps A to B, inclusive; either side may be left out (10:, :20, 7)")(
+      "ranks", po::value<std::string>()->value_name("LIST"),
+      "only these ranks, e.g. 0-3,7 (collective waits still count every rank)");
+  return options;
+}
+
+// Throws UsageError; returns false when --help was asked for.
+bool ParseTimelineArgs(const std::vector<std::string>& args, TimelineArgs* out) {
+  po::options_description options = VisibleOptions();
+  options.add_options()("run-dir", po::value<std::string>(), "the run directory");
+  po::positional_options_description positional;
+  positional.add("run-dir", 1);
+  po::variables_map vm;
+  if (ParseArgs(args, options, positional, &vm)) return false;
+
+  if (!vm.count("run-dir")) throw UsageError("missing RUN_DIR, the run directory to draw");
+  out->run_dir = vm["run-dir"].as<std::string>();
+  if (!vm.count("output"))
+    throw UsageError("missing -o FILE, where to write the timeline (- for stdout)");
+  out->output = vm["output"].as<std::string>();
+  if (out->output.empty()) throw UsageError("-o must name a file (or - for stdout)");
+  std::string error;
+  if (vm.count("steps")) {
+    auto steps = timeline::ParseStepRange(vm["steps"].as<std::string>(), &error);
+    if (!steps) throw UsageError(error);
+    out->selection.steps = *steps;
+  }
+  if (vm.count("ranks")) {
+    auto ranks = timeline::RankSet::Parse(vm["ranks"].as<std::string>(), &error);
+    if (!ranks) throw UsageError(error);
+    out->selection.ranks = *ranks;
+  }
+  return true;
+}
+
+// A rank selection that matches no analysed trace draws nothing: say so instead.
+void CheckRanksSelected(const analyzers::RunContext& run, const timeline::Selection& s) {
+  for (const auto& r : run.ranks)
+    if (s.ranks.Contains(r.rank)) return;
+  throw InputError("--ranks " + s.ranks.ToString() + " selects none of the ranks in '" + run.dir +
+                   "' (ranks with a usable trace: " + analyzers::FormatRankRanges(run.ranks_found) +
+                   ")");
+}
+
+// "\rtimeline: pass 1/2, rank 12/64" on a terminal, redrawn at each whole percent.
+std::function<void(int, int, int)> TerminalProgress() {
+  if (!StderrIsTerminal()) return nullptr;
+  return [last = -1](int pass, int done, int total) mutable {
+    const int percent = total > 0 ? static_cast<int>(int64_t{done} * 100 / total) : 100;
+    const int key = pass * 1000 + percent;
+    if (key == last) return;
+    last = key;
+    std::fprintf(stderr, "\rtimeline: pass %d/2, rank %d/%d (%d%%)  ", pass, done, total, percent);
+    std::fflush(stderr);
+  };
+}
+
+class Output {
+ public:
+  // Throws InputError naming the path when it cannot be created.
+  explicit Output(const std::string& path) : path_(path) {
+    if (path_ == "-") return;
+    file_ = std::make_unique<std::ofstream>(path_, std::ios::binary | std::ios::trunc);
+    if (!*file_) throw InputError("cannot write '" + path_ + "': " + std::strerror(errno));
+  }
+  std::ostream& stream() { return file_ ? *file_ : std::cout; }
+  // Throws InputError when a write failed (disk full, ...).
+  void Close() {
+    stream().flush();
+    if (file_) file_->close();
+    if (!stream() || (file_ && file_->fail()))
+      throw InputError("error writing '" + path_ + "'" +
+                       (errno ? std::string(": ") + std::strerror(errno) : std::string()));
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::unique_ptr<std::ofstream> file_;
+};
+
+}  // namespace
+
+std::string_view TimelineCommand::description() const {
+  return "one Chrome Trace / Perfetto JSON timeline of all ranks";
+}
+
+std::string TimelineCommand::Usage() const {
+  std::ostringstream os;
+  os << "usage: dsdiag timeline RUN_DIR -o FILE.json [--steps A:B] [--ranks LIST]\n"
+        "\n"
+        "Writes every rank's trace in RUN_DIR as one Chrome Trace Event JSON file, on rank\n"
+        "0's clock (each rank's ts mapped through its recorded wall-clock offset): one\n"
+        "process per rank, one track per thread plus 'collectives' tracks, spans for steps,\n"
+        "phases and collectives (args.wait: ns this rank waited for the last rank to\n"
+        "enter), counters for loss, lr, gradient norm, loss scale and samples/s, and an\n"
+        "instant event for every finding of 'dsdiag compare' and every error, signal, mark\n"
+        "and end record. Open it in ui.perfetto.dev, chrome://tracing or speedscope.\n\n"
+     << VisibleOptions()
+     << "  -h [ --help ]                         show this help\n"
+        "\nexit status: 0 written (whatever the findings); 2 bad usage, a run dir that cannot\n"
+        "be read, or an output file that cannot be written.\n";
+  return os.str();
+}
+
+int TimelineCommand::Run(const std::vector<std::string>& args) {
+  TimelineArgs parsed;
+  if (!ParseTimelineArgs(args, &parsed)) {
+    std::cout << Usage();
+    return 0;
+  }
+  try {
+    // Load first: a bad run dir is reported before the output file is touched.
+    const analyzers::RunContext run = analyzers::LoadRun(parsed.run_dir);
+    CheckRanksSelected(run, parsed.selection);
+    Output output(parsed.output);
+    if (StderrIsTerminal()) std::fputs("timeline: diffing the ranks (dsdiag compare)...", stderr);
+    const analyzers::CompareResult compare = analyzers::RunCompare(parsed.run_dir);
+    timeline::TimelineOptions options;
+    options.selection = parsed.selection;
+    options.progress = TerminalProgress();
+    const timeline::TimelineStats stats =
+        timeline::WriteTimeline(run, compare.findings, options, output.stream());
+    output.Close();
+    if (StderrIsTerminal()) {
+      std::fprintf(stderr, "\rtimeline: wrote %lld events for %d ranks (%lld findings) to %s\n",
+                   static_cast<long long>(stats.events), stats.ranks,
+                   static_cast<long long>(stats.findings), output.path().c_str());
+    }
+    return 0;
+  } catch (const analyzers::RunInputError& e) {
+    throw InputError(e.what());
+  }
+}
+
+std::unique_ptr<Subcommand> CreateTimelineCommand() { return std::make_unique<TimelineCommand>(); }
+
+}  // namespace dsdiag::cli

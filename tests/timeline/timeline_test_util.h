@@ -1,0 +1,222 @@
+// Helpers of the timeline tests: scratch dirs, small traces written with the real
+// TraceWriter at chosen times, and the output parsed back (simdjson, into JsonValue trees)
+// with lookups by what the tests ask about.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <simdjson.h>
+#include <stdlib.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "trace/json_value.h"
+#include "trace/record_types.h"
+#include "trace/run_files.h"
+#include "trace/trace_header.h"
+#include "trace/trace_reader.h"
+#include "trace/trace_writer.h"
+
+namespace dsdiag::timeline::testing {
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = ::testing::TempDir() + "dsdiag-timeline-XXXXXX";
+    if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+inline std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+inline void AppendFile(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary | std::ios::app) << text;
+}
+
+// A header for `rank` whose monotonic clock reads `mono` when its wall clock reads `wall`.
+inline trace::TraceHeader Header(int rank, int world_size, int64_t mono, int64_t wall,
+                                 int64_t offset, std::string host = "node0") {
+  trace::TraceHeader h;
+  h.schema = std::string(trace::kSchema);
+  h.run_id = "timeline-test";
+  h.rank = rank;
+  h.world_size = world_size;
+  h.local_rank = rank;
+  h.host = std::move(host);
+  h.pid = 100 + rank;
+  h.versions = {{"dsdiag", "0.1.0"}};
+  h.config.Set("steps", 3);
+  h.clock.mono_ns = mono;
+  h.clock.wall_ns = wall;
+  h.clock.offset_ns = offset;
+  h.clock.offset_err_ns = 1000;
+  return h;
+}
+
+// Writes one rank's trace with explicit times (ns of the rank's monotonic clock).
+class RankTrace {
+ public:
+  RankTrace(const std::string& dir, const trace::TraceHeader& header) {
+    trace::TraceWriter::Options options;
+    options.flush_interval_ms = 0;
+    std::string error;
+    path_ = dir + "/" + trace::RankTraceFileName(header.rank);
+    writer_ = trace::TraceWriter::Open(path_, options, &error);
+    if (!writer_) throw std::runtime_error(error);
+    writer_->WriteHeader(header);
+  }
+  const std::string& path() const { return path_; }
+  trace::TraceWriter* writer() { return writer_.get(); }
+
+  trace::TraceWriter::Record At(std::string_view type, int64_t ts, int64_t step) {
+    writer_->SetStep(step);
+    return writer_->BeginAt(type, ts);
+  }
+  // step_begin at t, then phases data/forward/backward/sync/optimizer of `phase` ns each,
+  // one allreduce (pg 0, seq `seq`) entered at t + 2*phase + enter_delay lasting `coll`,
+  // then the step record (loss, lr, samples 32).
+  void Step(int64_t step, int64_t t, int64_t phase, int64_t seq, int64_t enter_delay, int64_t coll,
+            double loss) {
+    At(trace::rec::kStepBegin, t, step).line().Field("epoch", int64_t{0});
+    static constexpr const char* kPhases[] = {"data", "forward", "backward", "sync", "optimizer"};
+    for (int i = 0; i < 5; ++i) {
+      At(trace::rec::kPhase, t + i * phase, step)
+          .line()
+          .Field("name", kPhases[i])
+          .Field("dur", phase);
+    }
+    At(trace::rec::kCollective, t + 2 * phase + enter_delay, step)
+        .line()
+        .Field("pg", int64_t{0})
+        .Field("seq", seq)
+        .Field("op", "allreduce")
+        .Field("dtype", "f32")
+        .Field("n", int64_t{1024})
+        .Field("bytes", int64_t{4096})
+        .Field("dur", coll)
+        .Field("tag", "grad-bucket-0");
+    At(trace::rec::kStep, t, step)
+        .line()
+        .Field("dur", 5 * phase)
+        .Field("epoch", int64_t{0})
+        .Field("loss", loss)
+        .Field("lr", 0.01)
+        .Field("samples", int64_t{32});
+  }
+  void End(int64_t ts, int64_t step) {
+    At(trace::rec::kEnd, ts, step).line().Field("reason", "ok").Field("status", 0);
+  }
+  void Close() { writer_.reset(); }
+
+ private:
+  std::string path_;
+  std::unique_ptr<trace::TraceWriter> writer_;
+};
+
+// The timeline output, parsed.
+class Timeline {
+ public:
+  // Fails the test (and leaves events empty) when `json` is not one valid JSON object
+  // with a traceEvents array.
+  explicit Timeline(const std::string& json) {
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    auto error = parser.parse(json).get(doc);
+    if (error) {
+      ADD_FAILURE() << "timeline is not valid JSON: " << simdjson::error_message(error) << "\n"
+                    << json.substr(0, 2000);
+      return;
+    }
+    root_ = trace::ToJsonValue(doc);
+    const trace::JsonValue* events = root_.Find("traceEvents");
+    if (!events || !events->is_array()) {
+      ADD_FAILURE() << "no traceEvents array";
+      return;
+    }
+    valid_ = true;
+  }
+  bool valid() const { return valid_; }
+  const trace::JsonValue& root() const { return root_; }
+  const std::vector<trace::JsonValue>& events() const {
+    static const std::vector<trace::JsonValue> kNone;
+    const trace::JsonValue* e = root_.Find("traceEvents");
+    return e ? e->elements() : kNone;
+  }
+  std::vector<const trace::JsonValue*> Where(
+      const std::function<bool(const trace::JsonValue&)>& pred) const {
+    std::vector<const trace::JsonValue*> out;
+    for (const auto& e : events())
+      if (pred(e)) out.push_back(&e);
+    return out;
+  }
+  std::vector<const trace::JsonValue*> Phase(const std::string& ph) const {
+    return Where([&](const trace::JsonValue& e) { return Str(e, "ph") == ph; });
+  }
+  // The one event with this ph, name and pid; null (and a test failure) otherwise.
+  const trace::JsonValue* One(const std::string& ph, const std::string& name, int pid) const {
+    auto found = Where([&](const trace::JsonValue& e) {
+      return Str(e, "ph") == ph && Str(e, "name") == name && Int(e, "pid") == pid;
+    });
+    if (found.size() != 1) {
+      ADD_FAILURE() << "expected one " << ph << " event '" << name << "' of pid " << pid
+                    << ", found " << found.size();
+      return nullptr;
+    }
+    return found.front();
+  }
+  // The name a metadata event gives (process_name / thread_name), or "".
+  std::string MetaName(const std::string& what, int pid, int64_t tid = 0) const {
+    for (const auto& e : events()) {
+      if (Str(e, "ph") == "M" && Str(e, "name") == what && Int(e, "pid") == pid &&
+          (what == "process_name" || Int(e, "tid") == tid))
+        return Str(*e.Find("args"), "name");
+    }
+    return "";
+  }
+
+  static std::string Str(const trace::JsonValue& e, const std::string& key) {
+    const trace::JsonValue* v = e.Find(key);
+    return v && v->kind() == trace::JsonValue::Kind::kString ? v->as_string() : "";
+  }
+  static int64_t Int(const trace::JsonValue& e, const std::string& key) {
+    const trace::JsonValue* v = e.Find(key);
+    return v && !v->is_null() ? v->as_int() : -1;
+  }
+  static double Num(const trace::JsonValue& e, const std::string& key) {
+    const trace::JsonValue* v = e.Find(key);
+    return v && !v->is_null() ? v->as_double() : -1.0;
+  }
+  static const trace::JsonValue& Args(const trace::JsonValue& e) {
+    static const trace::JsonValue kEmpty = trace::JsonValue::Object();
+    const trace::JsonValue* a = e.Find("args");
+    return a ? *a : kEmpty;
+  }
+
+ private:
+  trace::JsonValue root_;
+  bool valid_ = false;
+};
+
+}  // namespace dsdiag::timeline::testing

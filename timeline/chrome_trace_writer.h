@@ -1,0 +1,98 @@
+// ChromeTraceWriter: streams a Chrome Trace Event JSON file (the "JSON Object Format" that
+// Perfetto UI, chrome://tracing and speedscope load) one event at a time.
+//
+//   {"traceEvents":[
+//   {"ph":"X","name":"step 3","cat":"step","pid":1,"tid":0,"ts":5000.125,"dur":41000,"args":{..}}
+//   ,{"ph":"C","name":"loss","pid":1,"tid":0,"ts":5000.125,"args":{"value":2.31}}
+//   ],"otherData":{..}}
+//
+// Events go to a buffer that is written out every megabyte, so memory stays flat however
+// many events a run makes.
+//
+// Times are given in ns and written in microseconds, the unit of the format, rounded to a
+// grid of 1/8 us (125 ns) — span ends are rounded, then dur = end - start. Why: viewers
+// compute a span's end as ts + dur in binary floating point. With ns decimals
+// ("41981.2" + "1281.877" = 43263.077000000005) a phase would end after the next one starts
+// and speedscope / catapult would see it overlap instead of follow; multiples of 1/8 are
+// exact in binary and in 3 decimals, so every viewer's ts + dur is exactly our end and spans
+// that touch or nest in the trace touch or nest on screen (Perfetto's ts * 1000 is an exact
+// integer too). 125 ns is far below what a step / phase / collective timeline resolves, and
+// below the uncertainty of the clock offsets between ranks. Args keep exact ns values.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <string_view>
+
+#include "trace/json_line.h"
+#include "trace/json_value.h"
+
+namespace dsdiag::timeline {
+
+class ChromeTraceWriter {
+ public:
+  // One event being built; its fields are complete when it goes out of scope.
+  class Event {
+   public:
+    Event(const Event&) = delete;
+    Event& operator=(const Event&) = delete;
+    Event(Event&& other) noexcept : writer_(other.writer_), line_(other.line_) {
+      other.writer_ = nullptr;
+    }
+    ~Event();
+    trace::JsonLine& line() { return line_; }
+    // Opens the "args" object; EndArgs() closes it.
+    trace::JsonLine& Args() { return line_.BeginObject("args"); }
+    void EndArgs() { line_.EndObject(); }
+
+   private:
+    friend class ChromeTraceWriter;
+    Event(ChromeTraceWriter* writer, trace::JsonLine line) : writer_(writer), line_(line) {}
+    ChromeTraceWriter* writer_;  // null once moved from
+    trace::JsonLine line_;
+  };
+
+  explicit ChromeTraceWriter(std::ostream* out);
+  ChromeTraceWriter(const ChromeTraceWriter&) = delete;
+  ChromeTraceWriter& operator=(const ChromeTraceWriter&) = delete;
+
+  // "ph":"X": a span [ts, ts + dur].
+  Event Complete(std::string_view name, std::string_view category, int pid, int64_t tid,
+                 int64_t ts_ns, int64_t dur_ns);
+  // "ph":"i": scope 't' (thread), 'p' (process) or 'g' (global).
+  Event Instant(std::string_view name, std::string_view category, char scope, int pid, int64_t tid,
+                int64_t ts_ns);
+  // "ph":"C": one sample of counter `name` of process `pid`, args {"value": value}.
+  void Counter(std::string_view name, int pid, int64_t ts_ns, double value);
+  // "ph":"M": process_name, process_sort_index, process_labels, thread_name,
+  // thread_sort_index (the caller adds the args).
+  Event Metadata(std::string_view name, int pid, int64_t tid);
+
+  // Closes the event array and the top-level object, writing `other_data` as "otherData",
+  // and flushes. Must be called once; nothing may be written after.
+  void Finish(const trace::JsonValue& other_data);
+
+  int64_t events() const { return events_; }
+  // Whether every write so far succeeded.
+  bool ok() const { return static_cast<bool>(*out_); }
+
+  // Appends ns as exact microseconds: 1234567 -> "1234.567", -5 -> "-0.005", 2000 -> "2".
+  static void AppendMicros(std::string* out, int64_t ns);
+  // The nearest multiple of kGridNs.
+  static int64_t ToGrid(int64_t ns);
+  static constexpr int64_t kGridNs = 125;
+
+ private:
+  trace::JsonLine Start(char phase, std::string_view name, int pid, int64_t tid);
+  void MicrosField(trace::JsonLine* line, std::string_view key, int64_t ns);
+  void Committed();
+
+  static constexpr size_t kFlushBytes = size_t{1} << 20;
+  std::ostream* out_;
+  std::string buffer_;
+  std::string number_;  // scratch for AppendMicros
+  int64_t events_ = 0;
+};
+
+}  // namespace dsdiag::timeline

@@ -1,0 +1,270 @@
+#include "timeline/rank_events.h"
+
+#include <algorithm>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "analyzers/input_error.h"
+#include "timeline/rank_clock.h"
+#include "trace/record_types.h"
+#include "trace/trace_reader.h"
+
+namespace dsdiag::timeline {
+namespace {
+
+namespace rec = trace::rec;
+
+// More lanes than this means a trace with collectives that never end (or a bug): further
+// ones share the lane that frees first rather than add tracks without bound.
+constexpr size_t kMaxLanes = 16;
+
+std::string FormatOffset(const trace::ClockReference& clock) {
+  std::string s = "clock offset to rank 0: ";
+  ChromeTraceWriter::AppendMicros(&s, clock.offset_ns);
+  s += " us";
+  if (clock.offset_err_ns >= 0) {
+    s += " +/- ";
+    ChromeTraceWriter::AppendMicros(&s, clock.offset_err_ns);
+    s += " us";
+  } else {
+    s += " (not measured)";
+  }
+  return s;
+}
+
+class RankEventWriter {
+ public:
+  RankEventWriter(const analyzers::RankInfo& info, const StepRange& steps,
+                  const CollectiveIndex& collectives, int64_t origin, ChromeTraceWriter* out)
+      : info_(info),
+        pid_(info.rank),
+        steps_(steps),
+        collectives_(collectives),
+        origin_(origin),
+        out_(out),
+        clock_(info.header.clock) {}
+
+  void Run() {
+    std::string error;
+    auto reader = trace::TraceReader::Open(info_.path, &error);
+    if (!reader) throw analyzers::RunInputError(error);
+    ProcessMetadata();
+    trace::Record r;
+    while (reader->Next(&r)) OnRecord(r);
+    CloseUnfinishedStep();
+  }
+
+ private:
+  struct OpenStep {
+    int64_t step = 0;
+    int64_t begin = 0;  // rank 0's clock, relative to the origin
+    int64_t tid = 0;
+  };
+
+  void ProcessMetadata() {
+    const trace::TraceHeader& h = info_.header;
+    {
+      auto e = out_->Metadata("process_name", pid_, 0);
+      e.Args().Field("name", "rank " + std::to_string(info_.rank) + " (" + h.host + ")");
+      e.EndArgs();
+    }
+    {
+      auto e = out_->Metadata("process_sort_index", pid_, 0);
+      e.Args().Field("sort_index", info_.rank);
+      e.EndArgs();
+    }
+    {
+      auto e = out_->Metadata("process_labels", pid_, 0);
+      e.Args().Field("labels", FormatOffset(h.clock));
+      e.EndArgs();
+    }
+    NameThread(0, "main");
+  }
+
+  void NameThread(int64_t tid, std::string_view name) {
+    if (!named_.insert(tid).second) return;
+    {
+      auto e = out_->Metadata("thread_name", pid_, tid);
+      e.Args().Field("name", name);
+      e.EndArgs();
+    }
+    auto e = out_->Metadata("thread_sort_index", pid_, tid);
+    e.Args().Field("sort_index", tid);
+    e.EndArgs();
+  }
+
+  int64_t Rel(int64_t ts) const { return clock_.ToRank0(ts) - origin_; }
+
+  void OnRecord(const trace::Record& r) {
+    const std::string_view type = r.type();
+    if (type == rec::kClock) {
+      if (auto offset = r.Int("offset")) clock_.SetOffset(*offset);
+      return;
+    }
+    if (type == rec::kThread) {
+      const auto name = r.Str("name");
+      NameThread(r.tid(), name ? *name : "thread " + std::to_string(r.tid()));
+      return;
+    }
+    if (!steps_.Contains(r.step())) return;
+    const int64_t t = Rel(r.ts());
+    const int64_t dur = std::max<int64_t>(0, r.Int("dur").value_or(0));
+    if (type == rec::kStepBegin) {
+      CloseUnfinishedStep();
+      open_ = OpenStep{r.step(), t, r.tid()};
+      last_end_ = t;
+      return;
+    }
+    if (MakesEvent(type)) last_end_ = std::max(last_end_, t + dur);
+    if (type == rec::kStep) {
+      Step(r, t, dur);
+    } else if (type == rec::kPhase) {
+      const auto name = r.Str("name");
+      auto e = out_->Complete(name ? *name : "phase", "phase", pid_, r.tid(), t, dur);
+      e.Args().Field("step", r.step());
+      e.EndArgs();
+    } else if (type == rec::kCollective) {
+      Collective(r, t, dur);
+    } else if (type == rec::kGradient) {
+      if (auto norm = r.Double("norm")) out_->Counter("grad norm", pid_, t, *norm);
+    } else if (type == rec::kScaler) {
+      if (auto scale = r.Double("scale")) out_->Counter("loss scale", pid_, t, *scale);
+    } else if (type == rec::kError || type == rec::kSignal || type == rec::kMark ||
+               type == rec::kEnd) {
+      Instant(r, t);
+    }
+  }
+
+  void Step(const trace::Record& r, int64_t t, int64_t dur) {
+    if (open_ && open_->step == r.step()) open_.reset();
+    const auto loss = r.Double("loss");
+    const auto gloss = r.Double("gloss");
+    const auto lr = r.Double("lr");
+    const auto samples = r.Int("samples");
+    {
+      auto e = out_->Complete("step " + std::to_string(r.step()), "step", pid_, r.tid(), t, dur);
+      auto& a = e.Args().Field("step", r.step());
+      if (auto epoch = r.Int("epoch")) a.Field("epoch", *epoch);
+      if (loss) a.Field("loss", *loss);
+      if (gloss) a.Field("gloss", *gloss);
+      if (lr) a.Field("lr", *lr);
+      if (samples) a.Field("samples", *samples);
+      e.EndArgs();
+    }
+    if (loss) out_->Counter("loss", pid_, t, *loss);
+    if (gloss) out_->Counter("gloss", pid_, t, *gloss);
+    if (lr) out_->Counter("lr", pid_, t, *lr);
+    if (samples && dur > 0)
+      out_->Counter("samples/s", pid_, t,
+                    static_cast<double>(*samples) * 1e9 / static_cast<double>(dur));
+  }
+
+  void Collective(const trace::Record& r, int64_t t, int64_t dur) {
+    const auto op = r.Str("op");
+    const auto pg = r.Int("pg");
+    const auto seq = r.Int("seq");
+    auto e = out_->Complete(op ? *op : "collective", "coll", pid_, Lane(t, t + dur), t, dur);
+    auto& a = e.Args();
+    if (pg) a.Field("pg", *pg);
+    if (seq) a.Field("seq", *seq);
+    if (op) a.Field("op", *op);
+    if (auto tag = r.Str("tag")) a.Field("tag", *tag);
+    if (auto dtype = r.Str("dtype")) a.Field("dtype", *dtype);
+    if (auto n = r.Int("n")) a.Field("n", *n);
+    if (auto bytes = r.Int("bytes")) a.Field("bytes", *bytes);
+    a.Field("step", r.step());
+    if (pg && seq) {
+      if (const CollectiveIndex::Entry* c = collectives_.Find(*pg, *seq)) {
+        const int64_t wait = std::clamp(c->last_enter - origin_ - t, int64_t{0}, dur);
+        a.Field("wait", wait)
+            .Field("last", int64_t{c->last_rank})
+            .Field("ranks", int64_t{c->ranks});
+      }
+    }
+    e.EndArgs();
+  }
+
+  // The first lane free at `start`; records come in completion order, so a lane is free
+  // when everything on it ended by `start`.
+  int64_t Lane(int64_t start, int64_t end) {
+    size_t lane = 0;
+    while (lane < lane_ends_.size() && lane_ends_[lane] > start) ++lane;
+    if (lane == lane_ends_.size()) {
+      if (lane_ends_.size() < kMaxLanes) {
+        lane_ends_.push_back(start);
+        const int64_t tid = kLaneTidBase + static_cast<int64_t>(lane);
+        NameThread(tid, lane == 0 ? std::string("collectives")
+                                  : "collectives " + std::to_string(lane + 1));
+      } else {
+        lane = static_cast<size_t>(std::min_element(lane_ends_.begin(), lane_ends_.end()) -
+                                   lane_ends_.begin());
+      }
+    }
+    lane_ends_[lane] = std::max(lane_ends_[lane], end);
+    return kLaneTidBase + static_cast<int64_t>(lane);
+  }
+
+  void Instant(const trace::Record& r, int64_t t) {
+    const std::string_view type = r.type();
+    std::string name(type);
+    auto append = [&](std::string_view key, std::string_view sep, std::string_view close) {
+      if (auto v = r.Str(key)) name.append(sep).append(*v).append(close);
+    };
+    if (type == rec::kError) append("where", " (", ")");
+    if (type == rec::kSignal) append("signal", " ", "");
+    if (type == rec::kMark) append("name", ": ", "");
+    if (type == rec::kEnd) append("reason", ": ", "");
+    auto e = out_->Instant(name, type, 'p', pid_, r.tid(), t);
+    auto& a = e.Args().Field("step", r.step());
+    for (std::string_view key :
+         {"where", "message", "name", "signal", "signo", "reason", "status", "error"}) {
+      if (auto s = r.Str(key)) {
+        a.Field(key, *s);
+      } else if (auto i = r.Int(key)) {
+        a.Field(key, *i);
+      }
+    }
+    e.EndArgs();
+  }
+
+  // A step begun and never closed: the rank died, hung or was stopped in it.
+  void CloseUnfinishedStep() {
+    if (!open_) return;
+    auto e =
+        out_->Complete("step " + std::to_string(open_->step) + " (unfinished)", "step", pid_,
+                       open_->tid, open_->begin, std::max<int64_t>(0, last_end_ - open_->begin));
+    e.Args().Field("step", open_->step).Field("unfinished", true);
+    e.EndArgs();
+    open_.reset();
+  }
+
+  const analyzers::RankInfo& info_;
+  const int pid_;
+  const StepRange& steps_;
+  const CollectiveIndex& collectives_;
+  const int64_t origin_;
+  ChromeTraceWriter* out_;
+  RankClock clock_;
+  std::set<int64_t> named_;         // tids with a thread_name
+  std::vector<int64_t> lane_ends_;  // per collective lane, the latest end on it
+  std::optional<OpenStep> open_;
+  int64_t last_end_ = 0;  // the latest event end since open_ began
+};
+
+}  // namespace
+
+bool MakesEvent(std::string_view type) {
+  return type == rec::kStepBegin || type == rec::kStep || type == rec::kPhase ||
+         type == rec::kCollective || type == rec::kGradient || type == rec::kScaler ||
+         type == rec::kError || type == rec::kSignal || type == rec::kMark || type == rec::kEnd;
+}
+
+void WriteRankEvents(const analyzers::RankInfo& rank, const StepRange& steps,
+                     const CollectiveIndex& collectives, int64_t origin_ns,
+                     ChromeTraceWriter* out) {
+  RankEventWriter(rank, steps, collectives, origin_ns, out).Run();
+}
+
+}  // namespace dsdiag::timeline
