@@ -1,0 +1,54 @@
+#include "report/report.h"
+
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "analyzers/compare.h"
+#include "analyzers/registry.h"
+#include "report/loader_sweep.h"
+#include "report/run_collector.h"
+#include "report/sections.h"
+
+namespace dsdiag::report {
+
+ReportStats WriteReport(const std::string& run_dir, const ReportOptions& options,
+                        std::ostream& out) {
+  std::vector<std::unique_ptr<analyzers::Analyzer>> analyzers = analyzers::CreateAllAnalyzers();
+  auto collector = std::make_unique<RunCollector>(options.progress, options.max_held_enters);
+  const RunCollector& data = *collector;
+  analyzers.push_back(std::move(collector));
+  const analyzers::CompareResult compare =
+      analyzers::RunCompareWith(run_dir, analyzers, options.drive);
+  const LoaderSweepResult sweep = ReadLoaderSweep(run_dir);
+
+  const std::string title =
+      options.title.empty() ? "dsdiag report: " + compare.run.run_id : options.title;
+  ReportStats stats;
+  stats.findings = static_cast<int64_t>(compare.findings.size());
+  stats.has_error = compare.has_error();
+  stats.ranks = static_cast<int>(compare.run.ranks_found.size());
+  stats.steps = compare.run.steps;
+
+  // Section by section, so that only one section's text is held at a time.
+  std::string chunk;
+  auto flush = [&] {
+    out << chunk;
+    stats.bytes += static_cast<int64_t>(chunk.size());
+    chunk.clear();
+  };
+  AppendPageStart(title, compare, data, sweep.present, &chunk);
+  AppendFindingsSection(compare, &chunk);
+  flush();
+  AppendHeatmapSections(data, &chunk);
+  flush();
+  AppendPhaseSection(data, &chunk);
+  AppendCurveSections(data, &chunk);
+  AppendLoaderSweepSection(sweep, &chunk);
+  AppendConfigSection(data.config(), &chunk);
+  AppendPageEnd(compare, &chunk);
+  flush();
+  return stats;
+}
+
+}  // namespace dsdiag::report

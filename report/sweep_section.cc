@@ -1,0 +1,109 @@
+// The loader sweep (loader_sweep.h): the measured points as a table, throughput against
+// workers as a curve per batch size (whiskers: min..max of the repeats), the recommended
+// worker count marked on both.
+#include <map>
+
+#include "report/html.h"
+#include "report/line_chart.h"
+#include "report/sections.h"
+
+namespace dsdiag::report {
+namespace {
+
+std::string Opt(const std::optional<double>& v, int digits = 4) {
+  return v ? Num(*v, digits) : "-";
+}
+
+bool Recommended(const LoaderSweep& sweep, const SweepPoint& p) {
+  const auto& r = sweep.recommendation;
+  return r && r->workers == p.workers && (!r->batch_size || *r->batch_size == p.batch_size);
+}
+
+void AppendTable(const LoaderSweep& sweep, std::string* out) {
+  out->append(
+      "<table class=\"sweep\"><thead><tr><th>workers</th><th>batch size</th>"
+      "<th>samples/s (median)</th><th>min</th><th>max</th><th>first batch (ms)</th>"
+      "<th>peak RSS (MB)</th></tr></thead><tbody>");
+  for (const SweepPoint& p : sweep.points) {
+    out->append(std::string("<tr") + (Recommended(sweep, p) ? " class=\"recommended\"" : "") +
+                "><td>" + std::to_string(p.workers) + "</td><td>" + std::to_string(p.batch_size) +
+                "</td><td>" + Num(p.samples_per_s_median, 5) + "</td><td>" +
+                Opt(p.samples_per_s_min, 5) + "</td><td>" + Opt(p.samples_per_s_max, 5) +
+                "</td><td>" + Opt(p.first_batch_ms) + "</td><td>" + Opt(p.peak_rss_mb) +
+                "</td></tr>");
+  }
+  out->append("</tbody></table>");
+}
+
+LineChart MakeChart(const LoaderSweep& sweep) {
+  LineChart chart;
+  chart.id = "loader-sweep-svg";
+  chart.x_label = "workers";
+  chart.y_label = "samples/s";
+  chart.integer_x = true;
+  std::map<int64_t, ChartSeries> by_batch;
+  for (const SweepPoint& p : sweep.points) {
+    ChartSeries& s = by_batch[p.batch_size];
+    s.name = "batch size " + std::to_string(p.batch_size);
+    ChartPoint point;
+    point.x = static_cast<double>(p.workers);
+    point.y = p.samples_per_s_median;
+    point.lo = p.samples_per_s_min;
+    point.hi = p.samples_per_s_max;
+    if (!point.lo || !point.hi) point.lo = point.hi = std::nullopt;
+    point.title = std::to_string(p.workers) + " workers, batch " + std::to_string(p.batch_size) +
+                  ": " + Num(p.samples_per_s_median, 5) + " samples/s median";
+    if (point.lo) point.title += " (" + Num(*point.lo, 5) + ".." + Num(*point.hi, 5) + ")";
+    s.points.push_back(std::move(point));
+  }
+  int i = 0;
+  for (auto& [batch, s] : by_batch) {
+    std::stable_sort(s.points.begin(), s.points.end(),
+                     [](const ChartPoint& a, const ChartPoint& b) { return a.x < b.x; });
+    s.color = SeriesColor(i++);
+    chart.series.push_back(std::move(s));
+  }
+  if (sweep.recommendation) {
+    chart.marker_x = static_cast<double>(sweep.recommendation->workers);
+    chart.marker_label = "recommended: " + std::to_string(sweep.recommendation->workers);
+  }
+  return chart;
+}
+
+}  // namespace
+
+void AppendLoaderSweepSection(const LoaderSweepResult& result, std::string* out) {
+  if (!result.present) return;
+  out->append("<section id=\"loader-sweep\"><h2>Loader sweep</h2>");
+  if (!result.sweep) {
+    out->append("<p class=\"error\">The loader-sweep result cannot be shown: ");
+    AppendEscaped(out, result.error);
+    out->append("</p></section>");
+    return;
+  }
+  const LoaderSweep& sweep = *result.sweep;
+  out->append(
+      "<p class=\"note\">Data-loader throughput measured by <code>dsdiag "
+      "loader-sweep</code> (<code>loader-sweep.json</code>).</p>");
+  if (sweep.recommendation) {
+    out->append("<p class=\"recommendation\"><b>Recommended: " +
+                std::to_string(sweep.recommendation->workers) + " workers");
+    if (sweep.recommendation->batch_size)
+      out->append(", batch size " + std::to_string(*sweep.recommendation->batch_size));
+    out->append("</b>");
+    if (!sweep.recommendation->reason.empty()) {
+      out->append(" — ");
+      AppendEscaped(out, sweep.recommendation->reason);
+    }
+    out->append("</p>");
+  }
+  if (sweep.points.empty()) {
+    out->append("<p class=\"none\">The sweep holds no points.</p></section>");
+    return;
+  }
+  AppendTable(sweep, out);
+  out->append(DrawLineChart(MakeChart(sweep)));
+  out->append("</section>");
+}
+
+}  // namespace dsdiag::report
