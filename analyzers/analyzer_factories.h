@@ -15,5 +15,8 @@ std::unique_ptr<Analyzer> CreateMissingGradAnalyzer();     // missing_grad_analy
 std::unique_ptr<Analyzer> CreateGradDesyncAnalyzer();      // grad_desync_analyzer.cc
 // Reports init-divergence and replica-divergence.
 std::unique_ptr<Analyzer> CreateReplicaDivergenceAnalyzer();  // replica_divergence_analyzer.cc
+std::unique_ptr<Analyzer> CreateStragglerAnalyzer();            // straggler_analyzer.cc
+std::unique_ptr<Analyzer> CreateCollectiveMismatchAnalyzer();  // collective_mismatch_analyzer.cc
+std::unique_ptr<Analyzer> CreateHangAnalyzer();                 // hang_analyzer.cc
 
 }  // namespace dsdiag::analyzers

@@ -14,6 +14,9 @@ std::vector<std::unique_ptr<Analyzer>> CreateAllAnalyzers() {
   analyzers.push_back(CreateMissingGradAnalyzer());
   analyzers.push_back(CreateGradDesyncAnalyzer());
   analyzers.push_back(CreateReplicaDivergenceAnalyzer());
+  analyzers.push_back(CreateStragglerAnalyzer());
+  analyzers.push_back(CreateCollectiveMismatchAnalyzer());
+  analyzers.push_back(CreateHangAnalyzer());
   return analyzers;
 }
 
