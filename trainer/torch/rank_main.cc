@@ -1,0 +1,243 @@
+// RunRank: the life of one rank process around the training loop —
+//   parse the fault plan -> rendezvous (TCPStore, process group) -> agree on the run id
+//   -> measure the clock offset to rank 0 -> start the probes (header, flight recorder,
+//   watchdog, collective probe) -> train -> end-of-run clock and barrier -> `end` record.
+//
+// How a rank ends, and what its `end` record says:
+//   ok            training finished; exit 0
+//   signal        SIGTERM / SIGINT: stopped at the next phase boundary (or by the watcher
+//                 when stuck); exit 128 + signo
+//   peer-failure  another rank failed (its error in the store, its connection gone, the
+//                 health check); exit 1
+//   error         this rank failed; the error is published for the others first; exit 1
+// Failures end the process with _Exit after the trace is flushed: a process group with a
+// dead peer can block in its destructor, and nothing else is left to clean up.
+#include "trainer/rank_main.h"
+
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <random>
+#include <string>
+#include <thread>
+
+#include "inject/inject_spec.h"
+#include "probes/collective_probe.h"
+#include "probes/flight_recorder.h"
+#include "probes/session.h"
+#include "probes/torch/torch_info.h"
+#include "probes/watchdog.h"
+#include "trace/clock.h"
+#include "trainer/launcher.h"  // SignalName
+#include "trainer/torch/clock_sync.h"
+#include "trainer/torch/comm.h"
+#include "trainer/torch/error_text.h"
+#include "trainer/torch/faults.h"
+#include "trainer/torch/run_control.h"
+#include "trainer/torch/trainer.h"
+
+namespace dsdiag::trainer {
+namespace {
+
+constexpr const char* kRunIdKey = "dsdiag/run_id";
+// Shorter than the launcher's SIGTERM -> SIGKILL grace, so that a stuck rank still writes
+// its own end record.
+constexpr auto kForceExitGrace = std::chrono::seconds(2);
+
+std::string MakeRunId(const WallClock& clock) {
+  const std::time_t now = static_cast<std::time_t>(clock.Now() / 1000000000);
+  std::tm local{};
+  localtime_r(&now, &local);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &local);
+  char suffix[16];
+  std::snprintf(suffix, sizeof suffix, "-%08x", static_cast<unsigned>(std::random_device{}()));
+  return std::string(stamp) + suffix;
+}
+
+// The launcher's DSDIAG_RUN_ID, else one made by rank 0 and shared through the store.
+std::string ResolveRunId(const DistEnv& env, c10d::Store& store, const WallClock& clock) {
+  if (!env.run_id.empty()) return env.run_id;
+  if (env.rank == 0) {
+    const std::string id = MakeRunId(clock);
+    store.set(kRunIdKey, std::vector<uint8_t>(id.begin(), id.end()));
+    return id;
+  }
+  const std::vector<uint8_t> id = store.get(kRunIdKey);
+  return std::string(id.begin(), id.end());
+}
+
+bool LooksLikePeerLoss(const std::string& message) {
+  for (const char* sign : {"Connection closed by peer", "Connection reset by peer", "Broken pipe",
+                           "lost the rendezvous store"}) {
+    if (message.find(sign) != std::string::npos) return true;
+  }
+  return false;
+}
+
+void Fail(const char* what, const DistEnv& env, const std::string& message) {
+  std::fprintf(stderr, "dsdiag train: rank %d: %s: %s\n", env.rank, what, message.c_str());
+}
+
+// Everything that lives as long as the probes do.
+struct Probes {
+  std::unique_ptr<probes::Session> session;
+  std::unique_ptr<probes::FlightRecorder> recorder;
+  std::unique_ptr<probes::Watchdog> watchdog;
+  std::unique_ptr<probes::CollectiveProbe> collectives;
+};
+
+Probes StartProbes(const TrainConfig& config, const DistEnv& env, const std::string& run_id,
+                   const WallClock& clock, const ClockOffset& offset) {
+  probes::SessionConfig session_config;
+  session_config.mode = probes::ParseMode(config.probes).value_or(probes::Mode::kLight);
+  session_config.run_dir = config.out.empty() ? "runs/" + run_id : config.out;
+  trace::TraceHeader& header = session_config.header;
+  header.run_id = run_id;
+  header.rank = env.rank;
+  header.world_size = env.world_size;
+  header.local_rank = env.local_rank;
+  header.config = config.ToJson();
+  // The clock pair goes through WallClock: a skewed host's header is skewed too.
+  header.clock.mono_ns = trace::MonotonicNs();
+  header.clock.wall_ns = clock.Now();
+  header.clock.offset_ns = offset.offset_ns;
+  header.clock.offset_err_ns = offset.err_ns;
+  probes::DescribeTorch(&header);
+  if (!header.versions.count("libtorch")) header.versions["libtorch"] = TORCH_VERSION;
+
+  Probes p;
+  std::string error;
+  p.session = probes::Session::Start(session_config, &error);
+  if (!p.session) throw std::runtime_error("cannot start the trace: " + error);
+  p.session->RecordClock("start", offset.offset_ns, offset.err_ns, offset.rtt_ns);
+  p.recorder = std::make_unique<probes::FlightRecorder>(header, session_config.run_dir);
+  p.watchdog =
+      std::make_unique<probes::Watchdog>(p.session.get(), p.recorder.get(), config.timeout_s);
+  probes::Watchdog::InstallSigusr1Handler(p.watchdog.get());
+  p.collectives = std::make_unique<probes::CollectiveProbe>(p.session.get(), p.recorder.get());
+  return p;
+}
+
+// The clean end: a last clock measurement, then a barrier so that rank 0 (the store's
+// host) leaves last.
+void FinishRun(const DistEnv& env, Comm& comm, const WallClock& clock, probes::Session* session,
+               RunControl& control) {
+  const ClockOffset end = MeasureClockOffset(comm.store(), env.rank, env.world_size, clock, "end");
+  session->RecordClock("end", end.offset_ns, end.err_ns, end.rtt_ns);
+  control.Finishing();
+  comm.Barrier("final");
+}
+
+[[noreturn]] void EndAfterFailure(const std::exception& e, const DistEnv& env, Comm& comm,
+                                  Probes& p, RunControl& control) {
+  control.Finishing();
+  const std::string message = ErrorText(e);
+  if (LooksLikePeerLoss(message)) {
+    // A vanished peer is often the first sign of a job being torn down: the signal the
+    // launcher sent this rank may be a moment behind the one that stopped the peer.
+    for (int i = 0; i < 10 && control.pending_signal() == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  if (const int signo = control.pending_signal()) {
+    // The failure is the signal's doing (a peer stopped first and closed its sockets).
+    p.session->RecordSignal(signo);
+    p.watchdog->DumpNow(SignalName(signo).c_str());
+    p.session->End("signal", 128 + signo, SignalName(signo));
+    std::_Exit(128 + signo);
+  }
+  if (control.peer_failed() || LooksLikePeerLoss(message)) {
+    const std::string detail = control.peer_failed() ? control.peer_error() : message;
+    p.session->RecordError(probes::PhaseName(p.session->current_phase()), message);
+    p.watchdog->DumpNow("error");
+    p.session->End("peer-failure", 1, detail);
+    Fail("stopping after a peer failed", env, detail);
+    std::_Exit(1);
+  }
+  // Tell the others first: they are likely blocked waiting for this rank.
+  RunControl::PublishError(comm.store(), env.rank, message);
+  p.session->RecordError(probes::PhaseName(p.session->current_phase()), message);
+  p.watchdog->DumpNow("error");
+  p.session->End("error", 1, message);
+  Fail("failed", env, message);
+  std::fflush(stderr);
+  std::_Exit(1);
+}
+
+}  // namespace
+
+int RunRank(const TrainConfig& config, const DistEnv& env) {
+  torch::set_num_threads(1);  // ranks share the cores; intra-op threads would fight
+  Faults faults;
+  try {
+    faults = Faults(inject::InjectPlan::Parse(config.inject, env.world_size), env.rank);
+  } catch (const inject::InjectSpecError& e) {
+    Fail("bad --inject", env, ErrorText(e));
+    return 2;
+  }
+  const WallClock clock(faults.clock_skew_ns());
+  RunControl control;  // signals are caught from here on
+
+  CommOptions comm_options;
+  comm_options.timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(std::max(config.timeout_s, 0.001) * 1000));
+  comm_options.backend = config.backend;
+  comm_options.device = config.device;
+  std::unique_ptr<Comm> comm;
+  std::string run_id;
+  ClockOffset offset;
+  try {
+    comm = Comm::Connect(env, comm_options);
+    run_id = ResolveRunId(env, comm->store(), clock);
+    offset = MeasureClockOffset(comm->store(), env.rank, env.world_size, clock, "start");
+  } catch (const std::exception& e) {
+    Fail("startup failed", env, ErrorText(e));
+    return control.pending_signal() ? 128 + control.pending_signal() : 1;
+  }
+
+  Probes p;
+  try {
+    p = StartProbes(config, env, run_id, clock, offset);
+  } catch (const std::exception& e) {
+    RunControl::PublishError(comm->store(), env.rank, ErrorText(e));
+    Fail("startup failed", env, ErrorText(e));
+    return 1;
+  }
+  comm->set_probe(p.collectives.get());
+  control.AttachSession(p.session.get());
+  // Declared after `p`, so it runs before the probes are destroyed.
+  struct DetachOnReturn {
+    RunControl& control;
+    ~DetachOnReturn() { control.Detach(); }
+  } detach_on_return{control};
+  probes::Watchdog* watchdog = p.watchdog.get();
+  control.SetForceExitHook(
+      [watchdog](const std::string& reason) { watchdog->DumpNow(reason.c_str()); });
+  control.StartWatcher(comm->store_host(), comm->store_port(), env.rank, comm->store_timeout(),
+                       kForceExitGrace);
+
+  try {
+    {
+      Trainer trainer(config, env, faults, *comm, p.session.get(), control);
+      trainer.Run();
+    }
+    FinishRun(env, *comm, clock, p.session.get(), control);
+  } catch (const StopRun& stop) {
+    control.Finishing();
+    if (stop.signo() != 0) p.session->RecordSignal(stop.signo());
+    p.watchdog->DumpNow(stop.signo() != 0 ? SignalName(stop.signo()).c_str() : "error");
+    p.session->End(stop.reason(), stop.status(), stop.detail());
+    if (stop.reason() != "signal") Fail("stopping after a peer failed", env, stop.detail());
+    return stop.status();  // stopped between phases: the process group is idle, leave cleanly
+  } catch (const std::exception& e) {
+    EndAfterFailure(e, env, *comm, p, control);
+  }
+  p.session->End("ok", 0);
+  return 0;
+}
+
+}  // namespace dsdiag::trainer
