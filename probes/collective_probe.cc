@@ -1,5 +1,7 @@
 #include "probes/collective_probe.h"
 
+#include <exception>
+
 #include "probes/nvtx.h"
 #include "trace/clock.h"
 #include "trace/record_types.h"
@@ -10,7 +12,8 @@ CollectiveScope::CollectiveScope(CollectiveProbe* probe, int pg, std::string_vie
                                  std::string_view dtype, int64_t count, int64_t bytes,
                                  std::string_view tag) noexcept
     : probe_(probe), pg_(pg), seq_(probe->seq_[CollectiveProbe::Group(pg)]++), op_(op),
-      dtype_(dtype), tag_(tag), count_(count), bytes_(bytes) {
+      dtype_(dtype), tag_(tag), count_(count), bytes_(bytes),
+      exceptions_at_entry_(std::uncaught_exceptions()) {
   Session* s = probe_->session_;
   if (!s->on()) return;
   enter_ns_ = trace::MonotonicNs();
@@ -24,14 +27,18 @@ void CollectiveScope::Started() noexcept {
   if (handle_) probe_->recorder_->Start(handle_);
 }
 
+// Left by an exception (the backend threw: peer gone, timeout, size mismatch), the op did
+// not complete: its flight entry stays pending and its record says "failed", so that a hang
+// or crash analysis sees where the rank really was.
 CollectiveScope::~CollectiveScope() {
   Session* s = probe_->session_;
   if (!s->on()) return;
-  if (handle_) probe_->recorder_->Complete(handle_);
+  const bool failed = std::uncaught_exceptions() > exceptions_at_entry_;
+  if (handle_ && !failed) probe_->recorder_->Complete(handle_);
   nvtx::PopRange();
   auto r = s->writer()->BeginAt(trace::rec::kCollective, enter_ns_);
-  r.line()
-      .Field("pg", pg_)
+  auto& l = r.line();
+  l.Field("pg", pg_)
       .Field("seq", seq_)
       .Field("op", op_)
       .Field("dtype", dtype_)
@@ -39,6 +46,7 @@ CollectiveScope::~CollectiveScope() {
       .Field("bytes", bytes_)
       .Field("dur", trace::MonotonicNs() - enter_ns_)
       .Field("tag", tag_);
+  if (failed) l.Field("failed", true);
 }
 
 }  // namespace dsdiag::probes

@@ -63,6 +63,7 @@ class CollectiveScope {
   int64_t count_, bytes_;
   int64_t enter_ns_ = 0;
   int64_t handle_ = 0;
+  int exceptions_at_entry_;
 };
 
 }  // namespace dsdiag::probes

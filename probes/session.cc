@@ -93,8 +93,12 @@ void Session::BeginStep(int64_t step, int64_t epoch) noexcept {
   phase_ns_.fill(0);
   step_start_ns_ = trace::MonotonicNs();
   writer_->SetStep(step);
-  auto r = writer_->BeginAt(trace::rec::kStepBegin, step_start_ns_);
-  r.line().Field("epoch", epoch);
+  {
+    auto r = writer_->BeginAt(trace::rec::kStepBegin, step_start_ns_);
+    r.line().Field("epoch", epoch);
+  }
+  // On disk before the step runs: a rank killed mid-step still says which step it was in.
+  writer_->Flush();
 }
 
 void Session::EndStep(const StepSummary& s) noexcept {

@@ -106,6 +106,37 @@ TEST(CollectiveProbeTest, SequenceNumbersPerGroupAndCollRecords) {
   fs::remove_all(dir);
 }
 
+TEST(CollectiveProbeTest, AnOpLeftByAnExceptionStaysPendingAndIsMarkedFailed) {
+  fs::path dir = fs::temp_directory_path() / ("dsdiag-coll-fail-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  SessionConfig c;
+  c.run_dir = dir.string();
+  c.header = Header(0);
+  std::string error;
+  auto s = Session::Start(c, &error);
+  ASSERT_TRUE(s) << error;
+  FlightRecorder rec(Header(0), dir.string());
+  CollectiveProbe probe(s.get(), &rec);
+  try {
+    CollectiveScope scope(&probe, 0, "allreduce", "f32", 4, 16, "grad-bucket-3");
+    scope.Started();
+    throw std::runtime_error("peer closed the connection");
+  } catch (const std::runtime_error&) {
+  }
+  s->End("error", 1);
+  FlightEntry pending;
+  ASSERT_TRUE(rec.OldestPending(&pending));
+  EXPECT_EQ(pending.seq, 0);
+  EXPECT_EQ(pending.state, CollectiveState::kStarted);
+  auto reader = trace::TraceReader::Open((dir / "rank-00000.jsonl").string(), &error);
+  trace::Record r;
+  int failed = 0;
+  while (reader->Next(&r))
+    if (r.type() == trace::rec::kCollective && r.Bool("failed") == true) ++failed;
+  EXPECT_EQ(failed, 1);
+  fs::remove_all(dir);
+}
+
 // Waits (generously) for `pred`; the watchdog polls every few ms.
 template <typename Pred>
 bool Eventually(Pred pred) {
