@@ -17,6 +17,15 @@ std::vector<std::unique_ptr<Analyzer>> CreateAllAnalyzers() {
   analyzers.push_back(CreateStragglerAnalyzer());
   analyzers.push_back(CreateCollectiveMismatchAnalyzer());
   analyzers.push_back(CreateHangAnalyzer());
+  analyzers.push_back(CreateScalerOverflowAnalyzer());
+  analyzers.push_back(CreateScalerDesyncAnalyzer());
+  analyzers.push_back(CreateClipBeforeUnscaleAnalyzer());
+  analyzers.push_back(CreateCheckpointRaceAnalyzer());
+  analyzers.push_back(CreateCheckpointMismatchAnalyzer());
+  analyzers.push_back(CreateRngCollisionAnalyzer());
+  analyzers.push_back(CreateShardOverlapAnalyzer());
+  analyzers.push_back(CreateEpochOrderRepeatAnalyzer());
+  analyzers.push_back(CreateLoaderStarvationAnalyzer());
   return analyzers;
 }
 

@@ -44,6 +44,9 @@ Faults Faults::FromPlan(const inject::InjectPlan& plan, int ranks, int64_t steps
       case inject::Kind::kUnusedParam:
         f.unused_param_ranks_.push_back(RequireRank(spec));
         break;
+      case inject::Kind::kCollectiveMismatch:
+        f.mismatch_.emplace_back(RequireRank(spec), RequireStep(spec, steps));
+        break;
       case inject::Kind::kCrash:
       case inject::Kind::kHang: {
         if (f.stop_) {
@@ -77,6 +80,11 @@ int64_t Faults::SkewNs(int rank) const { return Sum(skew_, rank); }
 bool Faults::UnusedParams(int rank) const {
   return std::find(unused_param_ranks_.begin(), unused_param_ranks_.end(), rank) !=
          unused_param_ranks_.end();
+}
+
+bool Faults::CollectiveMismatch(int rank, int64_t step) const {
+  return std::find(mismatch_.begin(), mismatch_.end(), std::make_pair(rank, step)) !=
+         mismatch_.end();
 }
 
 }  // namespace dsdiag::synth

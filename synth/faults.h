@@ -2,15 +2,16 @@
 // model and the renderer need (who is slow, whose clock is off, who stops where).
 //
 // synth imitates only faults whose footprint is timing or control flow: straggler,
-// clock-skew, crash, hang, unused-param. The rest (desynced gradients, RNG, samplers,
-// scalers, checkpoints...) show up in hashes and values that only the real trainer
-// produces; asking for one is an error that points at `dsdiag train`.
+// clock-skew, crash, hang, unused-param, collective-mismatch. The rest (desynced gradients,
+// RNG, samplers, scalers, checkpoints...) show up in hashes and values that only the real
+// trainer produces; asking for one is an error that points at `dsdiag train`.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "inject/inject_spec.h"
@@ -42,6 +43,8 @@ class Faults {
   // How far `rank`'s wall clock runs ahead, ns (clock-skew).
   int64_t SkewNs(int rank) const;
   bool UnusedParams(int rank) const;
+  // Whether `rank` issues a mismatched collective in `step` (collective-mismatch).
+  bool CollectiveMismatch(int rank, int64_t step) const;
   const std::optional<Stop>& stop() const { return stop_; }
   // The specs as given, space-separated, for the header's config.
   const std::string& text() const { return text_; }
@@ -56,6 +59,7 @@ class Faults {
   std::vector<RankAmount> straggler_;
   std::vector<RankAmount> skew_;
   std::vector<int> unused_param_ranks_;
+  std::vector<std::pair<int, int64_t>> mismatch_;  // (rank, step)
   std::optional<Stop> stop_;
   std::string text_;
 };

@@ -22,6 +22,13 @@ constexpr int64_t kMs = 1000 * kUs;
 // Noise slots for values (time_model.cc uses the low slots of the same keys).
 enum ValueSlot : uint32_t { kSlotLoss = 1000, kSlotNorm, kSlotDetect, kSlotPid };
 
+// The elements of a bucket's allreduce. collective-mismatch: the rank's first allreduce of
+// that step has half as many (the run goes on, as if the backend had not noticed).
+int64_t Numel(const RunFacts& run, int rank, int64_t step, int bucket) {
+  const int64_t n = run.table->buckets()[bucket].numel;
+  return bucket == 0 && run.faults->CollectiveMismatch(rank, step) ? n / 2 : n;
+}
+
 // Four decimals: the shortest repr of the result is at most that long.
 double Round4(double v) { return std::round(v * 1e4) / 1e4; }
 
@@ -173,7 +180,7 @@ class Renderer {
   }
 
   void Coll(int64_t step, int bucket, int64_t enter, int64_t exit) {
-    const int64_t n = run_.table->buckets()[bucket].numel;
+    const int64_t n = Numel(run_, rank_, step, bucket);
     Record(rec::kCollective, enter, step)
         .Field("pg", 0)
         .Field("seq", step * buckets_ + bucket)
@@ -301,7 +308,7 @@ void AppendFlightDump(const RunFacts& run, int rank, std::string* out) {
       const int64_t exit = stuck ? 0 : run.schedule->ExitOn(model, rank, step, k);
       const bool started = !stuck || k == 0;
       const int64_t started_at = std::max(w.enter[k], previous_exit);
-      const int64_t n = run.table->buckets()[k].numel;
+      const int64_t n = Numel(run, rank, step, k);
       std::string tag = "grad-bucket-" + std::to_string(k);
       std::string one;
       trace::JsonLine e(&one);

@@ -1,0 +1,668 @@
+// hang: the collective at which the run stopped making progress, the ranks that never
+// entered it (the culprits) and what they were doing instead, and the ranks that waited in
+// it and since when.
+//
+// Input, per rank:
+//  - `coll` records: a collective is written when it completes, so the highest `seq` per
+//    process group is how far the rank got;
+//  - `error` records of the watchdog, the first sign of a hang:
+//      {"type":"error","step":5,"where":"watchdog","message":"collective pg 0 seq 15
+//       (allreduce, grad-bucket-0) pending for 61.0 s, past the 60.0 s timeout"}
+//    (synth and future probes add "pg","seq","op","tag" fields; the message is parsed
+//    when they are absent). Any error whose `where` is "watchdog" or whose message says
+//    "timeout"/"timed out" counts, like an `end` with reason "error" saying so;
+//  - the flight-recorder dump `flight-rank-<R>.json` (flight_dump.h): the entries the rank
+//    had entered and not completed, with the monotonic time it entered them, and `where`
+//    (step and phase) the main thread was at dump time;
+//  - the rank's RankEnd: end reason, last step begun, last phase done, last record.
+// A rank *waits* (is a hang witness) when it timed out (error or end record as above), its
+// dump's reason is "timeout", or its dump holds an entry pending for longer than
+// max(30 s, 3 x the longest step) — but a rank that ended with "peer-failure" saw another
+// rank fail, not a hang: a crash is the rank-died analyzer's, and without any witness there
+// is no hang finding.
+// The stuck collective is the (pg, seq) most witnesses wait in (their oldest pending dump
+// entry, else the collective their timeout names, else — flagged "inferred" — the one after
+// the last they completed); ties go to the lowest (pg, seq). Ranks of that group that neither
+// wait in it nor completed it are the culprits (pg 0 holds every rank; another pg the ranks
+// seen using it). When every rank waits, there is no culprit: the transport or a device
+// stalled, and the finding names the waiters. When no witness names or implies a collective,
+// every other rank is a culprit and the subject is null. One error finding: ranks = the
+// culprits, step = the stuck collective's step, subject "allreduce pg 0 seq 20
+// (grad-bucket-0)". A culprit without an end record and without a dump stopped writing: the
+// rank-died analyzer reports its death as well, the hang finding says where the others were
+// left waiting.
+// Malformed or foreign dumps become trace-corrupt warnings (subject: the dump's file name).
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "analyzers/analyzer_factories.h"
+#include "analyzers/collective_window.h"
+#include "analyzers/finding_kinds.h"
+#include "analyzers/flight_dump.h"
+#include "analyzers/rank_clock.h"
+#include "trace/record_types.h"
+
+namespace dsdiag::analyzers {
+namespace {
+
+using trace::JsonValue;
+
+constexpr int64_t kSecond = 1000000000;
+constexpr int64_t kMinStuckNs = 30 * kSecond;
+constexpr int64_t kStuckSteps = 3;  // a pending entry older than this many longest steps
+constexpr size_t kMaxRows = 8;      // culprits / waiters detailed in the evidence
+constexpr size_t kMaxRanksListed = 32;
+constexpr size_t kMaxOtherStuck = 4;
+constexpr size_t kMaxMessage = 160;
+
+bool Contains(std::string_view text, std::string_view word) {
+  auto it = std::search(text.begin(), text.end(), word.begin(), word.end(), [](char a, char b) {
+    return std::tolower(static_cast<unsigned char>(a)) == b;
+  });
+  return it != text.end();
+}
+
+bool IsTimeoutText(std::string_view text) {
+  return Contains(text, "timeout") || Contains(text, "timed out") || Contains(text, "time out");
+}
+
+// The collective a watchdog message names, as the probes' watchdog writes it:
+//   "collective pg 0 seq 15 (allreduce, grad-bucket-0) pending for 61.0 s, past ..."
+// (op and tag are optional: other writers say "allreduce pg 0 seq 15 (grad-bucket-0)").
+struct NamedCollective {
+  CollectiveKey key;
+  std::string op;
+  std::string tag;
+};
+
+std::optional<NamedCollective> ParseNamedCollective(std::string_view text) {
+  for (size_t at = text.find("pg "); at != std::string_view::npos; at = text.find("pg ", at + 1)) {
+    if (at > 0 && std::isalnum(static_cast<unsigned char>(text[at - 1]))) continue;
+    int pg = 0;
+    long long seq = 0;
+    int used = 0;
+    const std::string rest(text.substr(at, 64));
+    if (std::sscanf(rest.c_str(), "pg %d seq %lld%n", &pg, &seq, &used) != 2 || used <= 0 || pg < 0)
+      continue;
+    NamedCollective named{{pg, static_cast<int64_t>(seq)}, {}, {}};
+    const std::string_view after = text.substr(at + static_cast<size_t>(used));
+    const size_t close = after.find(')');
+    if (after.size() > 2 && after.substr(0, 2) == " (" && close != std::string_view::npos) {
+      const std::string_view inside = after.substr(2, close - 2);
+      const size_t comma = inside.find(", ");
+      if (comma != std::string_view::npos) {
+        named.op = std::string(inside.substr(0, comma));
+        named.tag = std::string(inside.substr(comma + 2));
+      } else {
+        named.tag = std::string(inside);
+      }
+    }
+    return named;
+  }
+  return std::nullopt;
+}
+
+std::string Clip(std::string s) {
+  if (s.size() > kMaxMessage) s = s.substr(0, kMaxMessage - 3) + "...";
+  return s;
+}
+
+std::string Seconds(double ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f s", ns / 1e9);
+  return buf;
+}
+
+double SecondsValue(double ns) { return std::round(ns / 1e6) / 1e3; }
+
+std::string OnRanks(const std::vector<int>& ranks) {
+  return (ranks.size() == 1 ? "rank " : "ranks ") + FormatRankRanges(ranks);
+}
+
+JsonValue RankList(const std::vector<int>& ranks) {
+  JsonValue list = JsonValue::Array();
+  for (size_t i = 0; i < ranks.size() && i < kMaxRanksListed; ++i) list.Push(ranks[i]);
+  return list;
+}
+
+JsonValue OptInt(const std::optional<int64_t>& v) { return v ? JsonValue(*v) : JsonValue(); }
+
+std::string Describe(const std::string& op, const CollectiveKey& k, const std::string& tag) {
+  return (op.empty() ? "collective" : op) + " pg " + std::to_string(k.pg) + " seq " +
+         std::to_string(k.seq) + (tag.empty() ? "" : " (" + tag + ")");
+}
+
+struct TimeoutSignal {
+  int64_t ts = 0;
+  int64_t step = 0;
+  std::string where;
+  std::string message;
+  std::optional<CollectiveKey> key;
+  std::string op;
+  std::string tag;
+};
+
+struct RankState {
+  bool traced = false;
+  std::string file_name;
+  RankClock clock;
+  std::map<int, int64_t> completed;  // per pg, the highest seq completed
+  std::optional<CollectiveKey> last_coll;
+  std::optional<TimeoutSignal> timeout;
+  int64_t timeouts = 0;
+  bool ended = false;
+  RankEnd end;
+  const FlightDumpData* dump = nullptr;
+};
+
+// Why a rank counts as a witness of the hang, and where it waits.
+struct Witness {
+  int rank = 0;
+  std::string signal;  // "watchdog error", "timeout dump", "end: error", "pending in dump"
+  std::optional<CollectiveKey> key;
+  bool inferred = false;
+};
+
+class HangAnalyzer : public Analyzer {
+ public:
+  std::string_view name() const override { return kind::kHang; }
+
+  void Begin(const RunContext& run) override {
+    run_id_ = run.run_id;
+    int max_rank = std::max(run.world_size - 1, -1);
+    for (const RankInfo& r : run.ranks) max_rank = std::max(max_rank, r.rank);
+    for (const FlightDump& d : run.flight_dumps) max_rank = std::max(max_rank, d.rank);
+    ranks_.resize(static_cast<size_t>(max_rank + 1));
+    for (const RankInfo& r : run.ranks) {
+      RankState& s = ranks_[r.rank];
+      s.traced = true;
+      s.file_name = r.file_name;
+      s.clock = RankClock(r.header.clock);
+      const int64_t start = s.clock.ToRank0(r.header.clock.mono_ns);
+      run_start_ = run_start_ ? std::min(*run_start_, start) : start;
+    }
+    missing_ = run.missing_ranks;
+    for (const FlightDump& d : run.flight_dumps) ReadDump(d);
+  }
+
+  void OnRecord(const RankInfo& rank, const trace::Record& r) override {
+    RankState& s = ranks_[rank.rank];
+    const std::string_view type = r.type();
+    if (type == trace::rec::kCollective) {
+      const auto pg = r.Int("pg");
+      const auto seq = r.Int("seq");
+      if (!pg || !seq) return;
+      const CollectiveKey key{static_cast<int>(*pg), *seq};
+      auto [it, fresh] = s.completed.try_emplace(key.pg, key.seq);
+      if (!fresh) it->second = std::max(it->second, key.seq);
+      s.last_coll = key;
+    } else if (type == trace::rec::kError) {
+      OnError(&s, r);
+    } else if (type == trace::rec::kStep) {
+      max_step_ns_ = std::max(max_step_ns_, r.Int("dur").value_or(0));
+    } else if (type == trace::rec::kClock) {
+      s.clock.Refine(r);
+    }
+  }
+
+  void OnRankEnd(const RankInfo& rank, const RankEnd& end) override {
+    RankState& s = ranks_[rank.rank];
+    s.ended = true;
+    s.end = end;
+    s.end.issues.clear();
+  }
+
+  void Finish(const RunContext&, std::vector<Finding>* findings) override {
+    for (auto& f : dump_findings_) findings->push_back(std::move(f));
+    dump_findings_.clear();
+    std::vector<Witness> witnesses;
+    for (size_t r = 0; r < ranks_.size(); ++r)
+      if (auto w = WitnessOf(static_cast<int>(r))) witnesses.push_back(std::move(*w));
+    if (witnesses.empty()) return;
+    findings->push_back(MakeFinding(witnesses));
+  }
+
+ private:
+  void ReadDump(const FlightDump& d) {
+    FlightDumpIssue issue;
+    std::optional<FlightDumpData> dump = ReadFlightDump(d.path, d.file_name, &issue);
+    if (!dump) {
+      dump_findings_.push_back(
+          BadDump(d, "is not a valid flight dump: " + issue.ToString(), issue.ToString()));
+      return;
+    }
+    if (!run_id_.empty() && !dump->run_id.empty() && dump->run_id != run_id_) {
+      dump_findings_.push_back(BadDump(d,
+                                       "belongs to another run (run_id " + dump->run_id + ", not " +
+                                           run_id_ + "); it was left out",
+                                       ""));
+      return;
+    }
+    if (dump->rank != d.rank) {
+      dump_findings_.push_back(BadDump(d,
+                                       "says it is rank " + std::to_string(dump->rank) +
+                                           ", its file name says rank " + std::to_string(d.rank) +
+                                           "; it was left out",
+                                       ""));
+      return;
+    }
+    if (dump->entries_skipped > 0) {
+      dump_findings_.push_back(BadDump(d,
+                                       "has " + std::to_string(dump->entries_skipped) +
+                                           " malformed entries, left out (" +
+                                           dump->first_entry_problem + ")",
+                                       dump->first_entry_problem));
+    }
+    dumps_.push_back(std::make_unique<FlightDumpData>(std::move(*dump)));
+    ranks_[d.rank].dump = dumps_.back().get();
+  }
+
+  Finding BadDump(const FlightDump& d, const std::string& what, const std::string& issue) const {
+    Finding f;
+    f.kind = std::string(kind::kTraceCorrupt);
+    f.severity = Severity::kWarning;
+    f.ranks = {d.rank};
+    f.subject = d.file_name;
+    f.summary = d.file_name + " " + what;
+    f.evidence.Set("file", d.file_name);
+    f.evidence.Set("flight_dump", true);
+    if (!issue.empty()) f.evidence.Set("issue", issue);
+    f.hint =
+        "The hang analysis goes on without this dump. A dump is written whole under a "
+        "temporary name, then renamed: a damaged one was edited, copied while being written, "
+        "or comes from another tool; a foreign one is left over from an earlier run in the "
+        "same directory (use a fresh --out per run).";
+    return f;
+  }
+
+  static void OnError(RankState* s, const trace::Record& r) {
+    const std::string where(r.Str("where").value_or(""));
+    const std::string message(r.Str("message").value_or(""));
+    if (where != "watchdog" && !IsTimeoutText(message)) return;
+    if (s->timeouts++ > 0) return;
+    TimeoutSignal t;
+    t.ts = r.ts();
+    t.step = r.step();
+    t.where = where;
+    t.message = message;
+    const auto pg = r.Int("pg");
+    const auto seq = r.Int("seq");
+    const std::optional<NamedCollective> named = ParseNamedCollective(message);
+    if (pg && seq) {
+      t.key = CollectiveKey{static_cast<int>(*pg), *seq};
+    } else if (named) {
+      t.key = named->key;
+    }
+    if (named && t.key && named->key == *t.key) {
+      t.op = named->op;
+      t.tag = named->tag;
+    }
+    if (auto op = r.Str("op")) t.op = std::string(*op);
+    if (auto tag = r.Str("tag")) t.tag = std::string(*tag);
+    s->timeout = std::move(t);
+  }
+
+  std::optional<Witness> WitnessOf(int rank) const {
+    const RankState& s = ranks_[rank];
+    const FlightEntry* pending = s.dump ? s.dump->OldestPending() : nullptr;
+    Witness w;
+    w.rank = rank;
+    if (s.timeout) {
+      w.signal = s.timeout->where == "watchdog" ? "watchdog error" : "timeout error";
+    } else if (s.ended && s.end.end_seen && s.end.reason == "error" &&
+               IsTimeoutText(s.end.detail)) {
+      w.signal = "end: error (timeout)";
+    } else if (s.dump && s.dump->reason == "timeout") {
+      w.signal = "timeout dump";
+    } else if (pending && PendingAge(*s.dump, *pending) >= StuckAfter() &&
+               !(s.end.end_seen && s.end.reason == "peer-failure")) {
+      w.signal = "pending in dump";
+    } else {
+      return std::nullopt;
+    }
+    if (pending) {
+      w.key = CollectiveKey{pending->pg, pending->seq};
+    } else if (s.timeout && s.timeout->key) {
+      w.key = s.timeout->key;
+    } else if (s.last_coll) {
+      w.key = CollectiveKey{s.last_coll->pg, s.completed.at(s.last_coll->pg) + 1};
+      w.inferred = true;
+    }
+    return w;
+  }
+
+  int64_t StuckAfter() const { return std::max(kMinStuckNs, kStuckSteps * max_step_ns_); }
+
+  static int64_t PendingAge(const FlightDumpData& d, const FlightEntry& e) {
+    const auto since = e.issued ? e.issued : e.started;
+    return since ? d.ts - *since : 0;
+  }
+
+  static const FlightEntry* DumpEntry(const RankState& s, const CollectiveKey& k) {
+    if (!s.dump) return nullptr;
+    for (const FlightEntry& e : s.dump->entries)
+      if (e.pg == k.pg && e.seq == k.seq) return &e;
+    return nullptr;
+  }
+
+  bool UsesPg(const RankState& s, int pg) const {
+    if (pg == 0 || s.completed.count(pg)) return true;
+    if (s.dump)
+      for (const FlightEntry& e : s.dump->entries)
+        if (e.pg == pg) return true;
+    return false;
+  }
+
+  // A rank-local time on rank 0's clock: the trace's clock (refined by its clock records)
+  // when there is a trace, else the dump's.
+  std::optional<int64_t> ToRank0(const RankState& s, std::optional<int64_t> ts) const {
+    if (!ts) return std::nullopt;
+    if (s.traced) return s.clock.ToRank0(*ts);
+    if (s.dump && s.dump->clock) return RankClock(*s.dump->clock).ToRank0(*ts);
+    return std::nullopt;
+  }
+
+  struct Stuck {
+    CollectiveKey key;
+    bool known = false;
+    bool inferred = false;
+    std::string op, tag;
+    std::optional<int64_t> step;
+  };
+
+  static Stuck ChooseStuck(const std::vector<Witness>& witnesses) {
+    std::map<CollectiveKey, std::pair<int, bool>> votes;  // count, all inferred
+    for (const Witness& w : witnesses) {
+      if (!w.key) continue;
+      auto [it, fresh] = votes.try_emplace(*w.key, 0, true);
+      ++it->second.first;
+      it->second.second = it->second.second && w.inferred;
+    }
+    Stuck stuck;
+    int best = 0;
+    for (const auto& [key, v] : votes) {
+      if (v.first > best) {  // map order: ties keep the lowest (pg, seq)
+        best = v.first;
+        stuck.key = key;
+        stuck.known = true;
+        stuck.inferred = v.second;
+      }
+    }
+    return stuck;
+  }
+
+  // Fills op, tag and step from the first waiter that knows them.
+  void FillDetails(Stuck* stuck, const std::vector<int>& waiters) const {
+    for (int r : waiters) {
+      const RankState& s = ranks_[r];
+      if (const FlightEntry* e = DumpEntry(s, stuck->key)) {
+        if (stuck->op.empty()) stuck->op = e->op;
+        if (stuck->tag.empty()) stuck->tag = e->tag;
+        if (!stuck->step) stuck->step = e->step;
+      }
+      if (s.timeout && s.timeout->key && *s.timeout->key == stuck->key) {
+        if (stuck->op.empty()) stuck->op = s.timeout->op;
+        if (stuck->tag.empty()) stuck->tag = s.timeout->tag;
+        if (!stuck->step) stuck->step = s.timeout->step;
+      }
+    }
+    for (int r : waiters)
+      if (!stuck->step && ranks_[r].ended) stuck->step = ranks_[r].end.last_step_begun;
+  }
+
+  struct WaitTimes {
+    std::optional<int64_t> since_local;  // rank-local monotonic ns
+    std::optional<int64_t> since;        // rank 0's clock
+    std::optional<int64_t> waited;       // ns, until it dumped / timed out / ended
+  };
+
+  WaitTimes WaitOf(const RankState& s, const Stuck& stuck) const {
+    WaitTimes t;
+    if (const FlightEntry* e = DumpEntry(s, stuck.key))
+      t.since_local = e->issued ? e->issued : e->started;
+    t.since = ToRank0(s, t.since_local);
+    std::optional<int64_t> until;
+    if (s.dump) {
+      until = s.dump->ts;
+    } else if (s.timeout) {
+      until = s.timeout->ts;
+    } else if (s.ended && s.end.end_seen) {
+      until = s.end.last_ts;
+    }
+    if (t.since_local && until) t.waited = std::max<int64_t>(0, *until - *t.since_local);
+    return t;
+  }
+
+  // What a culprit was doing instead, in words, and as evidence.
+  // `wait_from`: when the first waiter entered the stuck collective (rank 0's clock).
+  std::string Doing(int rank, const Stuck& stuck, std::optional<int64_t> wait_from,
+                    JsonValue* row) const {
+    const RankState& s = ranks_[rank];
+    std::string text;
+    row->Set("rank", rank);
+    row->Set("file", s.traced ? JsonValue(s.file_name) : JsonValue());
+    if (!s.traced && !s.dump) {
+      row->Set("status", "no trace");
+      return "it left no trace in the run directory";
+    }
+    const FlightEntry* blocked = s.dump ? s.dump->OldestPending() : nullptr;
+    if (blocked && !(blocked->pg == stuck.key.pg && blocked->seq == stuck.key.seq)) {
+      const CollectiveKey other{blocked->pg, blocked->seq};
+      JsonValue b = JsonValue::Object();
+      b.Set("pg", blocked->pg);
+      b.Set("seq", blocked->seq);
+      b.Set("op", blocked->op);
+      b.Set("tag", blocked->tag);
+      b.Set("step", OptInt(blocked->step));
+      row->Set("blocked_in", std::move(b));
+      text = "it was blocked in " + Describe(blocked->op, other, blocked->tag);
+    } else if (s.dump && s.dump->where_step) {
+      text = "its flight dump shows it in " +
+             (s.dump->where_phase.empty() ? std::string("no phase") : s.dump->where_phase) +
+             " of step " + std::to_string(*s.dump->where_step);
+    } else if (s.ended && s.end.last_step_begun) {
+      text = "its last record is from step " + std::to_string(*s.end.last_step_begun) +
+             (s.end.last_phase.empty() ? "" : " (last phase done: " + s.end.last_phase + ")");
+    } else {
+      text = "it had not begun a step";
+    }
+    if (s.dump) {
+      row->Set("flight_dump", s.dump->file_name);
+      row->Set("dump_reason", s.dump->reason);
+      row->Set("where_step", OptInt(s.dump->where_step));
+      row->Set("where_phase", s.dump->where_phase);
+    }
+    const auto completed = s.completed.find(stuck.key.pg);
+    row->Set("last_completed_seq",
+             completed == s.completed.end() ? JsonValue() : JsonValue(completed->second));
+    if (s.ended) {
+      row->Set("last_step_begun", OptInt(s.end.last_step_begun));
+      row->Set("last_phase_done",
+               s.end.last_phase.empty() ? JsonValue() : JsonValue(s.end.last_phase));
+      const std::optional<int64_t> last = ToRank0(s, s.end.last_ts);
+      row->Set("last_record_rank0_ns", OptInt(last));
+      // How long before the others began to wait the rank went quiet (negative: after).
+      if (last && wait_from)
+        row->Set("last_record_before_wait_s", SecondsValue(double(*wait_from - *last)));
+    }
+    const bool stopped = s.traced && s.ended && !s.end.end_seen && !s.dump;
+    row->Set("stopped_writing", stopped);
+    if (s.ended && s.end.end_seen) {
+      row->Set("end_reason", s.end.reason);
+      if (!s.end.detail.empty()) row->Set("end_detail", Clip(s.end.detail));
+      text += "; it ended with reason \"" + s.end.reason + "\"";
+    } else if (stopped) {
+      text += ", then it stopped writing (no end record)";
+    }
+    return text;
+  }
+
+  Finding MakeFinding(const std::vector<Witness>& witnesses) const {
+    Stuck stuck = ChooseStuck(witnesses);
+    std::vector<int> waiters, passed, culprits, no_trace;
+    std::set<int> waiting;
+    for (const Witness& w : witnesses)
+      if (!stuck.known || (w.key && *w.key == stuck.key)) waiting.insert(w.rank);
+    for (size_t r = 0; r < ranks_.size(); ++r) {
+      const int rank = static_cast<int>(r);
+      const RankState& s = ranks_[r];
+      if (!s.traced && !s.dump) {
+        if (std::find(missing_.begin(), missing_.end(), rank) != missing_.end())
+          no_trace.push_back(rank);
+        continue;
+      }
+      if (!stuck.known) {
+        (waiting.count(rank) ? waiters : culprits).push_back(rank);
+        continue;
+      }
+      const FlightEntry* e = DumpEntry(s, stuck.key);
+      const auto done = s.completed.find(stuck.key.pg);
+      if (waiting.count(rank) || (e && e->pending())) {
+        waiters.push_back(rank);
+      } else if ((done != s.completed.end() && done->second >= stuck.key.seq) || e) {
+        passed.push_back(rank);
+      } else if (UsesPg(s, stuck.key.pg)) {
+        culprits.push_back(rank);
+      }
+    }
+    if (culprits.empty() && stuck.known && stuck.key.pg == 0) culprits = no_trace;
+    if (stuck.known) FillDetails(&stuck, waiters);
+
+    Finding f;
+    f.kind = std::string(kind::kHang);
+    f.severity = Severity::kError;
+    f.ranks = culprits.empty() ? waiters : culprits;
+    f.step = stuck.step;
+    const std::string subject = Describe(stuck.op, stuck.key, stuck.tag);
+    if (stuck.known) f.subject = subject;
+
+    // The waiters' times.
+    std::optional<int64_t> since_min, waited_max, waited_min;
+    JsonValue waiter_rows = JsonValue::Array();
+    for (int r : waiters) {
+      const WaitTimes t = WaitOf(ranks_[r], stuck);
+      if (t.since && (!since_min || *t.since < *since_min)) {
+        since_min = t.since;
+        f.ts_ns = t.since_local;
+        f.ts_rank = r;
+      }
+      if (t.waited) {
+        waited_max = std::max(waited_max.value_or(*t.waited), *t.waited);
+        waited_min = std::min(waited_min.value_or(*t.waited), *t.waited);
+      }
+      if (waiter_rows.elements().size() < kMaxRows) {
+        JsonValue row = JsonValue::Object();
+        row.Set("rank", r);
+        auto w = std::find_if(witnesses.begin(), witnesses.end(),
+                              [&](const Witness& x) { return x.rank == r; });
+        row.Set("signal", w == witnesses.end() ? "pending in dump" : w->signal);
+        row.Set("since_rank0_ns", OptInt(t.since));
+        row.Set("waited_s", t.waited ? JsonValue(SecondsValue(double(*t.waited))) : JsonValue());
+        const RankState& s = ranks_[r];
+        if (s.timeout) row.Set("message", Clip(s.timeout->message));
+        waiter_rows.Push(std::move(row));
+      }
+    }
+
+    // The culprits.
+    JsonValue culprit_rows = JsonValue::Array();
+    std::string doing;
+    for (int r : culprits) {
+      JsonValue row = JsonValue::Object();
+      std::string text = Doing(r, stuck, since_min, &row);
+      if (doing.empty()) doing = text;
+      if (culprit_rows.elements().size() < kMaxRows) culprit_rows.Push(std::move(row));
+    }
+
+    const std::string at =
+        stuck.known ? subject + (stuck.step ? " in step " + std::to_string(*stuck.step) : "")
+                    : "a collective the traces do not name";
+    std::string wait_text = OnRanks(waiters) + " waited in it";
+    if (waited_max) wait_text += " for up to " + Seconds(double(*waited_max));
+    if (culprits.empty()) {
+      f.summary = "every rank still running entered " + at + " and none completed it (" +
+                  OnRanks(waiters) +
+                  (waited_max ? " waited up to " + Seconds(double(*waited_max)) : "") + ")";
+    } else {
+      const bool one = culprits.size() == 1;
+      f.summary = OnRanks(culprits) + " never entered " + at + ": " +
+                  (one ? "" : "rank " + std::to_string(culprits.front()) + ": ") + doing + "; " +
+                  wait_text;
+    }
+    if (stuck.inferred) f.summary += " (collective inferred from the last completed one)";
+
+    JsonValue& e = f.evidence;
+    e.Set("pg", stuck.known ? JsonValue(stuck.key.pg) : JsonValue());
+    e.Set("seq", stuck.known ? JsonValue(stuck.key.seq) : JsonValue());
+    e.Set("op", stuck.op.empty() ? JsonValue() : JsonValue(stuck.op));
+    e.Set("tag", stuck.tag.empty() ? JsonValue() : JsonValue(stuck.tag));
+    e.Set("step", OptInt(stuck.step));
+    e.Set("inferred", stuck.inferred);
+    e.Set("culprit_count", static_cast<int64_t>(culprits.size()));
+    e.Set("culprits", std::move(culprit_rows));
+    JsonValue w = JsonValue::Object();
+    w.Set("count", static_cast<int64_t>(waiters.size()));
+    w.Set("ranks", RankList(waiters));
+    w.Set("since_rank0_ns", OptInt(since_min));
+    w.Set("since_run_start_s", since_min && run_start_
+                                   ? JsonValue(SecondsValue(double(*since_min - *run_start_)))
+                                   : JsonValue());
+    w.Set("waited_max_s", waited_max ? JsonValue(SecondsValue(double(*waited_max))) : JsonValue());
+    w.Set("waited_min_s", waited_min ? JsonValue(SecondsValue(double(*waited_min))) : JsonValue());
+    w.Set("detail", std::move(waiter_rows));
+    e.Set("waiters", std::move(w));
+    e.Set("completed_count", static_cast<int64_t>(passed.size()));
+    if (!no_trace.empty()) e.Set("ranks_without_trace", RankList(no_trace));
+    e.Set("other_stuck", OtherStuck(witnesses, stuck));
+
+    f.hint = culprits.empty()
+                 ? "Every rank reached the collective, so none of them is behind: the transport "
+                   "or a device stalled (a dead NIC or link, a GPU fault, NCCL/Gloo "
+                   "misconfiguration). Check the hosts' kernel logs and the backend's debug "
+                   "output (NCCL_DEBUG=INFO, GLOO_DEBUG)."
+                 : "Find out why the culprits never reached this collective: their stacks "
+                   "(py-spy dump / gdb on the live process, or the flight dump's `where`), a "
+                   "data-dependent branch or an exception that skipped the collective on those "
+                   "ranks only, a dead data loader, or a rank that died (see rank-died). The "
+                   "waiters are only victims.";
+    return f;
+  }
+
+  JsonValue OtherStuck(const std::vector<Witness>& witnesses, const Stuck& stuck) const {
+    std::map<CollectiveKey, std::vector<int>> others;
+    for (const Witness& w : witnesses)
+      if (w.key && !(stuck.known && *w.key == stuck.key)) others[*w.key].push_back(w.rank);
+    JsonValue list = JsonValue::Array();
+    for (const auto& [key, ranks] : others) {
+      if (list.elements().size() >= kMaxOtherStuck) break;
+      JsonValue o = JsonValue::Object();
+      o.Set("pg", key.pg);
+      o.Set("seq", key.seq);
+      o.Set("ranks", RankList(ranks));
+      list.Push(std::move(o));
+    }
+    return list;
+  }
+
+  std::string run_id_;
+  std::vector<RankState> ranks_;  // by rank number: traced ranks, dumps, the world
+  std::vector<int> missing_;
+  std::vector<std::unique_ptr<FlightDumpData>> dumps_;
+  std::vector<Finding> dump_findings_;
+  std::optional<int64_t> run_start_;
+  int64_t max_step_ns_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Analyzer> CreateHangAnalyzer() { return std::make_unique<HangAnalyzer>(); }
+
+}  // namespace dsdiag::analyzers

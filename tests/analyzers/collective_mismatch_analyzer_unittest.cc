@@ -1,0 +1,191 @@
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "analyzers/analyzer_factories.h"
+#include "analyzers/finding_kinds.h"
+#include "tests/analyzers/analyzer_test_util.h"
+#include "tests/analyzers/ghost_trace_util.h"
+#include "tests/analyzers/test_run.h"
+
+namespace dsdiag::analyzers {
+namespace {
+
+using testing::Evidence;
+using testing::kMs;
+using testing::RunOne;
+using testing::TestRun;
+using testing::WriteColl;
+
+std::vector<Finding> Analyze(const TestRun& run) {
+  return RunOne(CreateCollectiveMismatchAnalyzer(), run.dir());
+}
+
+// One collective as a rank issued it.
+struct Call {
+  int pg = 0;
+  int64_t seq = 0;
+  std::string op = "allreduce";
+  std::string dtype = "f32";
+  int64_t n = 4096;
+  std::string tag = "grad-bucket-0";
+};
+
+// `steps` steps of three allreduces (pg 0, seq = step*3 + k, n = 1000*(k+1)); `edit` may
+// change, drop or add calls of a step on this rank.
+void WriteRank(TestRun* run, int rank, int world, int steps,
+               const std::function<void(int64_t step, std::vector<Call>*)>& edit = {}) {
+  auto w = run->Open(TestRun::Header(rank, world));
+  int64_t t = 1000;
+  for (int64_t s = 0; s < steps; ++s) {
+    w->SetStep(s);
+    w->BeginAt(trace::rec::kStepBegin, t).line().Field("epoch", 0);
+    std::vector<Call> calls;
+    for (int k = 0; k < 3; ++k)
+      calls.push_back(
+          {0, s * 3 + k, "allreduce", "f32", 1000 * (k + 1), "grad-bucket-" + std::to_string(k)});
+    if (edit) edit(s, &calls);
+    for (const Call& c : calls)
+      WriteColl(w.get(), t += kMs, c.pg, c.seq, c.op, c.dtype, c.n, c.tag);
+    w->BeginAt(trace::rec::kStep, t).line().Field("dur", 5 * kMs);
+    t += 10 * kMs;
+  }
+  w->SetStep(steps);
+  TestRun::WriteEnd(w.get(), "ok", 0);
+}
+
+TEST(CollectiveMismatchAnalyzerTest, IdenticalCollectivesGiveNothing) {
+  TestRun run;
+  for (int r = 0; r < 4; ++r) WriteRank(&run, r, 4, 5);
+  EXPECT_TRUE(Analyze(run).empty());
+}
+
+TEST(CollectiveMismatchAnalyzerTest, OtherSizeOnOneRankNamesItTheSeqAndBothSignatures) {
+  TestRun run;
+  for (int r = 0; r < 4; ++r) {
+    WriteRank(&run, r, 4, 5, [r](int64_t step, std::vector<Call>* calls) {
+      if (r == 2 && step == 3) (*calls)[1].n = 777;
+    });
+  }
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  const Finding& f = findings[0];
+  EXPECT_EQ(f.kind, kind::kCollectiveMismatch);
+  EXPECT_EQ(f.severity, Severity::kError);
+  EXPECT_EQ(f.ranks, std::vector<int>{2});
+  EXPECT_EQ(f.step, 3);
+  EXPECT_EQ(f.subject, "pg 0 seq 10");
+  EXPECT_EQ(f.summary,
+            "at pg 0 seq 10 (step 3) rank 2 issued allreduce f32 n=777 (grad-bucket-1) where "
+            "ranks 0,1,3 issued allreduce f32 n=2000 (grad-bucket-1)");
+  EXPECT_EQ(Evidence(f, "pg"), "0");
+  EXPECT_EQ(Evidence(f, "seq"), "10");
+  EXPECT_EQ(Evidence(f, "step"), "3");
+  EXPECT_EQ(Evidence(f, "groups"),
+            "[{\"op\":\"allreduce\",\"dtype\":\"f32\",\"n\":2000,\"tags\":[\"grad-bucket-1\"],"
+            "\"ranks\":[0,1,3],\"count\":3},"
+            "{\"op\":\"allreduce\",\"dtype\":\"f32\",\"n\":777,\"tags\":[\"grad-bucket-1\"],"
+            "\"ranks\":[2],\"count\":1}]");
+  EXPECT_EQ(Evidence(f, "mismatched_collectives"), "1");
+  EXPECT_EQ(Evidence(f, "source"), "\"trace\"");
+}
+
+TEST(CollectiveMismatchAnalyzerTest, AnExtraCollectiveShiftsTheRestOnlyTheFirstIsDetailed) {
+  TestRun run;
+  for (int r = 0; r < 3; ++r) {
+    WriteRank(&run, r, 3, 4, [r](int64_t step, std::vector<Call>* calls) {
+      // From step 2 on, rank 1 issues a barrier first: every later seq is off by one.
+      if (r != 1) return;
+      for (Call& c : *calls) c.seq += step >= 2 ? 1 : 0;
+      if (step == 2) calls->insert(calls->begin(), Call{0, 6, "barrier", "u8", 1, "barrier"});
+    });
+  }
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  const Finding& f = findings[0];
+  EXPECT_EQ(f.ranks, std::vector<int>{1});
+  EXPECT_EQ(f.step, 2);
+  EXPECT_EQ(f.subject, "pg 0 seq 6");
+  EXPECT_NE(f.summary.find("rank 1 issued barrier u8 n=1 (barrier)"), std::string::npos)
+      << f.summary;
+  // seq 6..11 all differ (6 collectives); seq 12 exists on rank 1 only.
+  EXPECT_EQ(Evidence(f, "mismatched_collectives"), "6");
+  EXPECT_EQ(Evidence(f, "last_mismatched_seq"), "11");
+  EXPECT_NE(f.summary.find("5 later collectives of pg 0 differ too"), std::string::npos)
+      << f.summary;
+}
+
+TEST(CollectiveMismatchAnalyzerTest, DtypeAndOpDifferencesCount) {
+  TestRun run;
+  for (int r = 0; r < 2; ++r) {
+    WriteRank(&run, r, 2, 3, [r](int64_t step, std::vector<Call>* calls) {
+      if (r == 1 && step == 0) (*calls)[0].dtype = "bf16";
+      if (r == 1 && step == 1) (*calls)[2].op = "allgather";
+    });
+  }
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);                     // one per process group
+  EXPECT_EQ(findings[0].ranks, std::vector<int>{1});  // two ranks: rank 0 is the reference
+  EXPECT_EQ(findings[0].subject, "pg 0 seq 0");
+  EXPECT_EQ(Evidence(findings[0], "mismatched_collectives"), "2");
+}
+
+TEST(CollectiveMismatchAnalyzerTest, OneFindingPerProcessGroup) {
+  TestRun run;
+  for (int r = 0; r < 4; ++r) {
+    WriteRank(&run, r, 4, 3, [r](int64_t step, std::vector<Call>* calls) {
+      calls->push_back(Call{1, step, "broadcast", "f32", 64, "health"});
+      if (r == 3 && step == 1) calls->back().n = 65;
+    });
+  }
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].subject, "pg 1 seq 1");
+  EXPECT_EQ(findings[0].ranks, std::vector<int>{3});
+}
+
+TEST(CollectiveMismatchAnalyzerTest, ARankMissingACollectiveIsNoMismatch) {
+  TestRun run;
+  for (int r = 0; r < 3; ++r) {
+    WriteRank(&run, r, 3, 3, [r](int64_t step, std::vector<Call>* calls) {
+      if (r == 2 && step == 2) calls->clear();  // died before issuing them
+    });
+  }
+  EXPECT_TRUE(Analyze(run).empty());
+}
+
+TEST(CollectiveMismatchAnalyzerTest, PendingEntriesOfFlightDumpsAreCompared) {
+  TestRun run;
+  for (int r = 0; r < 2; ++r) WriteRank(&run, r, 2, 2);
+  // Both ranks stuck at seq 6, each in another op: only the dumps say so.
+  auto dump = [&](int rank, std::string_view op, int64_t n) {
+    run.WriteFile(
+        trace::FlightDumpFileName(rank),
+        "{\"schema\":\"dsdiag.flight/1\",\"run_id\":\"test-run\",\"rank\":" + std::to_string(rank) +
+            ",\"world_size\":2,\"reason\":\"timeout\",\"ts\":900000000000,"
+            "\"where\":{\"step\":2,\"phase\":\"sync\"},\"entries\":["
+            "{\"pg\":0,\"seq\":5,\"op\":\"allreduce\",\"dtype\":\"f32\",\"n\":3000,"
+            "\"step\":1,\"state\":\"completed\",\"issued\":1,\"completed\":2},"
+            "{\"pg\":0,\"seq\":6,\"op\":\"" +
+            std::string(op) + "\",\"dtype\":\"f32\",\"n\":" + std::to_string(n) +
+            ",\"tag\":\"loss\",\"step\":2,\"state\":\"started\",\"issued\":3}]}\n");
+  };
+  dump(0, "allreduce", 1);
+  dump(1, "allgather", 2);
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].subject, "pg 0 seq 6");
+  EXPECT_EQ(findings[0].step, 2);
+  EXPECT_EQ(findings[0].ranks, std::vector<int>{1});
+  EXPECT_EQ(Evidence(findings[0], "source"), "\"flight-dump\"");
+}
+
+TEST(CollectiveMismatchAnalyzerTest, AMalformedDumpIsIgnoredHere) {
+  TestRun run;
+  for (int r = 0; r < 2; ++r) WriteRank(&run, r, 2, 2);
+  run.WriteFile(trace::FlightDumpFileName(1), "{\"schema\":\"dsdiag.flight/1\",\"rank\":");
+  EXPECT_TRUE(Analyze(run).empty());
+}
+
+}  // namespace
+}  // namespace dsdiag::analyzers

@@ -1,0 +1,510 @@
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analyzers/analyzer_factories.h"
+#include "analyzers/finding_kinds.h"
+#include "analyzers/flight_dump.h"
+#include "tests/analyzers/analyzer_test_util.h"
+#include "tests/analyzers/ghost_trace_util.h"
+#include "tests/analyzers/test_run.h"
+#include "trace/json_line.h"
+
+namespace dsdiag::analyzers {
+namespace {
+
+using testing::Evidence;
+using testing::kMs;
+using testing::kSec;
+using testing::kWall0;
+using testing::RunOne;
+using testing::TestRun;
+using testing::WriteColl;
+using testing::WritePhase;
+
+constexpr int kBuckets = 3;
+constexpr int kStuckStep = 5;
+constexpr int64_t kStuckSeq = kStuckStep * kBuckets;  // 15: the first allreduce of step 5
+
+std::vector<Finding> Analyze(const TestRun& run) { return RunOne(CreateHangAnalyzer(), run.dir()); }
+
+std::vector<Finding> OfKind(const std::vector<Finding>& findings, std::string_view kind) {
+  std::vector<Finding> out;
+  for (const Finding& f : findings)
+    if (f.kind == kind) out.push_back(f);
+  return out;
+}
+
+// Rank-local clocks: each rank booted at another time; rank 1's wall clock is 2 s ahead.
+int64_t Boot(int rank) { return (rank + 1) * 1000 * kSec; }
+int64_t Skew(int rank) { return rank == 1 ? 2 * kSec : 0; }
+int64_t Local(int rank, int64_t t) { return t + Boot(rank); }
+
+int64_t StepStart(int64_t step) { return 10 * kMs + step * 100 * kMs; }
+// When every rank enters allreduce k of `step` (true time).
+int64_t Enter(int64_t step, int k) { return StepStart(step) + 16 * kMs + k * 7 * kMs; }
+
+// Opens the rank's trace and writes `steps` whole steps (3 allreduces each on pg 0), then
+// begins step `steps` and finishes its data and forward phases.
+std::unique_ptr<trace::TraceWriter> WriteUpToStuckStep(TestRun* run, int rank, int world,
+                                                       int steps = kStuckStep) {
+  trace::TraceHeader h = TestRun::Header(rank, world);
+  h.clock.mono_ns = Local(rank, 0);
+  h.clock.wall_ns = kWall0 + Skew(rank);
+  h.clock.offset_ns = Skew(rank);
+  h.clock.offset_err_ns = 1000;
+  auto w = run->Open(h);
+  for (int64_t s = 0; s <= steps; ++s) {
+    w->SetStep(s);
+    w->BeginAt(trace::rec::kStepBegin, Local(rank, StepStart(s))).line().Field("epoch", 0);
+    WritePhase(w.get(), Local(rank, StepStart(s)), "data", 1 * kMs);
+    WritePhase(w.get(), Local(rank, StepStart(s) + kMs), "forward", 15 * kMs);
+    if (s == steps) break;
+    for (int k = 0; k < kBuckets; ++k) {
+      WriteColl(w.get(), Local(rank, Enter(s, k)), 0, s * kBuckets + k, "allreduce", "f32", 65536,
+                "grad-bucket-" + std::to_string(k));
+    }
+    WritePhase(w.get(), Local(rank, StepStart(s) + 16 * kMs), "backward", 22 * kMs);
+    w->BeginAt(trace::rec::kStep, Local(rank, StepStart(s))).line().Field("dur", 41 * kMs);
+  }
+  return w;
+}
+
+// A waiter: backward of the stuck step done, then the probes' watchdog message (no pg/seq
+// fields) after `timeout`, and an `end` with reason error.
+void WriteWatchdogWaiter(TestRun* run, int rank, int world, int64_t timeout = 60 * kSec) {
+  auto w = WriteUpToStuckStep(run, rank, world);
+  WritePhase(w.get(), Local(rank, StepStart(kStuckStep) + 16 * kMs), "backward", 22 * kMs);
+  const std::string message =
+      "collective pg 0 seq " + std::to_string(kStuckSeq) +
+      " (allreduce, grad-bucket-0) pending for 60.0 s, past the 60.0 s timeout";
+  const int64_t fire = Enter(kStuckStep, 0) + timeout;
+  w->BeginAt(trace::rec::kError, Local(rank, fire))
+      .line()
+      .Field("where", "watchdog")
+      .Field("message", message);
+  w->BeginAt(trace::rec::kEnd, Local(rank, fire + kMs))
+      .line()
+      .Field("reason", "error")
+      .Field("status", 1)
+      .Field("error", message);
+}
+
+// The culprit: stopped after the forward of the stuck step, without an end record.
+void WriteSilentCulprit(TestRun* run, int rank, int world) { WriteUpToStuckStep(run, rank, world); }
+
+struct DumpEntry {
+  int pg = 0;
+  int64_t seq = 0;
+  std::string op = "allreduce";
+  std::string tag = "grad-bucket-0";
+  int64_t step = kStuckStep;
+  std::string state = "started";
+  int64_t issued = 0;  // true time
+};
+
+void WriteDump(TestRun* run, int rank, int world, std::string_view reason, int64_t ts,
+               int64_t where_step, std::string_view where_phase,
+               const std::vector<DumpEntry>& entries, std::string run_id = "test-run") {
+  std::string out;
+  trace::JsonLine l(&out);
+  l.Field("schema", "dsdiag.flight/1")
+      .Field("run_id", std::string_view(run_id))
+      .Field("rank", rank)
+      .Field("world_size", world)
+      .Field("reason", reason)
+      .Field("ts", Local(rank, ts));
+  l.BeginObject("clock")
+      .Field("mono", Local(rank, 0))
+      .Field("wall", kWall0 + Skew(rank))
+      .Field("offset", Skew(rank))
+      .Field("offset_err", int64_t{1000})
+      .EndObject();
+  l.BeginObject("where").Field("step", where_step).Field("phase", where_phase).EndObject();
+  l.BeginArray("entries");
+  for (const DumpEntry& e : entries) {
+    l.BeginObject()
+        .Field("pg", e.pg)
+        .Field("seq", e.seq)
+        .Field("op", std::string_view(e.op))
+        .Field("dtype", "f32")
+        .Field("n", int64_t{65536})
+        .Field("tag", std::string_view(e.tag))
+        .Field("step", e.step)
+        .Field("phase", "backward")
+        .Field("state", std::string_view(e.state))
+        .Field("issued", Local(rank, e.issued));
+    if (e.state != "issued") l.Field("started", Local(rank, e.issued));
+    if (e.state == "completed") l.Field("completed", Local(rank, e.issued + kMs));
+    l.EndObject();
+  }
+  l.EndArray();
+  l.Finish();
+  run->WriteFile(trace::FlightDumpFileName(rank), out);
+}
+
+// What a survivor's recorder holds when its watchdog fires: the last step's allreduces
+// completed, the stuck step's first started and the others queued.
+std::vector<DumpEntry> WaiterEntries() {
+  std::vector<DumpEntry> entries;
+  for (int k = 0; k < kBuckets; ++k) {
+    entries.push_back({0, (kStuckStep - 1) * kBuckets + k, "allreduce",
+                       "grad-bucket-" + std::to_string(k), kStuckStep - 1, "completed",
+                       Enter(kStuckStep - 1, k)});
+  }
+  for (int k = 0; k < kBuckets; ++k) {
+    entries.push_back({0, kStuckSeq + k, "allreduce", "grad-bucket-" + std::to_string(k),
+                       kStuckStep, k == 0 ? "started" : "issued", Enter(kStuckStep, k)});
+  }
+  return entries;
+}
+
+TEST(HangAnalyzerTest, CleanRunGivesNothing) {
+  TestRun run;
+  for (int r = 0; r < 3; ++r) {
+    auto w = WriteUpToStuckStep(&run, r, 3);
+    TestRun::WriteEnd(w.get(), "ok", 0);
+  }
+  EXPECT_TRUE(Analyze(run).empty());
+}
+
+TEST(HangAnalyzerTest, WatchdogMessagesNameTheCollectiveAndTheSilentRankIsTheCulprit) {
+  TestRun run;
+  for (int r : {0, 1, 3}) WriteWatchdogWaiter(&run, r, 4);
+  WriteSilentCulprit(&run, 2, 4);
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  const Finding& f = findings[0];
+  EXPECT_EQ(f.kind, kind::kHang);
+  EXPECT_EQ(f.severity, Severity::kError);
+  EXPECT_EQ(f.ranks, std::vector<int>{2});
+  EXPECT_EQ(f.step, kStuckStep);
+  EXPECT_EQ(f.subject, "allreduce pg 0 seq 15 (grad-bucket-0)");
+  EXPECT_EQ(f.summary,
+            "rank 2 never entered allreduce pg 0 seq 15 (grad-bucket-0) in step 5: its last "
+            "record is from step 5 (last phase done: forward), then it stopped writing (no end "
+            "record); ranks 0,1,3 waited in it");
+  EXPECT_EQ(Evidence(f, "pg"), "0");
+  EXPECT_EQ(Evidence(f, "seq"), "15");
+  EXPECT_EQ(Evidence(f, "inferred"), "false");
+  const trace::JsonValue& culprit = f.evidence.Find("culprits")->elements().at(0);
+  EXPECT_EQ(culprit.Find("rank")->as_int(), 2);
+  EXPECT_TRUE(culprit.Find("stopped_writing")->as_bool());
+  EXPECT_EQ(culprit.Find("last_completed_seq")->as_int(), 14);
+  EXPECT_EQ(culprit.Find("last_phase_done")->as_string(), "forward");
+  const trace::JsonValue* waiters = f.evidence.Find("waiters");
+  EXPECT_EQ(waiters->Find("count")->as_int(), 3);
+  EXPECT_EQ(waiters->Find("ranks")->ToJson(), "[0,1,3]");
+  EXPECT_TRUE(waiters->Find("since_rank0_ns")->is_null());  // no dump: entry time unknown
+  EXPECT_EQ(waiters->Find("detail")->elements().at(0).Find("signal")->as_string(),
+            "watchdog error");
+}
+
+TEST(HangAnalyzerTest, FlightDumpsSaySinceWhenTheOthersWaitAndWhereTheCulpritWas) {
+  TestRun run;
+  const int64_t fire = Enter(kStuckStep, 0) + 60 * kSec;
+  for (int r : {0, 1, 3}) {
+    WriteWatchdogWaiter(&run, r, 4);
+    WriteDump(&run, r, 4, "timeout", fire, kStuckStep, "sync", WaiterEntries());
+  }
+  WriteSilentCulprit(&run, 2, 4);
+  // The culprit was alive: its SIGTERM dump (the launcher tore the job down) has it loading
+  // data of step 5, in no collective.
+  WriteDump(&run, 2, 4, "SIGTERM", fire + 5 * kSec, kStuckStep, "data",
+            {{0, 14, "allreduce", "grad-bucket-2", 4, "completed", Enter(4, 2)}});
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  const Finding& f = findings[0];
+  EXPECT_EQ(f.ranks, std::vector<int>{2});
+  EXPECT_EQ(f.summary,
+            "rank 2 never entered allreduce pg 0 seq 15 (grad-bucket-0) in step 5: its flight "
+            "dump shows it in data of step 5; ranks 0,1,3 waited in it for up to 60.0 s");
+  const trace::JsonValue& culprit = f.evidence.Find("culprits")->elements().at(0);
+  EXPECT_FALSE(culprit.Find("stopped_writing")->as_bool());
+  EXPECT_EQ(culprit.Find("dump_reason")->as_string(), "SIGTERM");
+  EXPECT_EQ(culprit.Find("where_phase")->as_string(), "data");
+  const trace::JsonValue* waiters = f.evidence.Find("waiters");
+  // Every waiter entered at the same true time; rank 1's skewed clock maps to it too.
+  EXPECT_EQ(waiters->Find("since_rank0_ns")->as_int(), kWall0 + Enter(kStuckStep, 0));
+  for (const auto& row : waiters->Find("detail")->elements())
+    EXPECT_EQ(row.Find("since_rank0_ns")->as_int(), kWall0 + Enter(kStuckStep, 0));
+  EXPECT_DOUBLE_EQ(waiters->Find("waited_max_s")->as_double(), 60.0);
+  EXPECT_DOUBLE_EQ(waiters->Find("since_run_start_s")->as_double(),
+                   static_cast<double>(Enter(kStuckStep, 0)) / 1e9);
+  ASSERT_TRUE(f.ts_rank.has_value());
+  EXPECT_EQ(f.ts_ns, Local(*f.ts_rank, Enter(kStuckStep, 0)));
+}
+
+TEST(HangAnalyzerTest, ACulpritBlockedInAnotherGroupSaysWhere) {
+  TestRun run;
+  const int64_t fire = Enter(kStuckStep, 0) + 60 * kSec;
+  for (int r : {0, 1}) {
+    WriteWatchdogWaiter(&run, r, 3);
+    WriteDump(&run, r, 3, "timeout", fire, kStuckStep, "sync", WaiterEntries());
+  }
+  TestRun::WriteEnd(WriteUpToStuckStep(&run, 2, 3).get(), "signal", 143, "signal", "SIGTERM");
+  WriteDump(&run, 2, 3, "SIGTERM", fire, kStuckStep, "forward",
+            {{1, 3, "broadcast", "health", kStuckStep, "started", StepStart(kStuckStep) + kMs}});
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].ranks, std::vector<int>{2});
+  EXPECT_NE(findings[0].summary.find("it was blocked in broadcast pg 1 seq 3 (health); it ended "
+                                     "with reason \"signal\""),
+            std::string::npos)
+      << findings[0].summary;
+  const trace::JsonValue& culprit = findings[0].evidence.Find("culprits")->elements().at(0);
+  EXPECT_EQ(culprit.Find("blocked_in")->ToJson(),
+            "{\"pg\":1,\"seq\":3,\"op\":\"broadcast\",\"tag\":\"health\",\"step\":5}");
+}
+
+TEST(HangAnalyzerTest, ARankThatFinishedWhileOthersWaitIsTheCulprit) {
+  // The classic uneven-data hang: rank 2 ran out of batches and left the loop cleanly.
+  TestRun run;
+  for (int r : {0, 1}) WriteWatchdogWaiter(&run, r, 3);
+  TestRun::WriteEnd(WriteUpToStuckStep(&run, 2, 3).get(), "ok", 0);
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].ranks, std::vector<int>{2});
+  EXPECT_NE(findings[0].summary.find("it ended with reason \"ok\""), std::string::npos)
+      << findings[0].summary;
+  const trace::JsonValue& culprit = findings[0].evidence.Find("culprits")->elements().at(0);
+  EXPECT_EQ(culprit.Find("end_reason")->as_string(), "ok");
+  EXPECT_FALSE(culprit.Find("stopped_writing")->as_bool());
+}
+
+TEST(HangAnalyzerTest, PeerFailureAfterACrashIsNotAHang) {
+  TestRun run;
+  for (int r : {0, 2}) {
+    auto w = WriteUpToStuckStep(&run, r, 3);
+    const std::string message =
+        "allreduce pg 0 seq 15 (grad-bucket-0) failed: connection closed by peer node0";
+    w->BeginAt(trace::rec::kError, Local(r, Enter(kStuckStep, 0) + 2 * kMs))
+        .line()
+        .Field("where", "sync")
+        .Field("message", message);
+    TestRun::WriteEnd(w.get(), "peer-failure", 1, "error", message);
+  }
+  WriteSilentCulprit(&run, 1, 3);
+  EXPECT_TRUE(Analyze(run).empty());
+}
+
+TEST(HangAnalyzerTest, WhenEveryRankWaitsThereIsNoCulprit) {
+  TestRun run;
+  const int64_t fire = Enter(kStuckStep, 0) + 60 * kSec;
+  for (int r = 0; r < 3; ++r) {
+    WriteWatchdogWaiter(&run, r, 3);
+    WriteDump(&run, r, 3, "timeout", fire, kStuckStep, "sync", WaiterEntries());
+  }
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].ranks, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(Evidence(findings[0], "culprit_count"), "0");
+  EXPECT_EQ(findings[0].summary.rfind("every rank still running entered allreduce pg 0 seq 15", 0),
+            0u)
+      << findings[0].summary;
+  EXPECT_NE(findings[0].hint.find("transport"), std::string::npos);
+}
+
+TEST(HangAnalyzerTest, ATimeoutThatNamesNoCollectiveIsInferredFromProgress) {
+  TestRun run;
+  for (int r : {0, 1}) {
+    auto w = WriteUpToStuckStep(&run, r, 3);
+    const std::string message = "Gloo: Timed out waiting 1800000ms for recv operation to complete";
+    w->BeginAt(trace::rec::kError, Local(r, Enter(kStuckStep, 0) + 1800 * kSec))
+        .line()
+        .Field("where", "trainer")
+        .Field("message", message);
+    TestRun::WriteEnd(w.get(), "error", 1, "error", message);
+  }
+  WriteSilentCulprit(&run, 2, 3);
+  // Rank 2 did not even finish step 4: it is behind.
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].ranks, std::vector<int>{2});
+  EXPECT_EQ(findings[0].subject, "collective pg 0 seq 15");
+  EXPECT_EQ(Evidence(findings[0], "inferred"), "true");
+  EXPECT_NE(findings[0].summary.find("inferred"), std::string::npos);
+}
+
+TEST(HangAnalyzerTest, TimeoutErrorsWithFieldsOrOnlyAnEndSayingTimeoutAreWitnesses) {
+  // synth's style: the error record carries pg, seq, op and tag; no end record follows.
+  TestRun run;
+  for (int r : {0, 1}) {
+    auto w = WriteUpToStuckStep(&run, r, 3);
+    w->BeginAt(trace::rec::kError, Local(r, Enter(kStuckStep, 0) + 61 * kSec))
+        .line()
+        .Field("where", "sync")
+        .Field("message",
+               "collective timeout: allreduce pg 0 seq 15 (grad-bucket-0) not "
+               "completed after 60 s")
+        .Field("pg", 0)
+        .Field("seq", kStuckSeq)
+        .Field("op", "allreduce")
+        .Field("tag", "grad-bucket-0");
+  }
+  WriteSilentCulprit(&run, 2, 3);
+  auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].ranks, std::vector<int>{2});
+  EXPECT_EQ(findings[0].subject, "allreduce pg 0 seq 15 (grad-bucket-0)");
+
+  // No error record at all: only the end says it timed out (the culprit has no trace).
+  TestRun run2;
+  for (int r : {0, 1}) {
+    auto w = WriteUpToStuckStep(&run2, r, 2);
+    TestRun::WriteEnd(w.get(), "error", 1, "error", "NCCL watchdog: collective operation timeout");
+  }
+  findings = Analyze(run2);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].kind, kind::kHang);
+}
+
+TEST(HangAnalyzerTest, ALongPendingEntryInASignalDumpIsAHangWithoutAWatchdog) {
+  for (const int64_t pending : {120 * kSec, 1 * kSec}) {
+    TestRun run;
+    for (int r : {0, 1}) {
+      auto w = WriteUpToStuckStep(&run, r, 3);
+      TestRun::WriteEnd(w.get(), "signal", 143, "signal", "SIGTERM");
+      WriteDump(&run, r, 3, "SIGTERM", Enter(kStuckStep, 0) + pending, kStuckStep, "sync",
+                WaiterEntries());
+    }
+    WriteSilentCulprit(&run, 2, 3);
+    const auto findings = Analyze(run);
+    if (pending > 60 * kSec) {
+      ASSERT_EQ(findings.size(), 1u);
+      EXPECT_EQ(findings[0].ranks, std::vector<int>{2});
+      EXPECT_EQ(Evidence(findings[0], "seq"), "15");
+    } else {
+      EXPECT_TRUE(findings.empty()) << "pending for 1 s is not a hang";
+    }
+  }
+}
+
+TEST(HangAnalyzerTest, MalformedAndForeignDumpsAreTraceCorruptWarningsNotCrashes) {
+  TestRun run;
+  for (int r = 0; r < 4; ++r) {
+    auto w = WriteUpToStuckStep(&run, r, 4);
+    TestRun::WriteEnd(w.get(), "ok", 0);
+  }
+  run.WriteFile(trace::FlightDumpFileName(0), "{\"schema\":\"dsdiag.flight/1\",\"rank\":0,}");
+  WriteDump(&run, 1, 4, "timeout", 200 * kSec, kStuckStep, "sync", WaiterEntries(), "old-run");
+  run.WriteFile(trace::FlightDumpFileName(2), "");
+  run.WriteFile(trace::FlightDumpFileName(3),
+                "{\"schema\":\"dsdiag.flight/1\",\"run_id\":\"test-run\",\"rank\":3,\"ts\":1,"
+                "\"reason\":\"SIGUSR1\",\"entries\":[{\"pg\":0,\"seq\":1,\"state\":\"completed\"},"
+                "{\"pg\":0,\"state\":\"started\"}]}");
+  const auto findings = Analyze(run);
+  EXPECT_TRUE(OfKind(findings, kind::kHang).empty());  // the foreign timeout dump is left out
+  const auto corrupt = OfKind(findings, kind::kTraceCorrupt);
+  ASSERT_EQ(corrupt.size(), 4u);
+  for (const Finding& f : corrupt) EXPECT_EQ(f.severity, Severity::kWarning);
+  EXPECT_EQ(corrupt[0].subject, "flight-rank-00000.json");
+  EXPECT_NE(corrupt[0].summary.find("flight-rank-00000.json:1:38: expected"), std::string::npos)
+      << corrupt[0].summary;
+  EXPECT_NE(corrupt[1].summary.find("belongs to another run (run_id old-run"), std::string::npos)
+      << corrupt[1].summary;
+  EXPECT_NE(corrupt[2].summary.find("expected a JSON object"), std::string::npos)
+      << corrupt[2].summary;
+  EXPECT_NE(corrupt[3].summary.find("1 malformed entries"), std::string::npos)
+      << corrupt[3].summary;
+  EXPECT_NE(corrupt[3].summary.find("entries[1]: expected integer field \"seq\""),
+            std::string::npos)
+      << corrupt[3].summary;
+}
+
+// --- flight_dump.h ---
+
+FlightDumpIssue Issue(const std::string& text) {
+  FlightDumpIssue issue;
+  EXPECT_FALSE(ParseFlightDump(text, "run/flight-rank-00001.json", "flight-rank-00001.json", &issue)
+                   .has_value());
+  return issue;
+}
+
+TEST(FlightDumpTest, ParsesEveryField) {
+  const std::string text =
+      "{\"schema\":\"dsdiag.flight/1\",\"run_id\":\"r\",\"rank\":1,\"world_size\":4,"
+      "\"reason\":\"timeout\",\"ts\":912345678,\"clock\":{\"mono\":100,\"wall\":2000,"
+      "\"offset\":-35,\"offset_err\":12},\"where\":{\"step\":7,\"phase\":\"sync\"},"
+      "\"future_field\":[1,2],\"entries\":["
+      "{\"pg\":0,\"seq\":39,\"op\":\"allreduce\",\"dtype\":\"f32\",\"n\":12,\"bytes\":48,"
+      "\"tag\":\"grad-bucket-1\",\"step\":7,\"phase\":\"backward\",\"state\":\"completed\","
+      "\"issued\":900,\"started\":901,\"completed\":950},"
+      "{\"pg\":0,\"seq\":40,\"op\":\"allreduce\",\"dtype\":\"f32\",\"n\":12,\"bytes\":48,"
+      "\"tag\":\"grad-bucket-2\",\"step\":7,\"phase\":\"sync\",\"state\":\"started\","
+      "\"issued\":912000000,\"started\":912000100}]}\n";
+  FlightDumpIssue issue;
+  const auto d = ParseFlightDump(text, "p", "flight-rank-00001.json", &issue);
+  ASSERT_TRUE(d.has_value()) << issue.ToString();
+  EXPECT_EQ(d->rank, 1);
+  EXPECT_EQ(d->world_size, 4);
+  EXPECT_EQ(d->reason, "timeout");
+  EXPECT_EQ(d->ts, 912345678);
+  ASSERT_TRUE(d->clock.has_value());
+  EXPECT_EQ(d->clock->offset_ns, -35);
+  EXPECT_EQ(d->where_step, 7);
+  EXPECT_EQ(d->where_phase, "sync");
+  ASSERT_EQ(d->entries.size(), 2u);
+  EXPECT_FALSE(d->entries[0].pending());
+  EXPECT_EQ(d->entries[0].completed, 950);
+  const FlightEntry* pending = d->OldestPending();
+  ASSERT_NE(pending, nullptr);
+  EXPECT_EQ(pending->seq, 40);
+  EXPECT_EQ(pending->state, FlightEntry::State::kStarted);
+  EXPECT_EQ(pending->tag, "grad-bucket-2");
+  EXPECT_EQ(pending->issued, 912000000);
+  EXPECT_EQ(d->entries_skipped, 0);
+}
+
+TEST(FlightDumpTest, BadDumpsGiveLocatedIssues) {
+  FlightDumpIssue i = Issue("{\"schema\":\"dsdiag.flight/1\",\n\"rank\":1,}");
+  EXPECT_EQ(i.line, 2);
+  EXPECT_EQ(i.column, 10);
+  EXPECT_EQ(i.ToString().rfind("run/flight-rank-00001.json:2:10: expected", 0), 0u) << i.ToString();
+
+  i = Issue("{\"schema\":\"dsdiag.flight/2\",\"rank\":1,\"ts\":1,\"entries\":[]}");
+  EXPECT_EQ(i.expected, "flight dump schema major 1 (\"dsdiag.flight/1\")");
+  EXPECT_EQ(i.column, 11);
+
+  i = Issue("{\"schema\":\"dsdiag.trace/1\",\"rank\":1}");
+  EXPECT_EQ(i.expected, "\"schema\": \"dsdiag.flight/1\"");
+
+  i = Issue("{\"schema\":\"dsdiag.flight/1\",\"rank\":\"one\",\"ts\":1,\"entries\":[]}");
+  EXPECT_EQ(i.expected, "integer field \"rank\" >= 0");
+
+  i = Issue("{\"schema\":\"dsdiag.flight/1\",\"rank\":1,\"ts\":1}");
+  EXPECT_EQ(i.expected, "array field \"entries\"");
+  EXPECT_EQ(i.found, "no \"entries\"");
+
+  i = Issue("");
+  EXPECT_EQ(i.line, 1);
+  EXPECT_EQ(i.expected.empty(), false);
+
+  i = Issue("[1,2]");
+  EXPECT_EQ(i.column, 1);
+}
+
+TEST(FlightDumpTest, BadEntriesAreSkippedAndCounted) {
+  FlightDumpIssue issue;
+  const auto d = ParseFlightDump(
+      "{\"schema\":\"dsdiag.flight/1\",\"rank\":1,\"ts\":1,\"entries\":[7,"
+      "{\"pg\":0,\"seq\":1,\"state\":\"done\"},{\"pg\":0,\"seq\":2,\"state\":\"issued\"}]}",
+      "p", "f", &issue);
+  ASSERT_TRUE(d.has_value()) << issue.ToString();
+  EXPECT_EQ(d->entries.size(), 1u);
+  EXPECT_EQ(d->entries_skipped, 2);
+  EXPECT_EQ(d->first_entry_problem, "entries[0]: expected an object");
+}
+
+TEST(FlightDumpTest, AMissingFileIsAnIssueNotAnException) {
+  FlightDumpIssue issue;
+  EXPECT_FALSE(ReadFlightDump("/nonexistent/flight-rank-00001.json", "f", &issue).has_value());
+  EXPECT_EQ(issue.line, 0);
+  EXPECT_EQ(issue.file, "/nonexistent/flight-rank-00001.json");
+  EXPECT_NE(issue.ToString().find("expected a readable flight dump"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dsdiag::analyzers

@@ -1,0 +1,328 @@
+#include <gtest/gtest.h>
+
+#include "analyzers/analyzer_factories.h"
+#include "analyzers/compare.h"
+#include "analyzers/finding_kinds.h"
+#include "analyzers/rank_clock.h"
+#include "tests/analyzers/analyzer_test_util.h"
+#include "tests/analyzers/ghost_trace_util.h"
+#include "tests/analyzers/test_run.h"
+#include "trace/trace_reader.h"
+
+namespace dsdiag::analyzers {
+namespace {
+
+using testing::Evidence;
+using testing::kMs;
+using testing::kSec;
+using testing::kUs;
+using testing::kWall0;
+using testing::RankSpec;
+using testing::RunOne;
+using testing::StepShape;
+using testing::TestRun;
+
+std::vector<Finding> Analyze(const TestRun& run) {
+  return RunOne(CreateStragglerAnalyzer(), run.dir());
+}
+
+// `world` ranks, 10 steps, each rank on its own boot clock; `edit` adjusts a rank's spec.
+void WriteRun(TestRun* run, int world, const std::function<void(RankSpec*)>& edit = {}) {
+  for (int r = 0; r < world; ++r) {
+    RankSpec spec;
+    spec.rank = r;
+    spec.world_size = world;
+    spec.clock.boot = (r + 1) * 1000 * kSec;
+    if (edit) edit(&spec);
+    testing::WriteRank(run, spec);
+  }
+}
+
+std::function<StepShape(int64_t)> SlowBackward(int64_t extra) {
+  return [extra](int64_t) {
+    StepShape s;
+    s.backward += extra;
+    return s;
+  };
+}
+
+// Rank `slow`'s backward takes `extra` longer; the others wait as long in their sync.
+std::function<void(RankSpec*)> Straggle(int slow, int64_t extra) {
+  return [slow, extra](RankSpec* s) {
+    if (s->rank == slow) {
+      s->shape = SlowBackward(extra);
+    } else {
+      s->shape = [extra](int64_t) {
+        StepShape shape;
+        shape.sync += extra;
+        return shape;
+      };
+    }
+  };
+}
+
+// The evidence row of `rank` ("ranks" table), as a JsonValue.
+const trace::JsonValue* Row(const Finding& f, int rank) {
+  const trace::JsonValue* rows = f.evidence.Find("ranks");
+  if (!rows) return nullptr;
+  for (const auto& row : rows->elements())
+    if (row.Find("rank") && row.Find("rank")->as_int() == rank) return &row;
+  return nullptr;
+}
+
+TEST(RankClockTest, MapsToRankZerosWallClockAndTakesLaterClockRecords) {
+  trace::ClockReference ref;
+  ref.mono_ns = 5000;
+  ref.wall_ns = kWall0 + 700;
+  ref.offset_ns = 700;
+  ref.offset_err_ns = 10;
+  RankClock clock(ref);
+  EXPECT_EQ(clock.ToRank0(5000), kWall0);
+  EXPECT_EQ(clock.ToRank0(6000), kWall0 + 1000);
+  clock.SetOffset(500, 5);
+  EXPECT_EQ(clock.ToRank0(5000), kWall0 + 200);
+  EXPECT_EQ(clock.offset_err_ns(), 5);
+}
+
+TEST(RankClockTest, RefinesFromClockRecordsButNotFromUnmeasuredOnes) {
+  TestRun run;
+  auto w = run.Open(TestRun::Header(0, 1));
+  w->BeginAt(trace::rec::kClock, 10)
+      .line()
+      .Field("when", "start")
+      .Field("offset", int64_t{300})
+      .Field("offset_err", int64_t{4});
+  w->BeginAt(trace::rec::kClock, 20)
+      .line()
+      .Field("when", "end")
+      .Field("offset", int64_t{0})
+      .Field("offset_err", int64_t{-1});
+  w->BeginAt(trace::rec::kStepBegin, 30).line().Field("epoch", 0);
+  w.reset();
+  std::string error;
+  auto reader = trace::TraceReader::Open(run.Path("rank-00000.jsonl"), &error);
+  ASSERT_TRUE(reader) << error;
+  RankClock clock(reader->ReadHeader()->clock);
+  trace::Record r;
+  ASSERT_TRUE(reader->Next(&r));  // header or first record, depending on the reader
+  if (r.type() == trace::rec::kHeader) {
+    ASSERT_TRUE(reader->Next(&r));
+  }
+  EXPECT_TRUE(clock.Refine(r));
+  EXPECT_EQ(clock.offset_ns(), 300);
+  ASSERT_TRUE(reader->Next(&r));
+  EXPECT_FALSE(clock.Refine(r));  // offset_err -1: measured nothing, keeps 300
+  EXPECT_EQ(clock.offset_ns(), 300);
+  ASSERT_TRUE(reader->Next(&r));
+  EXPECT_FALSE(clock.Refine(r));  // not a clock record
+}
+
+TEST(StragglerAnalyzerTest, JitterOnFourRanksIsNoStraggler) {
+  TestRun run;
+  WriteRun(&run, 4);
+  EXPECT_TRUE(Analyze(run).empty());
+}
+
+TEST(StragglerAnalyzerTest, JitterOnTwoRanksIsNoStraggler) {
+  TestRun run;
+  WriteRun(&run, 2, [](RankSpec* s) { s->jitter = 600 * kUs; });
+  EXPECT_TRUE(Analyze(run).empty());
+}
+
+TEST(StragglerAnalyzerTest, SlowBackwardOnOneOfFourRanksIsAWarningNamingIt) {
+  TestRun run;
+  WriteRun(&run, 4, Straggle(1, 30 * kMs));
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  const Finding& f = findings[0];
+  EXPECT_EQ(f.kind, kind::kStraggler);
+  EXPECT_EQ(f.severity, Severity::kWarning);
+  EXPECT_EQ(f.ranks, std::vector<int>{1});
+  EXPECT_EQ(f.step, 0);
+  EXPECT_EQ(Evidence(f, "excess_phase"), "\"backward\"");
+  EXPECT_NE(f.summary.find("rank 1 is the last to enter 100% of collectives"), std::string::npos)
+      << f.summary;
+  EXPECT_NE(f.summary.find("its backward takes"), std::string::npos) << f.summary;
+  const trace::JsonValue* row = Row(f, 1);
+  ASSERT_NE(row, nullptr);
+  EXPECT_EQ(row->Find("role")->as_string(), "straggler");
+  EXPECT_EQ(row->Find("collectives")->as_int(), 30);
+  EXPECT_DOUBLE_EQ(row->Find("last_share")->as_double(), 1.0);
+  // Entered 30 ms (+ jitter, + 1/3 .. 3/3 of the extra spread over the buckets) late.
+  const double mean = row->Find("mean_lateness_ms")->as_double();
+  EXPECT_GT(mean, 15);
+  EXPECT_LT(mean, 35);
+  EXPECT_GE(row->Find("p95_lateness_ms")->as_double(), mean * 0.9);
+  EXPECT_LE(row->Find("p95_lateness_ms")->as_double(), row->Find("max_lateness_ms")->as_double());
+  EXPECT_NEAR(row->Find("excess_phase_ms")->as_double(), 52, 1.5);
+  EXPECT_NEAR(row->Find("median_phase_ms")->as_double(), 22, 1.5);
+  // The median rank's row is there for comparison.
+  const int median = static_cast<int>(f.evidence.Find("median_rank")->as_int());
+  EXPECT_NE(median, 1);
+  ASSERT_NE(Row(f, median), nullptr);
+  EXPECT_EQ(Row(f, median)->Find("role")->as_string(), "median");
+}
+
+TEST(StragglerAnalyzerTest, TwoRanksOneLateIsFound) {
+  TestRun run;
+  WriteRun(&run, 2, [](RankSpec* s) {
+    if (s->rank == 0) s->shape = SlowBackward(12 * kMs);
+  });
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].ranks, std::vector<int>{0});
+}
+
+TEST(StragglerAnalyzerTest, ClockSkewOnAnotherRankDoesNotFoolIt) {
+  TestRun run;
+  WriteRun(&run, 4, [](RankSpec* s) {
+    if (s->rank == 1) s->shape = SlowBackward(30 * kMs);
+    if (s->rank == 2) s->clock.skew = 500 * kMs;
+    if (s->rank == 3) s->clock.skew = -400 * kMs;
+  });
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].ranks, std::vector<int>{1});
+}
+
+TEST(StragglerAnalyzerTest, ClockSkewAloneIsNoStraggler) {
+  TestRun run;
+  WriteRun(&run, 4, [](RankSpec* s) {
+    if (s->rank == 2) s->clock.skew = 500 * kMs;
+  });
+  EXPECT_TRUE(Analyze(run).empty());
+}
+
+TEST(StragglerAnalyzerTest, OffsetMeasuredOnlyInAClockRecordIsUsed) {
+  TestRun run;
+  WriteRun(&run, 4, [](RankSpec* s) {
+    if (s->rank == 2) {
+      s->clock.skew = 500 * kMs;
+      s->clock.offset_in_header = false;
+    }
+  });
+  EXPECT_TRUE(Analyze(run).empty());
+}
+
+// The control for the two tests above: with the offset never measured, rank 2's wall clock
+// really does make it look 500 ms late.
+TEST(StragglerAnalyzerTest, UnmeasuredSkewLooksLikeAStraggler) {
+  TestRun run;
+  WriteRun(&run, 4, [](RankSpec* s) {
+    if (s->rank == 2) {
+      s->clock.skew = 500 * kMs;
+      s->clock.offset_in_header = false;
+      s->clock.clock_record = false;
+    }
+  });
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].ranks, std::vector<int>{2});
+}
+
+TEST(StragglerAnalyzerTest, RareButLongCheckpointStallsAreFoundAndExplained) {
+  TestRun run;
+  WriteRun(&run, 4, [](RankSpec* s) {
+    if (s->rank != 0) return;
+    s->shape = [](int64_t step) {
+      StepShape shape;
+      if (step == 4) shape.checkpoint = 400 * kMs;
+      return shape;
+    };
+  });
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  const Finding& f = findings[0];
+  EXPECT_EQ(f.ranks, std::vector<int>{0});
+  EXPECT_EQ(f.step, 4);
+  EXPECT_EQ(Evidence(f, "excess_phase"), "\"checkpoint\"");
+  EXPECT_NE(f.summary.find("checkpoint I/O"), std::string::npos) << f.summary;
+  // Late in one step out of ten: found for how long, not how often.
+  EXPECT_LT(Row(f, 0)->Find("last_share")->as_double(), 0.5);
+  EXPECT_NE(f.hint.find("checkpoint"), std::string::npos);
+}
+
+TEST(StragglerAnalyzerTest, SlowDataIsNamedAsDataWait) {
+  TestRun run;
+  WriteRun(&run, 4, [](RankSpec* s) {
+    if (s->rank == 3)
+      s->shape = [](int64_t) {
+        StepShape shape;
+        shape.data += 20 * kMs;
+        return shape;
+      };
+  });
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].ranks, std::vector<int>{3});
+  EXPECT_EQ(Evidence(findings[0], "excess_phase"), "\"data\"");
+  EXPECT_NE(findings[0].summary.find("data wait"), std::string::npos) << findings[0].summary;
+}
+
+TEST(StragglerAnalyzerTest, LosingHalfTheStepTimeIsAnError) {
+  TestRun run;
+  // Others wait 60 ms of ~100 ms steps.
+  WriteRun(&run, 4, Straggle(2, 60 * kMs));
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].severity, Severity::kError);
+  EXPECT_GE(findings[0].evidence.Find("lost_share")->as_double(), 0.5);
+}
+
+TEST(StragglerAnalyzerTest, SmallSystematicDelayBelowFivePercentOfTheStepIsNoise) {
+  TestRun run;
+  WriteRun(&run, 4, [](RankSpec* s) {
+    if (s->rank == 1) s->shape = SlowBackward(1500 * kUs);  // 1.5 ms on ~41 ms steps
+  });
+  EXPECT_TRUE(Analyze(run).empty());
+}
+
+TEST(StragglerAnalyzerTest, LaunchSkewOfTheInitialBroadcastIsNotStraggling) {
+  TestRun run;
+  WriteRun(&run, 4, [](RankSpec* s) {
+    // Rank 3 starts 5 s late; everyone meets in the broadcast before step 0.
+    s->broadcast_at = s->rank == 3 ? int64_t{5} * kSec : 1 * kMs;
+  });
+  EXPECT_TRUE(Analyze(run).empty());
+}
+
+TEST(StragglerAnalyzerTest, SeveralStragglersAreOneFindingWorstFirst) {
+  TestRun run;
+  WriteRun(&run, 8, [](RankSpec* s) {
+    if (s->rank == 2) s->shape = SlowBackward(20 * kMs);
+    if (s->rank == 6) s->shape = SlowBackward(40 * kMs);
+  });
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].ranks, (std::vector<int>{2, 6}));
+  EXPECT_EQ(
+      findings[0].summary.rfind("2 ranks (2,6) hold up the collectives; the worst, rank 6,", 0), 0u)
+      << findings[0].summary;
+  EXPECT_EQ(Evidence(findings[0], "stragglers"), "2");
+}
+
+TEST(StragglerAnalyzerTest, PerRankFallbackGivesTheSameFinding) {
+  TestRun run;
+  WriteRun(&run, 4, Straggle(1, 30 * kMs));
+  std::vector<std::unique_ptr<Analyzer>> analyzers;
+  analyzers.push_back(CreateStragglerAnalyzer());
+  DriveOptions options;
+  options.max_open_files = 1;
+  const CompareResult fallback = RunCompareWith(run.dir(), analyzers, options);
+  EXPECT_FALSE(fallback.stats.lockstep);
+  const auto lockstep = Analyze(run);
+  ASSERT_EQ(fallback.findings.size(), 1u);
+  ASSERT_EQ(lockstep.size(), 1u);
+  EXPECT_EQ(fallback.findings[0].ranks, std::vector<int>{1});
+  EXPECT_EQ(fallback.findings[0].summary, lockstep[0].summary);
+  EXPECT_EQ(fallback.findings[0].evidence.ToJson(), lockstep[0].evidence.ToJson());
+}
+
+TEST(StragglerAnalyzerTest, ARankWithoutCollectivesOrOneRankAloneGivesNothing) {
+  TestRun run;
+  WriteRun(&run, 1);
+  EXPECT_TRUE(Analyze(run).empty());
+}
+
+}  // namespace
+}  // namespace dsdiag::analyzers
