@@ -10,7 +10,9 @@
 //                                             one grouped finding when every rank stopped
 //                                             so (the job was killed from outside) or when
 //                                             more than kMaxPerRank ranks did
-//   `end` reason signal / error       error   one per rank, naming the signal or message
+//   `end` reason signal / error       error   one per rank, naming the signal or message;
+//                                     info for SIGTERM/SIGINT/SIGHUP when another rank died
+//                                             silently (the launcher tearing the job down)
 //   `end` reason peer-failure         info    when another rank's failure is found here,
 //                                     warning when none is (the cause left no trace)
 //   `end` reason ok, status != 0      warning
@@ -93,11 +95,12 @@ class RankDiedAnalyzer : public Analyzer {
               [](const RankState& a, const RankState& b) { return a.rank < b.rank; });
     if (!run.missing_ranks.empty()) out->push_back(Missing(run));
     ReportSilentDeaths(out);
+    const std::vector<int> silently_dead = SilentlyDead(run);
     for (const auto& s : ranks_) {
       switch (s.fate) {
         case Fate::kSignal:
         case Fate::kError:
-          out->push_back(Announced(s));
+          out->push_back(Announced(s, silently_dead));
           break;
         case Fate::kOkNonZero:
         case Fate::kOtherReason:
@@ -231,11 +234,38 @@ class RankDiedAnalyzer : public Analyzer {
     return f;
   }
 
-  Finding Announced(const RankState& s) const {
-    Finding f = Base(s, Severity::kError);
+  // Ranks that stopped without a word (or left no trace): when one did, a polite stop
+  // signal on another rank is the launcher tearing the job down after it, not a cause.
+  std::vector<int> SilentlyDead(const RunContext& run) const {
+    std::vector<int> dead(run.missing_ranks.begin(), run.missing_ranks.end());
+    for (const auto& s : ranks_)
+      if (s.fate == Fate::kNoEnd) dead.push_back(s.rank);
+    NormalizeRanks(&dead);
+    return dead;
+  }
+
+  static bool IsStopSignal(const std::string& name) {
+    return name == "SIGTERM" || name == "SIGINT" || name == "SIGHUP";
+  }
+
+  Finding Announced(const RankState& s, const std::vector<int>& silently_dead) const {
+    const bool follow_on = s.fate == Fate::kSignal && IsStopSignal(s.end.detail) &&
+                           !silently_dead.empty();
+    Finding f = Base(s, follow_on ? Severity::kInfo : Severity::kError);
     f.evidence.Set("reason", s.end.reason);
     f.evidence.Set("status", OptionalInt(s.end.status));
-    if (s.fate == Fate::kSignal) {
+    if (follow_on) {
+      JsonValue dead = JsonValue::Array();
+      for (int r : silently_dead) dead.Push(r);
+      f.evidence.Set("signal", s.end.detail);
+      f.evidence.Set("after_deaths_of", std::move(dead));
+      f.summary = "rank " + std::to_string(s.rank) + " was stopped (" + s.end.detail + ") " +
+                  StepText(s.end.last_step_begun) + " after " +
+                  (silently_dead.size() == 1 ? "rank " : "ranks ") +
+                  FormatRankRanges(silently_dead) + " died: a follow-on, not a cause";
+      f.hint = "The launcher (or the scheduler) stops the surviving ranks once one has died; "
+               "look at the rank-died error of the rank that died first.";
+    } else if (s.fate == Fate::kSignal) {
       const std::string signal = s.end.detail.empty() ? "a signal" : s.end.detail;
       f.evidence.Set("signal", s.end.detail);
       f.summary = "rank " + std::to_string(s.rank) + " stopped on " + signal + " " +

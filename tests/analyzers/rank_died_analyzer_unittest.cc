@@ -90,6 +90,23 @@ TEST(RankDiedAnalyzerTest, SignalAndErrorEndsAreErrorsNamingTheCause) {
   EXPECT_EQ(Evidence(findings[1], "status"), "143");
 }
 
+TEST(RankDiedAnalyzerTest, SigtermAfterASilentDeathIsAFollowOnInfo) {
+  TestRun run;
+  WriteEndedRank(&run, 0, 3, 5, "signal", 143, "signal", "SIGTERM");
+  WriteDeadRank(&run, 1, 3, 4, "forward");
+  WriteEndedRank(&run, 2, 3, 5, "signal", 143, "signal", "SIGKILL");
+  auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 3u);
+  // The silent death and the SIGKILL are errors; the SIGTERM the launcher sent is not.
+  EXPECT_EQ(findings[0].severity, Severity::kError);
+  EXPECT_EQ(findings[1].severity, Severity::kError);
+  const Finding& follow_on = findings[2];
+  EXPECT_EQ(follow_on.severity, Severity::kInfo);
+  EXPECT_EQ(follow_on.ranks, std::vector<int>{0});
+  EXPECT_EQ(Evidence(follow_on, "after_deaths_of"), "[1]");
+  EXPECT_NE(follow_on.summary.find("follow-on"), std::string::npos) << follow_on.summary;
+}
+
 TEST(RankDiedAnalyzerTest, PeerFailureIsInfoWhenTheFailureIsHere) {
   TestRun run;
   WriteEndedRank(&run, 0, 3, 2, "peer-failure", 1);
