@@ -1,5 +1,6 @@
 #include "probes/collective_probe.h"
 
+#include <cstdio>
 #include <exception>
 
 #include "probes/nvtx.h"
@@ -17,7 +18,11 @@ CollectiveScope::CollectiveScope(CollectiveProbe* probe, int pg, std::string_vie
   Session* s = probe_->session_;
   if (!s->on()) return;
   enter_ns_ = trace::MonotonicNs();
-  nvtx::PushRange(op_.data());
+  // "allreduce seq 17 grad-bucket-2": the same key the analyzers align ranks on.
+  char name[96];
+  std::snprintf(name, sizeof name, "%.*s seq %lld %.*s", static_cast<int>(op_.size()), op_.data(),
+                static_cast<long long>(seq_), static_cast<int>(tag_.size()), tag_.data());
+  nvtx::PushRange(name);
   if (probe_->recorder_)
     handle_ = probe_->recorder_->Issue(pg_, seq_, op_, dtype_, count_, bytes_, tag_,
                                        s->current_step(), s->current_phase());

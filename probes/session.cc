@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 
 #include "probes/nvtx.h"
@@ -97,6 +98,9 @@ void Session::BeginStep(int64_t step, int64_t epoch) noexcept {
     auto r = writer_->BeginAt(trace::rec::kStepBegin, step_start_ns_);
     r.line().Field("epoch", epoch);
   }
+  char name[32];
+  std::snprintf(name, sizeof name, "step %lld", static_cast<long long>(step));
+  nvtx::PushRange(name);  // closed by EndStep; phases nest inside
   // On disk before the step runs: a rank killed mid-step still says which step it was in.
   writer_->Flush();
 }
@@ -117,6 +121,7 @@ void Session::EndStep(const StepSummary& s) noexcept {
       if (phase_ns_[p] > 0) l.Field(PhaseName(static_cast<Phase>(p)), phase_ns_[p]);
     l.EndObject();
   }
+  nvtx::PopRange();
   writer_->Flush();  // step boundary: the trace is whole up to here
 }
 

@@ -23,6 +23,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <unistd.h>
 #include <map>
 #include <mutex>
 #include <string>
@@ -192,11 +193,17 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(
   const auto* callbacks =
       static_cast<const NvtxExportTableCallbacks*>(get_export_table(NVTX_ETID_CALLBACKS));
   if (callbacks == nullptr) return 0;
-  g_out = std::fopen(path, "w");
+  // "%p" in the path becomes the pid, so that every rank of a run records its own file.
+  std::string file = path;
+  if (auto at = file.find("%p"); at != std::string::npos)
+    file.replace(at, 2, std::to_string(getpid()));
+  g_out = std::fopen(file.c_str(), "w");
   if (g_out == nullptr) {
-    std::fprintf(stderr, "nvtx recorder: cannot open %s\n", path);
+    std::fprintf(stderr, "nvtx recorder: cannot open %s\n", file.c_str());
     return 0;
   }
+  // Line-buffered: a rank that leaves through _exit still leaves every event it saw.
+  std::setvbuf(g_out, nullptr, _IOLBF, 0);
   if (!InstallCore(callbacks) || !InstallCore2(callbacks)) {
     std::fprintf(stderr, "nvtx recorder: the NVTX callback tables are not as expected\n");
     return 0;
