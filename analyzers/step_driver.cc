@@ -43,6 +43,7 @@ class RankStream {
   int64_t pending_step() const { return record_.step(); }
   const trace::Record& record() const { return record_; }
   bool ended() const { return ended_; }
+  int64_t bytes_read() const { return reader_ ? reader_->bytes_read() : end_.bytes_read; }
 
   // Notes the pending record as delivered and looks at the next one.
   void Consume() {
@@ -138,8 +139,17 @@ void DeliverUpTo(RankStream* stream, int64_t step, const Dispatch& dispatch,
   }
 }
 
+void ReportProgress(const std::vector<RankStream>& streams, int64_t step,
+                    const DriveOptions& options) {
+  if (!options.progress) return;
+  DriveProgress p;
+  p.step = step;
+  for (const auto& s : streams) p.bytes_read += s.bytes_read();
+  options.progress(p);
+}
+
 void DriveLockstep(std::vector<RankStream>* streams, const Dispatch& dispatch,
-                   DriveResult* result) {
+                   const DriveOptions& options, DriveResult* result) {
   for (auto& s : *streams) s.Open();
   // A rank with nothing past its header ends before the first step.
   for (size_t i = 0; i < streams->size(); ++i)
@@ -159,10 +169,12 @@ void DriveLockstep(std::vector<RankStream>* streams, const Dispatch& dispatch,
       DeliverUpTo(&(*streams)[i], step, dispatch, &result->ends, i);
     dispatch.StepDone(step);
     ++result->steps_done;
+    ReportProgress(*streams, step, options);
   }
 }
 
-void DrivePerRank(std::vector<RankStream>* streams, const Dispatch& dispatch, DriveResult* result) {
+void DrivePerRank(std::vector<RankStream>* streams, const Dispatch& dispatch,
+                  const DriveOptions& options, DriveResult* result) {
   std::set<int64_t> steps;
   for (size_t i = 0; i < streams->size(); ++i) {
     RankStream& s = (*streams)[i];
@@ -174,6 +186,7 @@ void DrivePerRank(std::vector<RankStream>* streams, const Dispatch& dispatch, Dr
     }
     result->ends[i] = s.Close();
     dispatch.RankEnded(s.info(), result->ends[i]);
+    ReportProgress(*streams, steps.empty() ? 0 : *steps.rbegin(), options);
   }
   for (int64_t step : steps) {
     dispatch.StepDone(step);
@@ -196,9 +209,9 @@ DriveResult DriveRun(const RunContext& run, const std::vector<std::unique_ptr<An
   const size_t max_open = options.max_open_files ? options.max_open_files : AutoMaxOpenFiles();
   result.lockstep = streams.size() <= max_open;
   if (result.lockstep) {
-    DriveLockstep(&streams, dispatch, &result);
+    DriveLockstep(&streams, dispatch, options, &result);
   } else {
-    DrivePerRank(&streams, dispatch, &result);
+    DrivePerRank(&streams, dispatch, options, &result);
   }
   return result;
 }

@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -24,8 +25,17 @@
 
 namespace dsdiag::analyzers {
 
+// Where a drive is, for a progress line on a terminal.
+struct DriveProgress {
+  int64_t step = 0;        // the last step done (lockstep), or the step reached (per rank)
+  int64_t bytes_read = 0;  // over every rank's file so far
+};
+
 struct DriveOptions {
   size_t max_open_files = 0;  // 0: automatic (see above)
+  // Called after each step (lockstep) or each rank (per-rank fallback); may be empty. The
+  // callee throttles: it is called often.
+  std::function<void(const DriveProgress&)> progress;
 };
 
 struct DriveResult {

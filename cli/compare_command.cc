@@ -1,6 +1,9 @@
 #include "cli/compare_command.h"
 
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <functional>
 #include <iostream>
 #include <sstream>
 
@@ -9,6 +12,7 @@
 #include "analyzers/input_error.h"
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "trace/run_files.h"
 
 namespace dsdiag::cli {
 namespace {
@@ -62,6 +66,31 @@ bool ParseCompareArgs(const std::vector<std::string>& args, CompareArgs* out) {
 
 bool UseColor() { return StdoutIsTerminal() && std::getenv("NO_COLOR") == nullptr; }
 
+// Total bytes of the rank traces, for the percentage of the progress line.
+int64_t TraceBytes(const std::string& dir) {
+  std::error_code ec;
+  int64_t total = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
+    if (trace::ParseRankTraceFileName(entry.path().filename().string()))
+      total += static_cast<int64_t>(entry.file_size(ec));
+  return total;
+}
+
+// "\rcompare: step 812, 41% of 1.2 GiB read" on a terminal, redrawn at each whole percent;
+// nothing when stderr is piped.
+std::function<void(const analyzers::DriveProgress&)> TerminalProgress(const std::string& dir) {
+  if (!StderrIsTerminal()) return nullptr;
+  const int64_t total = TraceBytes(dir);
+  return [total, last = -1](const analyzers::DriveProgress& p) mutable {
+    const int percent = total > 0 ? static_cast<int>(p.bytes_read * 100 / total) : 100;
+    if (percent == last) return;
+    last = percent;
+    std::fprintf(stderr, "\rcompare: step %lld, %d%% of %.1f MiB read  ",
+                 static_cast<long long>(p.step), percent, total / 1048576.0);
+    std::fflush(stderr);
+  };
+}
+
 }  // namespace
 
 std::string_view CompareCommand::description() const {
@@ -90,7 +119,10 @@ int CompareCommand::Run(const std::vector<std::string>& args) {
   }
   analyzers::CompareResult result;
   try {
-    result = analyzers::RunCompare(parsed.run_dir);
+    analyzers::DriveOptions drive;
+    drive.progress = TerminalProgress(parsed.run_dir);
+    result = analyzers::RunCompare(parsed.run_dir, drive);
+    if (drive.progress) std::fprintf(stderr, "\r\033[K");
   } catch (const analyzers::RunInputError& e) {
     throw InputError(e.what());
   }
