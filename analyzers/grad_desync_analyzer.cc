@@ -90,7 +90,8 @@ class GradDesyncAnalyzer : public Analyzer {
         indices.size() > 1 ? " (+" + std::to_string(indices.size() - 1) + " more)" : "";
     f.summary = "after the gradient sync at step " + std::to_string(d.first_step) + ", " +
                 (f.ranks.size() == 1 ? "rank " : "ranks ") + FormatRankRanges(f.ranks) +
-                " hold a different gradient for " + *f.subject + more + " than the others";
+                (f.ranks.size() == 1 ? " holds" : " hold") + " a different gradient for " +
+                *f.subject + more + " than the others";
     JsonValue tensors = JsonValue::Array();
     for (int i : indices) tensors.Push(Describe(d, i));
     f.evidence.Set("granularity", d.per_param ? "param" : "bucket");

@@ -11,8 +11,10 @@
 // and its *excess* is its enter time minus the median rank's. Collectives before a rank's
 // first step_begin (the initial broadcast) are left out: launch skew is not straggling.
 //
-// A rank is a straggler when, over all the collectives it took part in (at least 3),
-//   mean excess > max(1 ms, 5% of the median rank's mean step time)   (it costs something)
+// A rank is a straggler when, over all the collectives it took part in (at least 3), its
+// mean excess per step (per step, its largest excess at any collective of the step: once the
+// others have waited for it, the step's later collectives start together)
+//   > max(1 ms, 5% of the median rank's mean step time)               (it costs something)
 //   mean excess - median over ranks > 5 x their spread (1.4826 x the median absolute
 //     deviation of the ranks' mean excess; not applied with 2 ranks)     (it is an outlier)
 // The median, not the earliest rank, is the reference: with R ranks the spread of random
@@ -112,7 +114,33 @@ struct RankStats {
   std::optional<int64_t> held_step;
   int64_t held_step_ns = 0;
 
-  double MeanExcess() const { return collectives ? double(excess_ns) / collectives : 0; }
+  // Per step, the largest excess at any of its collectives, summed over steps. A rank late
+  // for the first gradient bucket is on time for the next ones (the others waited), so a
+  // mean over collectives would dilute it by the number of buckets.
+  int64_t step_excess_sum_ns = 0;
+  int64_t excess_steps = 0;
+  std::optional<int64_t> excess_step;
+  int64_t excess_step_max_ns = 0;
+
+  void StepExcess(int64_t step, int64_t ns) {
+    if (excess_step != step) {
+      CloseStepExcess();
+      excess_step = step;
+      excess_step_max_ns = ns;
+    }
+    excess_step_max_ns = std::max(excess_step_max_ns, ns);
+  }
+  void CloseStepExcess() {
+    if (!excess_step) return;
+    step_excess_sum_ns += excess_step_max_ns;
+    ++excess_steps;
+    excess_step.reset();
+  }
+
+  // The mean over steps of the step's largest excess.
+  double MeanExcess() const {
+    return excess_steps ? double(step_excess_sum_ns) / excess_steps : 0;
+  }
   double MeanLateness() const { return collectives ? double(lateness_ns) / collectives : 0; }
   double LastShare() const { return collectives ? double(last) / collectives : 0; }
   double MeanPhase(const std::string& phase) const {
@@ -232,7 +260,10 @@ class StragglerAnalyzer : public Analyzer {
   void Finish(const RunContext&, std::vector<Finding>* findings) override {
     window_.FlushAll(
         [this](const CollectiveKey&, const CollectiveSlot<Arrival>& slot) { Measure(slot); });
-    for (RankStats& s : ranks_) s.CloseHeld();
+    for (RankStats& s : ranks_) {
+      s.CloseHeld();
+      s.CloseStepExcess();
+    }
     if (auto f = Judge()) findings->push_back(std::move(*f));
   }
 
@@ -278,6 +309,7 @@ class StragglerAnalyzer : public Analyzer {
       s.lateness_ns += lateness;
       s.excess_ns += excess;
       s.max_lateness_ns = std::max(s.max_lateness_ns, lateness);
+      s.StepExcess(slot.step, excess);
       if (s.histogram.empty()) s.histogram.assign(kBuckets, 0);
       ++s.histogram[BucketOf(lateness)];
       for (size_t l = 0; l < kLevelsNs.size() && excess >= kLevelsNs[l]; ++l)
