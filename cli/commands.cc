@@ -9,6 +9,7 @@ std::vector<std::unique_ptr<Subcommand>> CreateSubcommands() {
   commands.push_back(CreateCompareCommand());
   commands.push_back(CreateTimelineCommand());
   commands.push_back(CreateReportCommand());
+  commands.push_back(CreateLoaderSweepCommand());
   commands.push_back(CreateSynthCommand());
   return commands;
 }

@@ -12,5 +12,6 @@ std::unique_ptr<Subcommand> CreateCompareCommand();  // compare_command.cc
 std::unique_ptr<Subcommand> CreateTimelineCommand();  // timeline_command.cc
 std::unique_ptr<Subcommand> CreateReportCommand();    // report_command.cc
 std::unique_ptr<Subcommand> CreateSynthCommand();    // synth_command.cc
+std::unique_ptr<Subcommand> CreateLoaderSweepCommand();  // loader_sweep_command.cc
 
 }  // namespace dsdiag::cli

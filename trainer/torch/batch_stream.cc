@@ -115,6 +115,8 @@ void BatchStream::WriteSamplerRecord(int64_t skip) const {
   r.set = HashBytes(sorted.data(), sorted.size() * sizeof(uint64_t));
   r.skip = skip;
   if (session_->full()) r.indices = &seq;
+  r.members = &seq;
+  r.dataset_size = options_.corpus.size;
   records::WriteSampler(session_, r);
 }
 

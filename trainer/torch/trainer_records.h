@@ -24,7 +24,14 @@ struct SamplerRecord {
   int64_t skip = 0;           // samples skipped when resuming mid-epoch
   const std::vector<uint64_t>* indices = nullptr;  // written as `idx` when set (full mode)
   int64_t n = 0;
+  // The rank's epoch indices (any order) and the dataset size: written as the exact
+  // membership bitmap `bits` (+ `size`) when 0 < dataset_size <= kMaxBitmapSize, so that
+  // the analyzers can prove shard overlap and jointly missed samples.
+  const std::vector<uint64_t>* members = nullptr;
+  int64_t dataset_size = 0;
 };
+// ceil(size / 8) bytes, base64: 1 << 20 samples cost 175 KB per rank per epoch.
+inline constexpr int64_t kMaxBitmapSize = int64_t{1} << 20;
 void WriteSampler(probes::Session* session, const SamplerRecord& r) noexcept;
 
 // One batch: `wait` ns the loop blocked on it; `produce` ns spent making it when that is
