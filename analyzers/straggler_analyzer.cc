@@ -14,7 +14,9 @@
 // A rank is a straggler when, over all the collectives it took part in (at least 3), its
 // mean excess per step (per step, its largest excess at any collective of the step: once the
 // others have waited for it, the step's later collectives start together)
-//   > max(1 ms, 5% of the median rank's mean step time)               (it costs something)
+//   > max(1 ms, 10% of the median rank's mean step time)              (it costs something)
+//   and either its median per-step excess passes that too (late in most steps), or its mean
+//   passes twice that (rarely late, but by a lot)                     (it is no bad luck)
 //   mean excess - median over ranks > 5 x their spread (1.4826 x the median absolute
 //     deviation of the ranks' mean excess; not applied with 2 ranks)     (it is an outlier)
 // The median, not the earliest rank, is the reference: with R ranks the spread of random
@@ -53,8 +55,9 @@ using trace::JsonValue;
 
 constexpr int64_t kMs = 1000000;
 constexpr int64_t kMinExcessNs = 1 * kMs;
-constexpr double kStepShare = 0.05;     // of the median step time
+constexpr double kStepShare = 0.10;     // of the median step time
 constexpr double kNoiseFactor = 5.0;    // times the ranks' spread of mean excess
+constexpr double kRareFactor = 2.0;     // times the threshold, for ranks late in few steps
 constexpr double kMadToSigma = 1.4826;  // median absolute deviation -> standard deviation
 constexpr int64_t kMinCollectives = 3;
 constexpr double kErrorLostShare = 0.5;  // of the median rank's step time
@@ -134,7 +137,22 @@ struct RankStats {
     if (!excess_step) return;
     step_excess_sum_ns += excess_step_max_ns;
     ++excess_steps;
+    if (step_excess_histogram.empty()) step_excess_histogram.assign(kBuckets, 0);
+    ++step_excess_histogram[BucketOf(excess_step_max_ns)];
     excess_step.reset();
+  }
+  std::vector<uint32_t> step_excess_histogram;  // per-step excess; negative ones in bucket 0
+
+  // The median over steps of the step's largest excess (from the histogram, ~6%).
+  double MedianStepExcess() const {
+    if (excess_steps == 0) return 0;
+    const int64_t want = (excess_steps + 1) / 2;
+    int64_t seen = 0;
+    for (int i = 0; i < kBuckets; ++i) {
+      seen += step_excess_histogram[i];
+      if (seen >= want) return BucketMiddle(i);
+    }
+    return 0;
   }
 
   // The mean over steps of the step's largest excess.
@@ -350,7 +368,11 @@ class StragglerAnalyzer : public Analyzer {
       const RankStats& s = ranks_[r];
       if (!s.present || s.collectives < kMinCollectives) continue;
       const double excess = s.MeanExcess();
-      if (excess > threshold && (!outliers_only || excess - center > kNoiseFactor * noise))
+      // Late in most steps (a slow rank), or rarely but by so much that it costs twice the
+      // threshold on average (checkpoint stalls, GC pauses); a few unlucky steps are noise.
+      const bool costs = s.MedianStepExcess() > threshold || excess > kRareFactor * threshold;
+      if (costs && excess > threshold &&
+          (!outliers_only || excess - center > kNoiseFactor * noise))
         stragglers.push_back({static_cast<int>(r), excess});
     }
     if (stragglers.empty()) return std::nullopt;
