@@ -69,7 +69,9 @@ void WriteRank(TestRun* run, int rank, int world, int first_step, int steps, AtS
 
 const auto kNothing = [](trace::TraceWriter*, const trace::TraceHeader&) {};
 
-std::string CkptPath(int step) { return "run/checkpoints/step-0000000" + std::to_string(step) + ".pt"; }
+std::string CkptPath(int step) {
+  return "run/checkpoints/step-0000000" + std::to_string(step) + ".pt";
+}
 
 TEST(CheckpointRaceAnalyzerTest, EveryRankSavingTheSamePathIsOneErrorAtTheFirstSave) {
   TestRun run;

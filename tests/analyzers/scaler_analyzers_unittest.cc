@@ -61,8 +61,7 @@ void WriteRun(TestRun* run, int world, int steps,
 // A scaler that behaves like GradScaler: backoff on the steps in `overflow` (all ranks skip;
 // `inf_local` on `origin`, or every rank when origin < 0), growth never.
 std::function<void(int, int, trace::TraceWriter*)> Scaler(std::vector<int> overflow,
-                                                          int origin = -1,
-                                                          double initial = 65536) {
+                                                          int origin = -1, double initial = 65536) {
   return [=](int rank, int step, trace::TraceWriter* w) {
     double s = initial;
     for (int k : overflow)
@@ -193,8 +192,10 @@ TEST(ScalerDesyncAnalyzerTest, AScaleRestoredOnOneRankOnlyIsADesync) {
 TEST(ClipBeforeUnscaleAnalyzerTest, ClippingScaledGradientsIsAnErrorWithNormMaxAndScale) {
   TestRun run;
   WriteRun(&run, 2, 5, [](int, int step, trace::TraceWriter* w) {
-    if (step >= 2) WriteClip(w, false, 40000.0 + step, 1.0);
-    else WriteClip(w, true, 0.5, 1.0);
+    if (step >= 2)
+      WriteClip(w, false, 40000.0 + step, 1.0);
+    else
+      WriteClip(w, true, 0.5, 1.0);
     WriteScaler(w, ScalerRec{});
   });
   auto findings = RunOne(CreateClipBeforeUnscaleAnalyzer(), run.dir());

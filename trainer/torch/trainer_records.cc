@@ -83,8 +83,7 @@ void WriteCheckpoint(probes::Session* session, const CheckpointRecord& r) noexce
   if (!session->on()) return;
   {
     // A span record: `ts` is the start, so that checkpoint-race can see overlapping writes.
-    auto record =
-        session->writer()->BeginAt(trace::rec::kCheckpoint, trace::MonotonicNs() - r.dur);
+    auto record = session->writer()->BeginAt(trace::rec::kCheckpoint, trace::MonotonicNs() - r.dur);
     trace::JsonLine& line = record.line();
     line.Field("op", r.op)
         .Field("path", r.path)
