@@ -2,12 +2,12 @@
 // `--inject` fault, then `dsdiag compare --format json`, and the exact findings it must give
 // (kind, severity, ranks, step); clean fp16, bf16 and resumed runs give no warning or error.
 #include <gtest/gtest.h>
-#include <simdjson.h>
 
 #include <set>
 #include <string>
 #include <vector>
 
+#include "tests/trainer/findings_util.h"
 #include "tests/trainer/trainer_test_util.h"
 #include "trace/trace_reader.h"
 
@@ -24,61 +24,9 @@ void Train(const TempDir& dir, const std::string& name, int steps,
   ASSERT_EQ(RunDsdiag(args, log, 120), 0) << ReadFile(log);
 }
 
-// `dsdiag compare --format json` of dir/name: the findings array (exit status 0 or 1).
+// `dsdiag compare --format json` of dir/name.
 std::vector<trace::JsonValue> Compare(const TempDir& dir, const std::string& name) {
-  const std::string log = dir / (name + ".compare.json");
-  const int status = RunDsdiag({"compare", dir / name, "--format", "json"}, log, 60);
-  const std::string text = ReadFile(log);
-  EXPECT_TRUE(status == 0 || status == 1) << text;
-  const size_t start = text.find("{\"schema\"");
-  if (start == std::string::npos) {
-    ADD_FAILURE() << "no findings JSON in: " << text;
-    return {};
-  }
-  simdjson::dom::parser parser;
-  simdjson::dom::element root;
-  if (parser.parse(text.substr(start)).get(root) != simdjson::SUCCESS) {
-    ADD_FAILURE() << "findings are not JSON: " << text;
-    return {};
-  }
-  const trace::JsonValue all = trace::ToJsonValue(root);
-  const trace::JsonValue* findings = all.Find("findings");
-  if (!findings) {
-    ADD_FAILURE() << "no findings array: " << text;
-    return {};
-  }
-  return findings->elements();
-}
-
-// Findings about timing: on this shared, noisy test machine a short 2-rank run can show a rank
-// that is slower by chance; their own tests cover them, these runs are about AMP and
-// checkpoints.
-const std::set<std::string> kTimingKinds = {"straggler", "loader-starvation"};
-
-// "kind/severity" of every warning and error but timing ones, sorted: the exact set a run must
-// give.
-std::set<std::string> Serious(const std::vector<trace::JsonValue>& findings) {
-  std::set<std::string> out;
-  for (const trace::JsonValue& f : findings) {
-    const std::string severity = Str(f, "severity");
-    const std::string kind = Str(f, "kind");
-    if (severity != "info" && !kTimingKinds.count(kind)) out.insert(kind + "/" + severity);
-  }
-  return out;
-}
-
-const trace::JsonValue* Find(const std::vector<trace::JsonValue>& findings, const std::string& kind,
-                             const std::string& severity) {
-  for (const trace::JsonValue& f : findings)
-    if (Str(f, "kind") == kind && Str(f, "severity") == severity) return &f;
-  ADD_FAILURE() << "no " << severity << " " << kind << " finding";
-  return nullptr;
-}
-
-std::vector<int64_t> Ranks(const trace::JsonValue& f) {
-  std::vector<int64_t> out;
-  for (const trace::JsonValue& r : Field(f, "ranks").elements()) out.push_back(r.as_int());
-  return out;
+  return CompareRun(dir / name);
 }
 
 using Set = std::set<std::string>;
@@ -98,7 +46,7 @@ TEST(AmpCkptGhosts, OverflowOnAllRanksIsAWarningAtThatStep) {
   Train(dir, "run", 23, {"--amp", "fp16", "--inject", "overflow:step=21"});
   const auto findings = Compare(dir, "run");
   EXPECT_EQ(Serious(findings), Set{"scaler-overflow/warning"});
-  const trace::JsonValue* f = Find(findings, "scaler-overflow", "warning");
+  const trace::JsonValue* f = FindFinding(findings, "scaler-overflow", "warning");
   ASSERT_TRUE(f);
   EXPECT_EQ(Ranks(*f), (RankList{0, 1}));
   EXPECT_EQ(Int(*f, "step"), 21);
@@ -109,7 +57,7 @@ TEST(AmpCkptGhosts, OverflowOnOneRankNamesThatRank) {
   Train(dir, "run", 23, {"--amp", "fp16", "--inject", "overflow:step=21,rank=1"});
   const auto findings = Compare(dir, "run");
   EXPECT_EQ(Serious(findings), Set{"scaler-overflow/warning"});
-  const trace::JsonValue* f = Find(findings, "scaler-overflow", "warning");
+  const trace::JsonValue* f = FindFinding(findings, "scaler-overflow", "warning");
   ASSERT_TRUE(f);
   EXPECT_EQ(Ranks(*f), RankList{1});
   EXPECT_EQ(Int(*f, "step"), 21);
@@ -123,7 +71,7 @@ TEST(AmpCkptGhosts, ScalerDesyncNamesTheRankThatSteppedAlone) {
   const auto findings = Compare(dir, "run");
   // Rank 1 applied an update with inf gradients: its replica diverges as well.
   EXPECT_EQ(Serious(findings), (Set{"scaler-desync/error", "replica-divergence/error"}));
-  const trace::JsonValue* f = Find(findings, "scaler-desync", "error");
+  const trace::JsonValue* f = FindFinding(findings, "scaler-desync", "error");
   ASSERT_TRUE(f);
   EXPECT_EQ(Ranks(*f), RankList{1});
   EXPECT_EQ(Int(*f, "step"), 2);
@@ -135,7 +83,7 @@ TEST(AmpCkptGhosts, ClipBeforeUnscaleIsAnErrorOnEveryRankFromTheFirstStep) {
   Train(dir, "run", 3, {"--amp", "fp16", "--clip-norm", "1", "--inject", "clip-before-unscale"});
   const auto findings = Compare(dir, "run");
   EXPECT_EQ(Serious(findings), Set{"clip-before-unscale/error"});
-  const trace::JsonValue* f = Find(findings, "clip-before-unscale", "error");
+  const trace::JsonValue* f = FindFinding(findings, "clip-before-unscale", "error");
   ASSERT_TRUE(f);
   EXPECT_EQ(Ranks(*f), (RankList{0, 1}));
   EXPECT_EQ(Int(*f, "step"), 0);
@@ -148,7 +96,7 @@ TEST(AmpCkptGhosts, CkptAllRanksIsARaceOnTheFirstCheckpoint) {
   Train(dir, "run", 6, {"--ckpt-every", "3", "--inject", "ckpt-all-ranks"});
   const auto findings = Compare(dir, "run");
   EXPECT_EQ(Serious(findings), Set{"checkpoint-race/error"});
-  const trace::JsonValue* f = Find(findings, "checkpoint-race", "error");
+  const trace::JsonValue* f = FindFinding(findings, "checkpoint-race", "error");
   ASSERT_TRUE(f);
   EXPECT_EQ(Ranks(*f), (RankList{0, 1}));
   EXPECT_EQ(Int(*f, "step"), 2);
@@ -168,7 +116,7 @@ TEST(AmpCkptGhosts, CkptStaleIsAMismatchNamingTheStaleRankAndACleanResumeIsNot) 
   Train(dir, "stale", 8, {"--resume", ckpt, "--inject", "ckpt-stale:rank=1"});
   const auto findings = Compare(dir, "stale");
   EXPECT_EQ(Serious(findings), Set{"checkpoint-mismatch/error"});
-  const trace::JsonValue* f = Find(findings, "checkpoint-mismatch", "error");
+  const trace::JsonValue* f = FindFinding(findings, "checkpoint-mismatch", "error");
   ASSERT_TRUE(f);
   EXPECT_EQ(Ranks(*f), RankList{1});
   EXPECT_EQ(Int(*f, "step"), 6);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/trainer/findings_util.h"
 #include "tests/trainer/trainer_test_util.h"
 #include "trace/trace_reader.h"
 
@@ -36,12 +37,6 @@ struct Compared {
     return s;
   }
 };
-
-std::vector<int64_t> Ranks(const trace::JsonValue& finding) {
-  std::vector<int64_t> out;
-  for (const auto& r : Field(finding, "ranks").elements()) out.push_back(r.as_int());
-  return out;
-}
 
 Compared TrainAndCompare(const TempDir& dir, const std::string& name,
                          const std::vector<std::string>& extra) {
