@@ -14,18 +14,18 @@ std::unique_ptr<Analyzer> CreateConfigMismatchAnalyzer();  // config_mismatch_an
 std::unique_ptr<Analyzer> CreateMissingGradAnalyzer();     // missing_grad_analyzer.cc
 std::unique_ptr<Analyzer> CreateGradDesyncAnalyzer();      // grad_desync_analyzer.cc
 // Reports init-divergence and replica-divergence.
-std::unique_ptr<Analyzer> CreateReplicaDivergenceAnalyzer();  // replica_divergence_analyzer.cc
-std::unique_ptr<Analyzer> CreateStragglerAnalyzer();            // straggler_analyzer.cc
+std::unique_ptr<Analyzer> CreateReplicaDivergenceAnalyzer();   // replica_divergence_analyzer.cc
+std::unique_ptr<Analyzer> CreateStragglerAnalyzer();           // straggler_analyzer.cc
 std::unique_ptr<Analyzer> CreateCollectiveMismatchAnalyzer();  // collective_mismatch_analyzer.cc
-std::unique_ptr<Analyzer> CreateHangAnalyzer();                 // hang_analyzer.cc
-std::unique_ptr<Analyzer> CreateScalerOverflowAnalyzer();     // scaler_overflow_analyzer.cc
-std::unique_ptr<Analyzer> CreateScalerDesyncAnalyzer();       // scaler_desync_analyzer.cc
-std::unique_ptr<Analyzer> CreateClipBeforeUnscaleAnalyzer();  // clip_before_unscale_analyzer.cc
-std::unique_ptr<Analyzer> CreateCheckpointRaceAnalyzer();     // checkpoint_race_analyzer.cc
+std::unique_ptr<Analyzer> CreateHangAnalyzer();                // hang_analyzer.cc
+std::unique_ptr<Analyzer> CreateScalerOverflowAnalyzer();      // scaler_overflow_analyzer.cc
+std::unique_ptr<Analyzer> CreateScalerDesyncAnalyzer();        // scaler_desync_analyzer.cc
+std::unique_ptr<Analyzer> CreateClipBeforeUnscaleAnalyzer();   // clip_before_unscale_analyzer.cc
+std::unique_ptr<Analyzer> CreateCheckpointRaceAnalyzer();      // checkpoint_race_analyzer.cc
 std::unique_ptr<Analyzer> CreateCheckpointMismatchAnalyzer();  // checkpoint_mismatch_analyzer.cc
-std::unique_ptr<Analyzer> CreateRngCollisionAnalyzer();       // rng_collision_analyzer.cc
-std::unique_ptr<Analyzer> CreateShardOverlapAnalyzer();       // shard_overlap_analyzer.cc
-std::unique_ptr<Analyzer> CreateEpochOrderRepeatAnalyzer();   // epoch_order_repeat_analyzer.cc
-std::unique_ptr<Analyzer> CreateLoaderStarvationAnalyzer();   // loader_starvation_analyzer.cc
+std::unique_ptr<Analyzer> CreateRngCollisionAnalyzer();        // rng_collision_analyzer.cc
+std::unique_ptr<Analyzer> CreateShardOverlapAnalyzer();        // shard_overlap_analyzer.cc
+std::unique_ptr<Analyzer> CreateEpochOrderRepeatAnalyzer();    // epoch_order_repeat_analyzer.cc
+std::unique_ptr<Analyzer> CreateLoaderStarvationAnalyzer();    // loader_starvation_analyzer.cc
 
 }  // namespace dsdiag::analyzers

@@ -85,8 +85,8 @@ class EpochOrderRepeatAnalyzer : public Analyzer {
     f.step = step;
     f.summary = (ranks.size() == 1 ? "Rank " : "Ranks ") + FormatRankRanges(ranks) +
                 " drew the same sample order in epoch " + std::to_string(epoch) + " as in epoch " +
-                std::to_string(epoch - 1) + " (sampler epoch " + std::to_string(first.sampler_epoch) +
-                "): the sampler's epoch is not advanced";
+                std::to_string(epoch - 1) + " (sampler epoch " +
+                std::to_string(first.sampler_epoch) + "): the sampler's epoch is not advanced";
     f.evidence.Set("epoch", epoch);
     f.evidence.Set("previous_epoch", epoch - 1);
     f.evidence.Set("sampler_epoch", first.sampler_epoch);

@@ -72,7 +72,8 @@ class LoaderStarvationAnalyzer : public Analyzer {
 
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
     if (r.type() == trace::rec::kLoader) {
-      if (auto wait = r.Int("wait"); wait && *wait >= 0) ranks_[rank.rank].wait_by_step[r.step()] += *wait;
+      if (auto wait = r.Int("wait"); wait && *wait >= 0)
+        ranks_[rank.rank].wait_by_step[r.step()] += *wait;
       return;
     }
     if (r.type() != trace::rec::kStep) return;
@@ -85,7 +86,8 @@ class LoaderStarvationAnalyzer : public Analyzer {
     if (w.first_step < 0) {
       w.first_step = r.step();  // the loader's start-up: not counted
     } else {
-      w.fractions.push_back(std::min(1.0, static_cast<double>(wait->second) / static_cast<double>(*dur)));
+      w.fractions.push_back(
+          std::min(1.0, static_cast<double>(wait->second) / static_cast<double>(*dur)));
       w.waits.push_back(static_cast<double>(wait->second));
     }
     w.wait_by_step.erase(w.wait_by_step.begin(), std::next(wait));
@@ -140,8 +142,9 @@ class LoaderStarvationAnalyzer : public Analyzer {
       return std::string(buf);
     };
     f.summary = (starved.size() == 1 ? "Rank " : "Ranks ") + FormatRankRanges(starved) +
-                (starved.size() == 1 ? " waits" : " wait") + " for data: rank " + std::to_string(worst.rank) + " spends " + pct(worst.fraction) +
-                " of a step (" + ms(worst.wait) + ") blocked on the loader, the median rank " +
+                (starved.size() == 1 ? " waits" : " wait") + " for data: rank " +
+                std::to_string(worst.rank) + " spends " + pct(worst.fraction) + " of a step (" +
+                ms(worst.wait) + ") blocked on the loader, the median rank " +
                 pct(median_fraction) + " (" + ms(median_wait) + ")";
     JsonValue top = JsonValue::Array();
     for (size_t i = 0; i < summaries.size() && i < kTopRanks; ++i) {

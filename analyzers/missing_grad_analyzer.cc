@@ -133,11 +133,11 @@ class MissingGradAnalyzer : public Analyzer {
     if (severity == Severity::kError) {
       f.summary = *f.subject + more + " has no gradient on " +
                   (a.ranks.size() == 1 ? "rank " : "ranks ") + FormatRankRanges(a.ranks) +
-                  " but has one on the others, from step " + std::to_string(a.first_step) +
-                  " (" + steps + ")";
+                  " but has one on the others, from step " + std::to_string(a.first_step) + " (" +
+                  steps + ")";
     } else {
-      f.summary = *f.subject + more + " got no gradient on any rank in " + steps +
-                  " from step " + std::to_string(a.first_step);
+      f.summary = *f.subject + more + " got no gradient on any rank in " + steps + " from step " +
+                  std::to_string(a.first_step);
     }
     JsonValue names = JsonValue::Array();
     for (int p : params) names.Push(Name(p));

@@ -73,8 +73,7 @@ std::string ParamTable::ParamName(int index) const {
 
 std::string ParamTable::BucketName(int index) const {
   std::string text = "bucket " + std::to_string(index);
-  if (index < 0 || index >= static_cast<int>(buckets.size()) || buckets[index].empty())
-    return text;
+  if (index < 0 || index >= static_cast<int>(buckets.size()) || buckets[index].empty()) return text;
   const std::vector<int>& b = buckets[index];
   text += " (" + ParamName(b[0]);
   if (b.size() > 1) text += ", " + ParamName(b[1]);

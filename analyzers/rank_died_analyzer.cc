@@ -249,8 +249,8 @@ class RankDiedAnalyzer : public Analyzer {
   }
 
   Finding Announced(const RankState& s, const std::vector<int>& silently_dead) const {
-    const bool follow_on = s.fate == Fate::kSignal && IsStopSignal(s.end.detail) &&
-                           !silently_dead.empty();
+    const bool follow_on =
+        s.fate == Fate::kSignal && IsStopSignal(s.end.detail) && !silently_dead.empty();
     Finding f = Base(s, follow_on ? Severity::kInfo : Severity::kError);
     f.evidence.Set("reason", s.end.reason);
     f.evidence.Set("status", OptionalInt(s.end.status));
@@ -263,8 +263,9 @@ class RankDiedAnalyzer : public Analyzer {
                   StepText(s.end.last_step_begun) + " after " +
                   (silently_dead.size() == 1 ? "rank " : "ranks ") +
                   FormatRankRanges(silently_dead) + " died: a follow-on, not a cause";
-      f.hint = "The launcher (or the scheduler) stops the surviving ranks once one has died; "
-               "look at the rank-died error of the rank that died first.";
+      f.hint =
+          "The launcher (or the scheduler) stops the surviving ranks once one has died; "
+          "look at the rank-died error of the rank that died first.";
     } else if (s.fate == Fate::kSignal) {
       const std::string signal = s.end.detail.empty() ? "a signal" : s.end.detail;
       f.evidence.Set("signal", s.end.detail);

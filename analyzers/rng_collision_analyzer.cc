@@ -32,7 +32,8 @@ namespace {
 using trace::JsonValue;
 
 bool SharedByDesign(const std::string& stream) {
-  return stream == "cpu" || stream == "sampler" || stream == "cuda" || stream.rfind("cuda:", 0) == 0;
+  return stream == "cpu" || stream == "sampler" || stream == "cuda" ||
+         stream.rfind("cuda:", 0) == 0;
 }
 
 struct Draw {
@@ -55,7 +56,8 @@ class RngCollisionAnalyzer : public Analyzer {
     if (SharedByDesign(stream_name)) return;
     const std::string why(r.Str("why").value_or(""));
     int& nth = occurrences_[{rank.rank, stream_name, why}];
-    draws_[{stream_name, why, nth}].push_back({rank.rank, *hash, r.Int("seed").value_or(0), r.step()});
+    draws_[{stream_name, why, nth}].push_back(
+        {rank.rank, *hash, r.Int("seed").value_or(0), r.step()});
     ++nth;
   }
 

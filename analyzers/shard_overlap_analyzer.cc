@@ -45,13 +45,20 @@ std::optional<std::vector<uint8_t>> DecodeBase64(std::string_view text) {
   int bits = 0;
   for (char c : text) {
     int v;
-    if (c >= 'A' && c <= 'Z') v = c - 'A';
-    else if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
-    else if (c >= '0' && c <= '9') v = c - '0' + 52;
-    else if (c == '+') v = 62;
-    else if (c == '/') v = 63;
-    else if (c == '=') break;
-    else return std::nullopt;
+    if (c >= 'A' && c <= 'Z')
+      v = c - 'A';
+    else if (c >= 'a' && c <= 'z')
+      v = c - 'a' + 26;
+    else if (c >= '0' && c <= '9')
+      v = c - '0' + 52;
+    else if (c == '+')
+      v = 62;
+    else if (c == '/')
+      v = 63;
+    else if (c == '=')
+      break;
+    else
+      return std::nullopt;
     acc = (acc << 6) | static_cast<uint32_t>(v);
     bits += 6;
     if (bits >= 8) {
@@ -69,8 +76,8 @@ struct Shard {
   int64_t seed = 0;
   int64_t sampler_epoch = 0;
   uint64_t set = 0;
-  int64_t size = 0;                 // N, 0 when unknown
-  std::vector<uint64_t> members;    // distinct indices, when exact membership was recorded
+  int64_t size = 0;               // N, 0 when unknown
+  std::vector<uint64_t> members;  // distinct indices, when exact membership was recorded
   bool exact = false;
 };
 
@@ -87,10 +94,12 @@ std::optional<Shard> ReadShard(int rank, const trace::Record& r) {
     auto bytes = DecodeBase64(*bits);
     if (!bytes || static_cast<int64_t>(bytes->size()) * 8 < s.size) return s;  // unusable
     for (int64_t i = 0; i < s.size; ++i)
-      if ((*bytes)[static_cast<size_t>(i / 8)] >> (i % 8) & 1) s.members.push_back(static_cast<uint64_t>(i));
+      if ((*bytes)[static_cast<size_t>(i / 8)] >> (i % 8) & 1)
+        s.members.push_back(static_cast<uint64_t>(i));
     s.exact = true;
   } else if (auto idx = r.Value("idx"); idx && idx->elements().size() > 0) {
-    for (const JsonValue& v : idx->elements()) s.members.push_back(static_cast<uint64_t>(v.as_int()));
+    for (const JsonValue& v : idx->elements())
+      s.members.push_back(static_cast<uint64_t>(v.as_int()));
     std::sort(s.members.begin(), s.members.end());
     s.members.erase(std::unique(s.members.begin(), s.members.end()), s.members.end());
     s.exact = true;
@@ -176,8 +185,10 @@ class ShardOverlapAnalyzer : public Analyzer {
     std::vector<int> count(static_cast<size_t>(std::max<int64_t>(size, 0)), 0);
     for (const Shard* s : shards)
       for (uint64_t i : s->members) {
-        if (i < count.size()) ++count[i];
-        else ++holders[i];  // outside the known size: still counts for overlap
+        if (i < count.size())
+          ++count[i];
+        else
+          ++holders[i];  // outside the known size: still counts for overlap
       }
     int64_t duplicates = 0, missed = 0;
     for (int c : count) {
@@ -281,13 +292,15 @@ class ShardOverlapAnalyzer : public Analyzer {
     f.subject = "sampler";
     const JsonValue* count = p.first_detail.Find(overlap ? "overlap" : "missed");
     const std::string k = std::to_string(count ? count->as_int() : 0);
-    const std::string where = " in epoch " + std::to_string(p.first_epoch) +
-                              (p.epochs > 1 ? " (and " + std::to_string(p.epochs - 1) + " more)" : "");
+    const std::string where =
+        " in epoch " + std::to_string(p.first_epoch) +
+        (p.epochs > 1 ? " (and " + std::to_string(p.epochs - 1) + " more)" : "");
     const std::string who = (f.ranks.size() == 1 ? "rank " : "ranks ") + FormatRankRanges(f.ranks);
     if (overlap) {
       const JsonValue* pad = p.first_detail.Find("padding");
-      f.summary = "The ranks' data shards overlap by " + k + " samples" + where + " (padding allows " +
-                  std::to_string(pad ? pad->as_int() : 0) + "); suspect " + who;
+      f.summary = "The ranks' data shards overlap by " + k + " samples" + where +
+                  " (padding allows " + std::to_string(pad ? pad->as_int() : 0) + "); suspect " +
+                  who;
     } else {
       f.summary = k + " samples are on no rank's shard" + where + "; suspect " + who;
     }

@@ -156,9 +156,7 @@ struct RankStats {
   }
 
   // The mean over steps of the step's largest excess.
-  double MeanExcess() const {
-    return excess_steps ? double(step_excess_sum_ns) / excess_steps : 0;
-  }
+  double MeanExcess() const { return excess_steps ? double(step_excess_sum_ns) / excess_steps : 0; }
   double MeanLateness() const { return collectives ? double(lateness_ns) / collectives : 0; }
   double LastShare() const { return collectives ? double(last) / collectives : 0; }
   double MeanPhase(const std::string& phase) const {
@@ -371,8 +369,7 @@ class StragglerAnalyzer : public Analyzer {
       // Late in most steps (a slow rank), or rarely but by so much that it costs twice the
       // threshold on average (checkpoint stalls, GC pauses); a few unlucky steps are noise.
       const bool costs = s.MedianStepExcess() > threshold || excess > kRareFactor * threshold;
-      if (costs && excess > threshold &&
-          (!outliers_only || excess - center > kNoiseFactor * noise))
+      if (costs && excess > threshold && (!outliers_only || excess - center > kNoiseFactor * noise))
         stragglers.push_back({static_cast<int>(r), excess});
     }
     if (stragglers.empty()) return std::nullopt;

@@ -80,7 +80,8 @@ std::string_view LoaderSweepCommand::description() const {
 
 std::string LoaderSweepCommand::Usage() const {
   std::ostringstream os;
-  os << "usage: dsdiag loader-sweep [--workers LIST] [--batch-size LIST] [--batches N | --seconds S]\n"
+  os << "usage: dsdiag loader-sweep [--workers LIST] [--batch-size LIST] [--batches N | --seconds "
+        "S]\n"
         "                           [--warmup N] [--repeats R] [--dataset-size N]\n"
         "                           [--format text|json] [--out FILE|RUN_DIR]\n"
         "\n"

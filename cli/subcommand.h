@@ -16,7 +16,7 @@ class Subcommand {
   virtual ~Subcommand() = default;
   virtual std::string_view name() const = 0;
   virtual std::string_view description() const = 0;  // one line for `dsdiag help`
-  virtual std::string Usage() const = 0;              // the full `--help` text
+  virtual std::string Usage() const = 0;             // the full `--help` text
   // `args` excludes the program and command names. Returns the exit status.
   virtual int Run(const std::vector<std::string>& args) = 0;
 };

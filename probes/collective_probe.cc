@@ -12,8 +12,14 @@ namespace dsdiag::probes {
 CollectiveScope::CollectiveScope(CollectiveProbe* probe, int pg, std::string_view op,
                                  std::string_view dtype, int64_t count, int64_t bytes,
                                  std::string_view tag) noexcept
-    : probe_(probe), pg_(pg), seq_(probe->seq_[CollectiveProbe::Group(pg)]++), op_(op),
-      dtype_(dtype), tag_(tag), count_(count), bytes_(bytes),
+    : probe_(probe),
+      pg_(pg),
+      seq_(probe->seq_[CollectiveProbe::Group(pg)]++),
+      op_(op),
+      dtype_(dtype),
+      tag_(tag),
+      count_(count),
+      bytes_(bytes),
       exceptions_at_entry_(std::uncaught_exceptions()) {
   Session* s = probe_->session_;
   if (!s->on()) return;

@@ -4,10 +4,8 @@
 //
 //   dsdiag::probes::CollectiveProbe colls(session, &recorder);
 //   {
-//     dsdiag::probes::CollectiveScope c(&colls, /*pg=*/0, "allreduce", "f32", n, 4 * n, "grad-bucket-0");
-//     auto work = pg->allreduce(tensors);
-//     c.Started();
-//     work->wait();
+//     dsdiag::probes::CollectiveScope c(&colls, /*pg=*/0, "allreduce", "f32", n, 4 * n,
+//     "grad-bucket-0"); auto work = pg->allreduce(tensors); c.Started(); work->wait();
 //   }  // completed: `coll` record written
 //
 // With probes off a scope is one branch; sequence numbers still advance so that a rank's

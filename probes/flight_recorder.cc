@@ -1,8 +1,8 @@
 #include "probes/flight_recorder.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
-#include <algorithm>
 #include <cstring>
 
 #include "trace/clock.h"
@@ -21,9 +21,12 @@ void CopyName(char (&dst)[N], std::string_view src) {
 
 const char* StateName(CollectiveState s) {
   switch (s) {
-    case CollectiveState::kIssued: return "issued";
-    case CollectiveState::kStarted: return "started";
-    case CollectiveState::kCompleted: return "completed";
+    case CollectiveState::kIssued:
+      return "issued";
+    case CollectiveState::kStarted:
+      return "started";
+    case CollectiveState::kCompleted:
+      return "completed";
   }
   return "?";
 }

@@ -11,9 +11,12 @@ std::optional<Mode> ParseMode(std::string_view text) {
 
 std::string_view ModeName(Mode mode) {
   switch (mode) {
-    case Mode::kOff: return "off";
-    case Mode::kLight: return "light";
-    case Mode::kFull: return "full";
+    case Mode::kOff:
+      return "off";
+    case Mode::kLight:
+      return "light";
+    case Mode::kFull:
+      return "full";
   }
   return "?";
 }

@@ -53,15 +53,24 @@ void CompleteHeader(trace::TraceHeader* h) {
 
 const char* SignalName(int signo) {
   switch (signo) {
-    case SIGTERM: return "SIGTERM";
-    case SIGINT: return "SIGINT";
-    case SIGUSR1: return "SIGUSR1";
-    case SIGUSR2: return "SIGUSR2";
-    case SIGHUP: return "SIGHUP";
-    case SIGKILL: return "SIGKILL";
-    case SIGSEGV: return "SIGSEGV";
-    case SIGABRT: return "SIGABRT";
-    default: return "signal";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGINT:
+      return "SIGINT";
+    case SIGUSR1:
+      return "SIGUSR1";
+    case SIGUSR2:
+      return "SIGUSR2";
+    case SIGHUP:
+      return "SIGHUP";
+    case SIGKILL:
+      return "SIGKILL";
+    case SIGSEGV:
+      return "SIGSEGV";
+    case SIGABRT:
+      return "SIGABRT";
+    default:
+      return "signal";
   }
 }
 
@@ -78,8 +87,7 @@ std::unique_ptr<Session> Session::Start(SessionConfig config, std::string* error
   config.header.sections.Set("probes", std::string(ModeName(config.mode)));
   writer->WriteHeader(config.header);
   writer->Flush();
-  return std::unique_ptr<Session>(
-      new Session(config.mode, config.header.rank, std::move(writer)));
+  return std::unique_ptr<Session>(new Session(config.mode, config.header.rank, std::move(writer)));
 }
 
 Session::Session(Mode mode, int rank, std::unique_ptr<trace::TraceWriter> writer)
@@ -159,8 +167,11 @@ void Session::RecordClock(std::string_view when, int64_t offset_ns, int64_t err_
                           int64_t rtt_ns) noexcept {
   if (!on()) return;
   auto r = writer_->Begin(trace::rec::kClock);
-  r.line().Field("when", when).Field("offset", offset_ns).Field("offset_err", err_ns).Field(
-      "rtt", rtt_ns);
+  r.line()
+      .Field("when", when)
+      .Field("offset", offset_ns)
+      .Field("offset_err", err_ns)
+      .Field("rtt", rtt_ns);
 }
 
 void Session::Mark(std::string_view name, std::string_view message) noexcept {
@@ -187,8 +198,10 @@ void Session::FlushFromSignal() noexcept {
 
 // With probes off the scope is one branch: no clock read, no record, no NVTX range.
 PhaseScope::PhaseScope(Session* session, Phase phase) noexcept
-    : session_(session && session->on() ? session : nullptr), phase_(phase),
-      previous_(Phase::kNone), start_ns_(0) {
+    : session_(session && session->on() ? session : nullptr),
+      phase_(phase),
+      previous_(Phase::kNone),
+      start_ns_(0) {
   if (!session_) return;
   previous_ = session_->current_phase();
   start_ns_ = trace::MonotonicNs();

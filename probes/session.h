@@ -41,7 +41,7 @@ struct StepSummary {
   double loss = NAN;         // this rank's loss
   double global_loss = NAN;  // averaged over ranks, when the loop has it
   double lr = NAN;
-  int64_t samples = 0;       // samples consumed this step on this rank
+  int64_t samples = 0;  // samples consumed this step on this rank
 };
 
 class Session {

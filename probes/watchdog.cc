@@ -17,10 +17,14 @@ void OnSigusr1(int) {
 
 const char* ReasonName(Watchdog::DumpReason r) {
   switch (r) {
-    case Watchdog::DumpReason::kSigusr1: return "SIGUSR1";
-    case Watchdog::DumpReason::kSigterm: return "SIGTERM";
-    case Watchdog::DumpReason::kError: return "error";
-    case Watchdog::DumpReason::kNone: break;
+    case Watchdog::DumpReason::kSigusr1:
+      return "SIGUSR1";
+    case Watchdog::DumpReason::kSigterm:
+      return "SIGTERM";
+    case Watchdog::DumpReason::kError:
+      return "error";
+    case Watchdog::DumpReason::kNone:
+      break;
   }
   return "request";
 }
@@ -29,8 +33,10 @@ const char* ReasonName(Watchdog::DumpReason r) {
 
 Watchdog::Watchdog(Session* session, FlightRecorder* recorder, double timeout_s,
                    int poll_interval_ms)
-    : session_(session), recorder_(recorder),
-      timeout_ns_(static_cast<int64_t>(timeout_s * 1e9)), poll_interval_ms_(poll_interval_ms) {
+    : session_(session),
+      recorder_(recorder),
+      timeout_ns_(static_cast<int64_t>(timeout_s * 1e9)),
+      poll_interval_ms_(poll_interval_ms) {
   if (session_->on() && recorder_) thread_ = std::thread([this] { Loop(); });
 }
 
@@ -88,8 +94,7 @@ void Watchdog::CheckTimeout() {
   char message[160];
   std::snprintf(message, sizeof message,
                 "collective pg %d seq %lld (%s, %s) pending for %.1f s, past the %.1f s timeout",
-                e.pg, static_cast<long long>(e.seq), e.op, e.tag, waited / 1e9,
-                timeout_ns_ / 1e9);
+                e.pg, static_cast<long long>(e.seq), e.op, e.tag, waited / 1e9, timeout_ns_ / 1e9);
   session_->RecordError("watchdog", message);
   DumpNow("timeout");
 }

@@ -22,8 +22,7 @@ class Watchdog {
  public:
   enum class DumpReason : int { kNone = 0, kSigusr1, kSigterm, kError };
 
-  Watchdog(Session* session, FlightRecorder* recorder, double timeout_s,
-           int poll_interval_ms = 50);
+  Watchdog(Session* session, FlightRecorder* recorder, double timeout_s, int poll_interval_ms = 50);
   ~Watchdog();
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;

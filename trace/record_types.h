@@ -19,27 +19,27 @@ inline constexpr std::string_view kFieldStep = "step";  // the rank's current st
 inline constexpr std::string_view kFieldTid = "tid";    // omitted for thread 0
 
 namespace rec {
-inline constexpr std::string_view kHeader = "header";        // first line of every file
-inline constexpr std::string_view kEnd = "end";              // last line of a clean exit
-inline constexpr std::string_view kThread = "thread";        // names a writer thread
-inline constexpr std::string_view kParams = "params";        // parameter table, once
+inline constexpr std::string_view kHeader = "header";  // first line of every file
+inline constexpr std::string_view kEnd = "end";        // last line of a clean exit
+inline constexpr std::string_view kThread = "thread";  // names a writer thread
+inline constexpr std::string_view kParams = "params";  // parameter table, once
 inline constexpr std::string_view kStepBegin = "step_begin";
-inline constexpr std::string_view kStep = "step";            // step end summary
-inline constexpr std::string_view kPhase = "phase";          // span within a step
-inline constexpr std::string_view kCollective = "coll";      // one collective / barrier
-inline constexpr std::string_view kGradient = "grad";        // after-backward gradient check
-inline constexpr std::string_view kFingerprint = "fp";       // parameter / gradient hashes
-inline constexpr std::string_view kRng = "rng";              // generator state fingerprint
-inline constexpr std::string_view kSampler = "sampler";      // samples drawn in an epoch
-inline constexpr std::string_view kLoader = "loader";        // data wait per step
-inline constexpr std::string_view kScaler = "scaler";        // loss scaler per step
-inline constexpr std::string_view kClip = "clip";            // gradient clipping
-inline constexpr std::string_view kCheckpoint = "ckpt";      // save or load
-inline constexpr std::string_view kSignal = "signal";        // a signal was received
-inline constexpr std::string_view kError = "error";          // an exception / failure
-inline constexpr std::string_view kClock = "clock";          // offset to rank 0 measured
-inline constexpr std::string_view kMark = "mark";            // an online detection
-inline constexpr std::string_view kCustom = "custom";        // user-defined payload
+inline constexpr std::string_view kStep = "step";        // step end summary
+inline constexpr std::string_view kPhase = "phase";      // span within a step
+inline constexpr std::string_view kCollective = "coll";  // one collective / barrier
+inline constexpr std::string_view kGradient = "grad";    // after-backward gradient check
+inline constexpr std::string_view kFingerprint = "fp";   // parameter / gradient hashes
+inline constexpr std::string_view kRng = "rng";          // generator state fingerprint
+inline constexpr std::string_view kSampler = "sampler";  // samples drawn in an epoch
+inline constexpr std::string_view kLoader = "loader";    // data wait per step
+inline constexpr std::string_view kScaler = "scaler";    // loss scaler per step
+inline constexpr std::string_view kClip = "clip";        // gradient clipping
+inline constexpr std::string_view kCheckpoint = "ckpt";  // save or load
+inline constexpr std::string_view kSignal = "signal";    // a signal was received
+inline constexpr std::string_view kError = "error";      // an exception / failure
+inline constexpr std::string_view kClock = "clock";      // offset to rank 0 measured
+inline constexpr std::string_view kMark = "mark";        // an online detection
+inline constexpr std::string_view kCustom = "custom";    // user-defined payload
 }  // namespace rec
 
 // Phase names used in `phase` records and `step.phases`.

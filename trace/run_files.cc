@@ -22,7 +22,8 @@ std::optional<int> ParseNumbered(std::string_view name, std::string_view prefix,
   if (digits.size() < 5) return std::nullopt;
   int rank = 0;
   auto r = std::from_chars(digits.data(), digits.data() + digits.size(), rank);
-  if (r.ec != std::errc() || r.ptr != digits.data() + digits.size() || rank < 0) return std::nullopt;
+  if (r.ec != std::errc() || r.ptr != digits.data() + digits.size() || rank < 0)
+    return std::nullopt;
   return rank;
 }
 

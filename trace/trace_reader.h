@@ -31,11 +31,11 @@ namespace dsdiag::trace {
 
 struct ReadIssue {
   std::string file;
-  int64_t line = 0;    // 1-based
-  int64_t column = 0;  // 1-based byte column of the first offending byte
-  std::string expected;  // e.g. "a JSON object", "integer field \"ts\""
-  std::string found;     // a short excerpt of what was there
-  bool truncated_tail = false;  // the last line has no '\n': the writer died mid-line
+  int64_t line = 0;              // 1-based
+  int64_t column = 0;            // 1-based byte column of the first offending byte
+  std::string expected;          // e.g. "a JSON object", "integer field \"ts\""
+  std::string found;             // a short excerpt of what was there
+  bool truncated_tail = false;   // the last line has no '\n': the writer died mid-line
   std::string ToString() const;  // "FILE:LINE:COL: expected X, found Y"
 };
 

@@ -98,7 +98,7 @@ class TraceWriter {
   const Options options_;
   std::atomic<int64_t> step_{0};
   std::atomic_flag lock_ = ATOMIC_FLAG_INIT;
-  std::string buffer_;        // whole lines not yet written; guarded by lock_
+  std::string buffer_;             // whole lines not yet written; guarded by lock_
   uint64_t buffered_records_ = 0;  // guarded by lock_
   std::atomic<uint64_t> written_{0};
   std::atomic<uint64_t> dropped_{0};

@@ -43,7 +43,8 @@ std::optional<LoaderSweepRecommendation> RecommendLoaderSetting(
   const LoaderSweepPoint* pick = best;
   for (const LoaderSweepPoint& p : points) {
     if (p.samples_per_s_median < floor) continue;
-    if (p.workers < pick->workers || (p.workers == pick->workers && p.batch_size < pick->batch_size))
+    if (p.workers < pick->workers ||
+        (p.workers == pick->workers && p.batch_size < pick->batch_size))
       pick = &p;
   }
   LoaderSweepRecommendation r;
@@ -103,9 +104,9 @@ std::string LoaderSweepTable(const LoaderSweepResult& result) {
     out += line;
   }
   if (result.recommendation)
-    out += "recommendation: " + Setting(result.recommendation->workers,
-                                        result.recommendation->batch_size) +
-           ": " + result.recommendation->reason + "\n";
+    out += "recommendation: " +
+           Setting(result.recommendation->workers, result.recommendation->batch_size) + ": " +
+           result.recommendation->reason + "\n";
   return out;
 }
 

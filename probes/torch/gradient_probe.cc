@@ -12,13 +12,20 @@ namespace {
 
 const char* DtypeName(at::ScalarType t) {
   switch (t) {
-    case at::kFloat: return "f32";
-    case at::kDouble: return "f64";
-    case at::kHalf: return "f16";
-    case at::kBFloat16: return "bf16";
-    case at::kLong: return "i64";
-    case at::kInt: return "i32";
-    default: return "other";
+    case at::kFloat:
+      return "f32";
+    case at::kDouble:
+      return "f64";
+    case at::kHalf:
+      return "f16";
+    case at::kBFloat16:
+      return "bf16";
+    case at::kLong:
+      return "i64";
+    case at::kInt:
+      return "i32";
+    default:
+      return "other";
   }
 }
 
@@ -31,10 +38,13 @@ at::Tensor HashableView(const at::Tensor& t) {
 }  // namespace
 
 GradientProbe::GradientProbe(Session* session, std::vector<std::string> names,
-                             std::vector<at::Tensor> params,
-                             std::vector<std::vector<int>> buckets, GradientProbeOptions options)
-    : session_(session), names_(std::move(names)), params_(std::move(params)),
-      buckets_(std::move(buckets)), options_(options) {
+                             std::vector<at::Tensor> params, std::vector<std::vector<int>> buckets,
+                             GradientProbeOptions options)
+    : session_(session),
+      names_(std::move(names)),
+      params_(std::move(params)),
+      buckets_(std::move(buckets)),
+      options_(options) {
   if (buckets_.empty()) {
     buckets_.emplace_back();
     for (size_t i = 0; i < params_.size(); ++i) buckets_.back().push_back(static_cast<int>(i));

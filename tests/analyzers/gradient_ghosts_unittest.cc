@@ -176,8 +176,9 @@ TEST(ReplicaDivergenceAnalyzerTest, DifferentInitIsInitDivergenceOnly) {
   EXPECT_EQ(findings[0].kind, kind::kInitDivergence);
   EXPECT_EQ(findings[0].ranks, std::vector<int>{1});
   EXPECT_EQ(findings[0].step, 0);
-  EXPECT_EQ(findings[0].subject, "bucket 0 (blocks.0.moe.experts.1.w_out.weight, "
-                                 "blocks.0.moe.experts.1.w_in.weight)");
+  EXPECT_EQ(findings[0].subject,
+            "bucket 0 (blocks.0.moe.experts.1.w_out.weight, "
+            "blocks.0.moe.experts.1.w_in.weight)");
 }
 
 TEST(ReplicaDivergenceAnalyzerTest, EqualAtInitThenTheFirstDifferingFingerprint) {
@@ -190,7 +191,9 @@ TEST(ReplicaDivergenceAnalyzerTest, EqualAtInitThenTheFirstDifferingFingerprint)
         if (rank == 3 && step >= 20) b = 1;
         WriteFp(w, "param", "periodic", "param", {a, a, b, b});
       },
-      [&](int, trace::TraceWriter* w) { WriteFp(w, "param", "init", "param", {1, 2, 3, 4}); });
+      [&](int, trace::TraceWriter* w) {
+        WriteFp(w, "param", "init", "param", {1, 2, 3, 4});
+      });
   auto findings = RunOne(CreateReplicaDivergenceAnalyzer(), run.dir());
   ASSERT_EQ(findings.size(), 1u);
   const Finding& f = findings[0];
@@ -209,7 +212,9 @@ TEST(ReplicaDivergenceAnalyzerTest, EqualReplicasGiveNothing) {
       [&](int, int step, trace::TraceWriter* w) {
         if (step % 5 == 0) WriteFp(w, "param", "periodic", "bucket", {uint64_t(step), 3});
       },
-      [&](int, trace::TraceWriter* w) { WriteFp(w, "param", "init", "bucket", {1, 2}); });
+      [&](int, trace::TraceWriter* w) {
+        WriteFp(w, "param", "init", "bucket", {1, 2});
+      });
   EXPECT_TRUE(RunOne(CreateReplicaDivergenceAnalyzer(), run.dir()).empty());
 }
 

@@ -20,7 +20,8 @@ constexpr int64_t kMs = 1'000'000;
 
 // `world` ranks, 8 steps of `step_ms` each; wait_ms(rank, step) is the loader wait, split
 // over two batches.
-void WriteRun(TestRun* run, int world, int64_t step_ms, const std::function<int64_t(int, int)>& wait_ms) {
+void WriteRun(TestRun* run, int world, int64_t step_ms,
+              const std::function<int64_t(int, int)>& wait_ms) {
   for (int r = 0; r < world; ++r) {
     auto w = run->Open(TestRun::Header(r, world));
     for (int s = 0; s < 8; ++s) {

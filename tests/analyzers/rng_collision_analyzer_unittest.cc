@@ -44,7 +44,9 @@ std::vector<Finding> Analyze(const TestRun& run) {
 TEST(RngCollisionAnalyzerTest, SharedInitAndSamplerStreamsWithDistinctDropoutAreClean) {
   TestRun run;
   WriteRun(&run, 4,
-           {{"cpu", {7, 7, 7, 7}}, {"sampler", {9, 9, 9, 9}}, {"cuda:0", {5, 5, 5, 5}},
+           {{"cpu", {7, 7, 7, 7}},
+            {"sampler", {9, 9, 9, 9}},
+            {"cuda:0", {5, 5, 5, 5}},
             {"dropout", {1, 2, 3, 4}}});
   EXPECT_TRUE(Analyze(run).empty());
 }

@@ -30,7 +30,8 @@ LoaderSweepPoint Point(int workers, int batch, double median) {
 }
 
 TEST(LoaderSweepResultTest, RecommendsTheFastestMedian) {
-  const auto r = trainer::RecommendLoaderSetting({Point(0, 8, 100), Point(2, 8, 300), Point(4, 8, 200)});
+  const auto r =
+      trainer::RecommendLoaderSetting({Point(0, 8, 100), Point(2, 8, 300), Point(4, 8, 200)});
   ASSERT_TRUE(r);
   EXPECT_EQ(r->workers, 2);
   EXPECT_EQ(r->batch_size, 8);
@@ -38,7 +39,8 @@ TEST(LoaderSweepResultTest, RecommendsTheFastestMedian) {
 }
 
 TEST(LoaderSweepResultTest, PrefersFewerWorkersWithinFivePercent) {
-  const auto r = trainer::RecommendLoaderSetting({Point(1, 8, 960), Point(4, 8, 1000), Point(8, 8, 990)});
+  const auto r =
+      trainer::RecommendLoaderSetting({Point(1, 8, 960), Point(4, 8, 1000), Point(8, 8, 990)});
   ASSERT_TRUE(r);
   EXPECT_EQ(r->workers, 1);
   EXPECT_NE(r->reason.find("within 5%"), std::string::npos) << r->reason;
@@ -75,7 +77,8 @@ TEST(LoaderSweepResultTest, TableHasARowPerPointAndTheRecommendation) {
   const std::string table = trainer::LoaderSweepTable(result);
   EXPECT_NE(table.find("samples/s"), std::string::npos);
   EXPECT_NE(table.find("209.0-211.0"), std::string::npos) << table;
-  EXPECT_NE(table.find("recommendation: 2 workers at batch 16: fastest"), std::string::npos) << table;
+  EXPECT_NE(table.find("recommendation: 2 workers at batch 16: fastest"), std::string::npos)
+      << table;
 }
 
 TEST(LoaderSweepCommandTest, ParsesIntegerLists) {
@@ -89,9 +92,10 @@ TEST(LoaderSweepCommandTest, ShortRealSweepRecommendsFromItsOwnFigures) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("dsdiag-sweep-" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  const auto r = testing::RunDsdiag("loader-sweep --workers 0,2 --batch-size 4 --batches 4 --warmup 2 "
-                                    "--repeats 2 --dataset-size 64 --format json --out '" +
-                                    dir.string() + "'");
+  const auto r = testing::RunDsdiag(
+      "loader-sweep --workers 0,2 --batch-size 4 --batches 4 --warmup 2 "
+      "--repeats 2 --dataset-size 64 --format json --out '" +
+      dir.string() + "'");
   if (r.status == 2 && r.err.find("without LibTorch") != std::string::npos)
     GTEST_SKIP() << "dsdiag built without LibTorch";
   ASSERT_EQ(r.status, 0) << r.err;

@@ -19,11 +19,11 @@
 // writes its own functions into the slots; every slot left empty becomes a no-op.
 #define NVTX_NO_IMPL  // a tool needs the types, not the client-side implementation
 #include <nvtx3/nvToolsExt.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
-#include <unistd.h>
 #include <map>
 #include <mutex>
 #include <string>

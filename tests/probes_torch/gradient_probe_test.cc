@@ -26,7 +26,8 @@ class GradientProbeTest : public ::testing::Test {
              ::testing::UnitTest::GetInstance()->current_test_info()->name()))
                .string();
     fs::remove_all(dir_);
-    params_ = {torch::ones({4}, torch::requires_grad()), torch::ones({2, 3}, torch::requires_grad()),
+    params_ = {torch::ones({4}, torch::requires_grad()),
+               torch::ones({2, 3}, torch::requires_grad()),
                torch::ones({3}, torch::requires_grad())};
   }
   void TearDown() override { fs::remove_all(dir_); }
@@ -129,9 +130,11 @@ TEST_F(GradientProbeTest, BucketFingerprintsHashTheBucketsBytesInOrder) {
   auto fps = Lines("fp");
   ASSERT_EQ(fps.size(), 2u);
   EXPECT_NE(fps[0].find("\"what\":\"grad\",\"why\":\"after-sync\",\"gran\":\"bucket\""),
-            std::string::npos) << fps[0];
+            std::string::npos)
+      << fps[0];
   EXPECT_NE(fps[0].find("\"h\":[\"" + Hex(bucket0) + "\",\"" + Hex(empty) + "\"]"),
-            std::string::npos) << fps[0];
+            std::string::npos)
+      << fps[0];
   EXPECT_NE(fps[1].find("\"what\":\"param\",\"why\":\"init\""), std::string::npos) << fps[1];
 }
 
@@ -147,11 +150,13 @@ TEST_F(GradientProbeTest, FullModeHashesEveryParameterEveryStep) {
   const auto& g0 = params_[0].grad();
   EXPECT_NE(fps[0].find("\"gran\":\"param\",\"h\":[\"" +
                         Hex(FingerprintBytes(g0.data_ptr(), g0.nbytes())) + "\""),
-            std::string::npos) << fps[0];
+            std::string::npos)
+      << fps[0];
   EXPECT_NE(fps[0].find(",\"0000000000000000\"]"), std::string::npos) << fps[0];
   const auto p2 = params_[2].detach();
   EXPECT_NE(fps[1].find(Hex(FingerprintBytes(p2.data_ptr(), p2.nbytes())) + "\"]"),
-            std::string::npos) << fps[1];
+            std::string::npos)
+      << fps[1];
 }
 
 TEST_F(GradientProbeTest, LightModeFingerprintsParametersEveryNSteps) {

@@ -21,8 +21,9 @@ using RankList = std::vector<int64_t>;
 // exit status.
 int Train(const TempDir& dir, const std::string& name, int ranks, int steps,
           const std::vector<std::string>& extra) {
-  std::vector<std::string> args = {"train", "--nproc", std::to_string(ranks), "--steps",
-                                   std::to_string(steps), "--out", dir / name};
+  std::vector<std::string> args = {
+      "train", "--nproc", std::to_string(ranks), "--steps", std::to_string(steps),
+      "--out", dir / name};
   args.insert(args.end(), extra.begin(), extra.end());
   return RunDsdiag(args, dir / (name + ".log"), 120);
 }
@@ -117,9 +118,9 @@ TEST(GhostFindings, StragglerIsNamedOnTwoAndFourRanksWhateverAnotherRanksClockSa
 
 TEST(GhostFindings, CollectiveMismatchNamesTheRankStepAndSequenceNumber) {
   TempDir dir("ghosts-mismatch");
-  EXPECT_NE(Train(dir, "run", 2, 8, {"--timeout", "5", "--inject",
-                                     "collective-mismatch:rank=1,step=3"}),
-            0);
+  EXPECT_NE(
+      Train(dir, "run", 2, 8, {"--timeout", "5", "--inject", "collective-mismatch:rank=1,step=3"}),
+      0);
   ExpectFinding(CompareRun(dir / "run"), "collective-mismatch", {1}, 3, "pg 0 seq 16");
 }
 

@@ -56,14 +56,14 @@ std::vector<Node> TraceTree(const Trace& t) {
     const std::string type = Str(r, "type");
     if (type == "step_begin") step_start[Int(r, "step")] = Int(r, "ts");
     if (type == "step")
-      spans.push_back({Int(r, "ts"), Int(r, "ts") + Int(r, "dur"),
-                       "step " + std::to_string(Int(r, "step"))});
+      spans.push_back(
+          {Int(r, "ts"), Int(r, "ts") + Int(r, "dur"), "step " + std::to_string(Int(r, "step"))});
     if (type == "phase")
       spans.push_back({Int(r, "ts"), Int(r, "ts") + Int(r, "dur"), Str(r, "name")});
     if (type == "coll" && !r.Find("tid"))
-      spans.push_back({Int(r, "ts"), Int(r, "ts") + Int(r, "dur"),
-                       Str(r, "op") + " seq " + std::to_string(Int(r, "seq")) + " " +
-                           Str(r, "tag")});
+      spans.push_back(
+          {Int(r, "ts"), Int(r, "ts") + Int(r, "dur"),
+           Str(r, "op") + " seq " + std::to_string(Int(r, "seq")) + " " + Str(r, "tag")});
   }
   std::stable_sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
     return a.start != b.start ? a.start < b.start : a.end > b.end;
@@ -84,9 +84,9 @@ TEST(NvtxTrainerTest, EveryRanksRangeTreeIsItsTracesTree) {
   TempDir dir("nvtx-trainer");
   setenv("NVTX_INJECTION64_PATH", recorder.c_str(), 1);
   setenv("DSDIAG_NVTX_RECORD", (dir / "nvtx-%p.tsv").c_str(), 1);
-  const int status = RunDsdiag({"train", "--nproc", "2", "--steps", "4", "--health-every", "2",
-                                "--out", dir / "run"},
-                               dir / "log");
+  const int status = RunDsdiag(
+      {"train", "--nproc", "2", "--steps", "4", "--health-every", "2", "--out", dir / "run"},
+      dir / "log");
   unsetenv("NVTX_INJECTION64_PATH");
   unsetenv("DSDIAG_NVTX_RECORD");
   ASSERT_EQ(status, 0) << ReadFile(dir / "log");
@@ -97,9 +97,10 @@ TEST(NvtxTrainerTest, EveryRanksRangeTreeIsItsTracesTree) {
     const std::vector<Node> expected = TraceTree(t);
     ASSERT_FALSE(expected.empty());
     // Four steps, each with its phases and its gradient buckets inside.
-    EXPECT_EQ(std::count_if(expected.begin(), expected.end(),
-                            [](const Node& n) { return n.depth == 0 && n.name.rfind("step ", 0) == 0; }),
-              4);
+    EXPECT_EQ(
+        std::count_if(expected.begin(), expected.end(),
+                      [](const Node& n) { return n.depth == 0 && n.name.rfind("step ", 0) == 0; }),
+        4);
     EXPECT_EQ(recorded, expected) << "rank " << Int(t.header(), "rank") << ", " << file;
   }
 }

@@ -40,8 +40,9 @@ struct Compared {
 
 Compared TrainAndCompare(const TempDir& dir, const std::string& name,
                          const std::vector<std::string>& extra) {
-  std::vector<std::string> args = {"train", "--nproc", "2", "--steps", "12", "--batch-size", "4",
-                                   "--dataset-size", "32", "--layers", "1", "--out", dir / name};
+  std::vector<std::string> args = {
+      "train",          "--nproc", "2",        "--steps", "12",    "--batch-size", "4",
+      "--dataset-size", "32",      "--layers", "1",       "--out", dir / name};
   args.insert(args.end(), extra.begin(), extra.end());
   const std::string train_log = dir / (name + "-train.log");
   EXPECT_EQ(RunDsdiag(args, train_log, 120), 0) << ReadFile(train_log);
@@ -63,7 +64,8 @@ Compared TrainAndCompare(const TempDir& dir, const std::string& name,
 TEST(SeedDataGhosts, CleanRunsHaveNoWarningWithAndWithoutWorkers) {
   TempDir dir("ghosts-clean");
   for (const char* workers : {"0", "2"}) {
-    const Compared c = TrainAndCompare(dir, std::string("clean-w") + workers, {"--workers", workers});
+    const Compared c =
+        TrainAndCompare(dir, std::string("clean-w") + workers, {"--workers", workers});
     EXPECT_EQ(c.Serious(/*timing=*/false), "") << "workers " << workers;
   }
 }

@@ -31,7 +31,8 @@ std::optional<double> PeakRssMb() {
   std::string line;
   while (std::getline(in, line)) {
     long long kb = 0;
-    if (std::sscanf(line.c_str(), "VmHWM: %lld kB", &kb) == 1) return static_cast<double>(kb) / 1024.0;
+    if (std::sscanf(line.c_str(), "VmHWM: %lld kB", &kb) == 1)
+      return static_cast<double>(kb) / 1024.0;
   }
   return std::nullopt;
 }
@@ -93,8 +94,9 @@ LoaderSweepResult RunLoaderSweep(const LoaderSweepOptions& o) {
       std::vector<double> rates, firsts;
       for (int k = 0; k < o.repeats; ++k) {
         if (o.progress)
-          o.progress("workers " + std::to_string(workers) + ", batch " + std::to_string(batch_size) +
-                     ", repeat " + std::to_string(k + 1) + "/" + std::to_string(o.repeats));
+          o.progress("workers " + std::to_string(workers) + ", batch " +
+                     std::to_string(batch_size) + ", repeat " + std::to_string(k + 1) + "/" +
+                     std::to_string(o.repeats));
         const Repeat r = MeasureOnce(o, workers, batch_size, session.get());
         rates.push_back(r.samples_per_s);
         firsts.push_back(r.first_batch_ms);
