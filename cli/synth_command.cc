@@ -84,8 +84,8 @@ std::string SynthCommand::Usage() const {
         "\n"
         "Writes one schema-valid trace per rank (rank-<R>.jsonl), shaped like the reference\n"
         "trainer's: header, params, then per step its phases, one allreduce per gradient\n"
-        "bucket and the step summary. No LibTorch needed; the same arguments give the same\n"
-        "bytes.\n\n"
+        "bucket, the gradient and parameter fingerprints and the step summary. No LibTorch\n"
+        "needed; the same arguments give the same bytes.\n\n"
      << VisibleOptions()
      << "  -h [ --help ]                         show this help\n"
         "\n"
@@ -94,11 +94,14 @@ std::string SynthCommand::Usage() const {
         "  clock-skew:rank=R,ms=MS  that rank's wall clock runs MS ahead (and its measured\n"
         "                           offset says so)\n"
         "  unused-param:rank=R      blocks.1.moe.experts.2.* get no gradient on that rank\n"
+        "  grad-desync:rank=R,step=S  that rank's gradient hash differs after step S's\n"
+        "                           sync, and its parameter hashes from then on\n"
+        "  no-broadcast             every rank but 0 starts with its own parameter hashes\n"
         "  crash:rank=R,step=S      that rank dies in step S; the others fail in the\n"
         "                           pending allreduce (end reason peer-failure)\n"
         "  hang:rank=R,step=S       that rank stops in step S; the others time out in the\n"
         "                           pending allreduce and dump their flight recorders\n"
-        "Other kinds need real gradients and RNG state: use 'dsdiag train --inject'.\n"
+        "Other kinds need real tensor values and RNG state: use 'dsdiag train --inject'.\n"
         "\nexit status: 0 written; 2 bad usage or an output directory that cannot be written\n";
   return os.str();
 }

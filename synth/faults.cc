@@ -47,6 +47,12 @@ Faults Faults::FromPlan(const inject::InjectPlan& plan, int ranks, int64_t steps
       case inject::Kind::kCollectiveMismatch:
         f.mismatch_.emplace_back(RequireRank(spec), RequireStep(spec, steps));
         break;
+      case inject::Kind::kGradDesync:
+        f.desync_.emplace_back(RequireRank(spec), RequireStep(spec, steps));
+        break;
+      case inject::Kind::kNoBroadcast:
+        f.no_broadcast_ = true;
+        break;
       case inject::Kind::kCrash:
       case inject::Kind::kHang: {
         if (f.stop_) {
@@ -85,6 +91,16 @@ bool Faults::UnusedParams(int rank) const {
 bool Faults::CollectiveMismatch(int rank, int64_t step) const {
   return std::find(mismatch_.begin(), mismatch_.end(), std::make_pair(rank, step)) !=
          mismatch_.end();
+}
+
+bool Faults::GradDesync(int rank, int64_t step) const {
+  return std::find(desync_.begin(), desync_.end(), std::make_pair(rank, step)) != desync_.end();
+}
+
+bool Faults::Drifted(int rank, int64_t step) const {
+  for (const auto& [r, s] : desync_)
+    if (r == rank && s <= step) return true;
+  return false;
 }
 
 }  // namespace dsdiag::synth

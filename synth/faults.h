@@ -1,10 +1,11 @@
 // Faults: the --inject specs a synthetic run imitates, turned into the few facts the time
 // model and the renderer need (who is slow, whose clock is off, who stops where).
 //
-// synth imitates only faults whose footprint is timing or control flow: straggler,
-// clock-skew, crash, hang, unused-param, collective-mismatch. The rest (desynced gradients,
-// RNG, samplers, scalers, checkpoints...) show up in hashes and values that only the real
-// trainer produces; asking for one is an error that points at `dsdiag train`.
+// synth imitates faults whose footprint is timing or control flow (straggler, clock-skew,
+// crash, hang, unused-param, collective-mismatch) and the two whose footprint is which
+// ranks' fingerprints agree (grad-desync, no-broadcast): synthetic hashes need only say
+// who equals whom. The rest (RNG, samplers, scalers, checkpoints...) show up in values that
+// only the real trainer produces; asking for one is an error that points at `dsdiag train`.
 #pragma once
 
 #include <cstdint>
@@ -45,6 +46,11 @@ class Faults {
   bool UnusedParams(int rank) const;
   // Whether `rank` issues a mismatched collective in `step` (collective-mismatch).
   bool CollectiveMismatch(int rank, int64_t step) const;
+  // Whether `rank`'s gradient is altered after the sync of `step` (grad-desync).
+  bool GradDesync(int rank, int64_t step) const;
+  // Whether `rank`'s replica has drifted by the end of `step`: a grad-desync at or before it.
+  bool Drifted(int rank, int64_t step) const;
+  bool NoBroadcast() const { return no_broadcast_; }
   const std::optional<Stop>& stop() const { return stop_; }
   // The specs as given, space-separated, for the header's config.
   const std::string& text() const { return text_; }
@@ -60,6 +66,8 @@ class Faults {
   std::vector<RankAmount> skew_;
   std::vector<int> unused_param_ranks_;
   std::vector<std::pair<int, int64_t>> mismatch_;  // (rank, step)
+  std::vector<std::pair<int, int64_t>> desync_;    // (rank, step)
+  bool no_broadcast_ = false;
   std::optional<Stop> stop_;
   std::string text_;
 };

@@ -20,7 +20,20 @@ constexpr int64_t kUs = 1000;
 constexpr int64_t kMs = 1000 * kUs;
 
 // Noise slots for values (time_model.cc uses the low slots of the same keys).
-enum ValueSlot : uint32_t { kSlotLoss = 1000, kSlotNorm, kSlotDetect, kSlotPid };
+enum ValueSlot : uint32_t {
+  kSlotLoss = 1000,
+  kSlotNorm,
+  kSlotDetect,
+  kSlotPid,
+  kSlotGradFp,
+  kSlotParamFp
+};
+
+// The trainer fingerprints parameters every this many steps (light mode's default).
+constexpr int64_t kParamFpEvery = 10;
+
+// What makes one rank's hash differ from the shared one: a function of the rank only.
+uint64_t RankSalt(int rank, uint64_t what) { return Mix(Mix(what) ^ static_cast<uint64_t>(rank)); }
 
 // The elements of a bucket's allreduce. collective-mismatch: the rank's first allreduce of
 // that step has half as many (the run goes on, as if the backend had not noticed).
@@ -42,6 +55,7 @@ class Renderer {
   void Render(const Drain& drain) {
     Header();
     run_.table->AppendParamsRecord(Mono(model_.ParamsTime(rank_)), out_);
+    Fingerprint("param", "init", model_.ParamsTime(rank_), 0);
     Clock("start", model_.ClockTime(rank_), 0);
     const std::optional<Stop>& stop = run_.faults->stop();
     int64_t start = model_.FirstStepStart(rank_);
@@ -55,6 +69,7 @@ class Renderer {
       if (out_->size() >= kDrainBytes) drain(out_);
     }
     const int64_t end = start + 2 * kMs;
+    Fingerprint("param", "final", start + kMs, run_.steps);
     Clock("end", end, run_.steps);
     End(run_.steps, end + kMs, "ok", 0, "");
     drain(out_);
@@ -115,8 +130,10 @@ class Renderer {
     Grad(step, w.backward_end);
     for (; k < buckets_; ++k) Coll(step, k, w.enter[k], exit[k]);
     const StepEnd e = model_.End(w, exit[buckets_ - 1]);
+    Fingerprint("grad", "after-sync", e.sync_end, step);
     Phase(step, phase::kSync, w.backward_end, e.sync_end);
     Phase(step, phase::kOptimizer, e.sync_end, e.optimizer_end);
+    if (step % kParamFpEvery == 0) Fingerprint("param", "periodic", e.optimizer_end, step);
     StepRecord(step, w, e);
     return e.next_start;
   }
@@ -210,6 +227,33 @@ class Renderer {
       }
       l.EndArray();
     }
+    l.Finish();
+  }
+
+  // A light-mode `fp` record: one hash per bucket. Hashes say only who agrees with whom:
+  // the shared value is a function of (seed, step, bucket, what), and a rank whose state
+  // differs XORs in a salt of its own.
+  void Fingerprint(std::string_view what, std::string_view why, int64_t t, int64_t step) {
+    const bool grad = what == "grad";
+    uint64_t salt = 0;
+    if (grad) {
+      // grad-desync: one bucket's gradient is altered after the allreduce, at that step only.
+      if (run_.faults->GradDesync(rank_, step)) salt = RankSalt(rank_, kSlotGradFp);
+    } else {
+      // no-broadcast: every replica starts from its own init (rank 0's is the reference);
+      // after a grad-desync the replica stays off for good.
+      if (run_.faults->NoBroadcast() && rank_ != 0) salt ^= RankSalt(rank_, kSlotParamFp);
+      if (why != "init" && run_.faults->Drifted(rank_, step)) salt ^= RankSalt(rank_, kSlotGradFp);
+    }
+    // Parameters change only at optimizer steps: `init` and a step's `periodic` differ.
+    const int64_t state = grad || why == "init" ? step : step + 1;
+    trace::JsonLine l = Record(rec::kFingerprint, t, step);
+    l.Field("what", what).Field("why", why).Field("gran", "bucket").BeginArray("h");
+    for (int k = 0; k < buckets_; ++k) {
+      const uint64_t shared = Noise(model_.seed(), state, k).Bits(grad ? kSlotGradFp : kSlotParamFp);
+      l.AddHex(shared ^ (grad && k != 0 ? 0 : salt));
+    }
+    l.EndArray();
     l.Finish();
   }
 

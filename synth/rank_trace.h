@@ -1,11 +1,11 @@
 // Rendering of one rank's synthetic trace (rank-<R>.jsonl) and, for ranks whose watchdog
 // fires, its flight-recorder dump (flight-rank-<R>.json), from the facts shared by all ranks.
 //
-// A clean rank writes: header, params, clock (start), then per step
+// A clean rank writes: header, params, fp param init, clock (start), then per step
 //   step_begin, phase data, phase forward, [coll...] phase backward, grad, [coll...],
-//   phase sync, phase optimizer, step
+//   fp grad after-sync, phase sync, phase optimizer, [fp param periodic], step
 // (each `coll` at the point its allreduce completes, which may fall inside backward or in
-// sync), then clock (end) and end (reason ok). Faults change the tail: see synth_run.h.
+// sync; `periodic` every 10th step), then fp param final, clock (end) and end (reason ok). Faults change the tail: see synth_run.h.
 #pragma once
 
 #include <cstdint>

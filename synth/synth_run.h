@@ -12,6 +12,10 @@
 //                           offset_err.
 //   unused-param:rank=R     blocks.1.moe.experts.2.* get no gradient on R: its `grad`
 //                           records have n_missing 2, and step 0's `missing` lists them.
+//   grad-desync:rank=R,step=K
+//                           R's after-sync `fp` hash of bucket 0 differs at step K, and
+//                           from then on R's parameter hashes (periodic, final) differ.
+//   no-broadcast            every rank but 0 has its own parameter hashes, from `init` on.
 //   crash:rank=R,step=K     R dies in step K's backward: its file ends with step_begin,
 //                           phase data and a cut-off forward record (no newline, no end).
 //                           The others finish backward (phase, grad), wait in sync, then

@@ -5,11 +5,11 @@
 #include <stdexcept>
 #include <vector>
 
+#include "probes/loop_records.h"
 #include "probes/session.h"
 #include "trace/clock.h"
 #include "trainer/torch/distributed_sampler.h"
 #include "trainer/torch/tensor_hash.h"
-#include "trainer/torch/trainer_records.h"
 
 namespace dsdiag::trainer {
 
@@ -94,7 +94,8 @@ Batch BatchStream::Next() {
   const int64_t wait = trace::MonotonicNs() - t0;
   ++consumed_;
   // Without workers the batch is made while the loop waits: the wait is the production.
-  records::WriteLoader(session_, wait, options_.workers > 0 ? -1 : wait, example.data.size(0));
+  probes::records::WriteLoader(session_, wait, options_.workers > 0 ? -1 : wait,
+                               example.data.size(0));
   return {example.data, example.target};
 }
 
@@ -106,7 +107,7 @@ void BatchStream::WriteSamplerRecord(int64_t skip) const {
   const std::vector<uint64_t> seq(order.begin(), order.end());
   std::vector<uint64_t> sorted = seq;
   std::sort(sorted.begin(), sorted.end());
-  records::SamplerRecord r;
+  probes::records::SamplerRecord r;
   r.epoch = next_epoch();
   r.sampler_epoch = sampler_epoch_;
   r.seed = static_cast<int64_t>(options_.shuffle_seed);
@@ -117,7 +118,7 @@ void BatchStream::WriteSamplerRecord(int64_t skip) const {
   if (session_->full()) r.indices = &seq;
   r.members = &seq;
   r.dataset_size = options_.corpus.size;
-  records::WriteSampler(session_, r);
+  probes::records::WriteSampler(session_, r);
 }
 
 }  // namespace dsdiag::trainer

@@ -12,6 +12,7 @@
 #include <optional>
 #include <thread>
 
+#include "probes/loop_records.h"
 #include "probes/session.h"
 #include "probes/torch/gradient_probe.h"
 #include "trace/clock.h"
@@ -26,7 +27,6 @@
 #include "trainer/torch/run_control.h"
 #include "trainer/torch/seeds.h"
 #include "trainer/torch/tensor_hash.h"
-#include "trainer/torch/trainer_records.h"
 
 namespace dsdiag::trainer {
 namespace {
@@ -157,8 +157,8 @@ void Trainer::State::BuildModel() {
   const uint64_t init_seed =
       static_cast<uint64_t>(config.seed) + (faults.no_broadcast() ? env.rank : 0);
   torch::manual_seed(init_seed);
-  records::WriteRng(session, "cpu", "init", static_cast<int64_t>(init_seed),
-                    GeneratorHash(at::detail::getDefaultCPUGenerator()));
+  probes::records::WriteRng(session, "cpu", "init", static_cast<int64_t>(init_seed),
+                            GeneratorHash(at::detail::getDefaultCPUGenerator()));
   model = MoeDecoder(ModelOptionsFrom(config));
   model->to(device);
   params = CollectParams(*model);
@@ -177,8 +177,8 @@ void Trainer::State::BuildModel() {
   // Per-rank dropout stream (base + rank); `rng-collision` gives every rank the base.
   dropout_seed = static_cast<uint64_t>(config.seed) + (faults.rng_collision() ? 0 : env.rank);
   dropout_rng.set_current_seed(MixSeed(dropout_seed, 0));
-  records::WriteRng(session, "dropout", "init", static_cast<int64_t>(dropout_seed),
-                    GeneratorHash(dropout_rng));
+  probes::records::WriteRng(session, "dropout", "init", static_cast<int64_t>(dropout_seed),
+                            GeneratorHash(dropout_rng));
 }
 
 void Trainer::State::BuildData() {
@@ -197,8 +197,8 @@ void Trainer::State::BuildData() {
   data.set_epoch = !faults.no_set_epoch();
   stream = std::make_unique<BatchStream>(data, session);
   torch::Generator sampler_rng = at::detail::createCPUGenerator(data.shuffle_seed);
-  records::WriteRng(session, "sampler", "init", static_cast<int64_t>(data.shuffle_seed),
-                    GeneratorHash(sampler_rng));
+  probes::records::WriteRng(session, "sampler", "init", static_cast<int64_t>(data.shuffle_seed),
+                            GeneratorHash(sampler_rng));
 }
 
 void Trainer::State::Resume() {
@@ -210,7 +210,7 @@ void Trainer::State::Resume() {
   }
   const int64_t t0 = trace::MonotonicNs();
   LoadResult loaded = LoadCheckpoint(path, params, *optimizer);
-  records::CheckpointRecord r;
+  probes::records::CheckpointRecord r;
   r.op = "load";
   r.path = path;
   r.bytes = loaded.bytes;
@@ -222,7 +222,7 @@ void Trainer::State::Resume() {
   r.prefix_stripped = loaded.prefix_stripped;
   r.missing = loaded.missing;
   r.unexpected = loaded.unexpected;
-  records::WriteCheckpoint(session, r);
+  probes::records::WriteCheckpoint(session, r);
   if (!loaded.missing.empty()) {
     throw CheckpointError("checkpoint " + path + " lacks " + std::to_string(loaded.missing.size()) +
                           " parameters, e.g. " + loaded.missing.front());
@@ -369,19 +369,19 @@ void Trainer::State::OptimizerStep(int64_t step, bool skip) {
     const bool clip = config.clip_norm > 0;
     if (scaler.enabled() && clip && faults.clip_before_unscale()) {
       const double norm = ClipGradNorm(params.tensors, config.clip_norm);
-      records::WriteClip(session, /*unscaled=*/false, norm, config.clip_norm);
+      probes::records::WriteClip(session, /*unscaled=*/false, norm, config.clip_norm);
       ScaleGrads(params.tensors, 1.0 / scale);
     } else {
       if (scaler.enabled()) ScaleGrads(params.tensors, 1.0 / scale);
       if (clip) {
         const double norm = ClipGradNorm(params.tensors, config.clip_norm);
-        records::WriteClip(session, /*unscaled=*/true, norm, config.clip_norm);
+        probes::records::WriteClip(session, /*unscaled=*/true, norm, config.clip_norm);
       }
     }
     optimizer->step();
   }
   if (scaler.enabled()) {
-    records::ScalerRecord r;
+    probes::records::ScalerRecord r;
     r.scale = scale;
     r.inf_local = inf_local;
     r.inf_global = inf_global;
@@ -389,7 +389,7 @@ void Trainer::State::OptimizerStep(int64_t step, bool skip) {
     r.event = scaler.Update(skip);
     r.norm_scaled = norm_scaled;
     r.norm = norm_scaled / scale;
-    records::WriteScaler(session, r);
+    probes::records::WriteScaler(session, r);
   }
   grad_probe->AfterOptimizerStep(step);
 }
@@ -409,7 +409,7 @@ void Trainer::State::SaveCheckpointNow(int64_t steps_done) {
       faults.ckpt_all_ranks() ? ".tmp-rank" + std::to_string(env.rank) : ".tmp";
   const int64_t t0 = trace::MonotonicNs();
   SaveResult saved = SaveCheckpoint(path, temp_suffix, params, *optimizer, state);
-  records::CheckpointRecord r;
+  probes::records::CheckpointRecord r;
   r.op = "save";
   r.path = path;
   r.bytes = saved.bytes;
@@ -417,7 +417,7 @@ void Trainer::State::SaveCheckpointNow(int64_t steps_done) {
   r.ckpt_step = steps_done;
   r.epoch = state.position.epoch;
   r.dur = trace::MonotonicNs() - t0;
-  records::WriteCheckpoint(session, r);
+  probes::records::WriteCheckpoint(session, r);
 }
 
 void Trainer::State::PrintProgress(int64_t step, double loss, int64_t step_start_ns) const {

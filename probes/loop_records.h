@@ -13,7 +13,7 @@ namespace dsdiag::probes {
 class Session;
 }
 
-namespace dsdiag::trainer::records {
+namespace dsdiag::probes::records {
 
 struct SamplerRecord {
   int64_t epoch = 0;          // the training epoch this order serves
@@ -68,4 +68,4 @@ void WriteCheckpoint(probes::Session* session, const CheckpointRecord& r) noexce
 void WriteRng(probes::Session* session, std::string_view stream, std::string_view why, int64_t seed,
               uint64_t state_hash) noexcept;
 
-}  // namespace dsdiag::trainer::records
+}  // namespace dsdiag::probes::records

@@ -1,10 +1,10 @@
-#include "trainer/torch/trainer_records.h"
+#include "probes/loop_records.h"
 
 #include "probes/session.h"
 #include "trace/clock.h"
 #include "trace/record_types.h"
 
-namespace dsdiag::trainer::records {
+namespace dsdiag::probes::records {
 namespace {
 
 // Standard base64 (RFC 4648, with padding) of bit i = index i is in the rank's epoch.
@@ -112,4 +112,4 @@ void WriteRng(probes::Session* session, std::string_view stream, std::string_vie
   record.line().Field("stream", stream).Field("why", why).Field("seed", seed).Hex("h", state_hash);
 }
 
-}  // namespace dsdiag::trainer::records
+}  // namespace dsdiag::probes::records
