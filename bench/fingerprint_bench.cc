@@ -58,8 +58,9 @@ int main(int argc, char** argv) {
   for (int r = 0; r < reps; ++r) {
     best_read = std::min(best_read, TimeNs([&] { sink ^= SumWords(words); }));
     best_hash = std::min(best_hash, TimeNs([&] {
-      sink ^= dsdiag::probes::FingerprintBytes(words.data(), words.size() * sizeof(uint64_t));
-    }));
+                           sink ^= dsdiag::probes::FingerprintBytes(
+                               words.data(), words.size() * sizeof(uint64_t));
+                         }));
   }
   std::fprintf(stderr, "fingerprint bench: %zu MiB, %d reps, read %.1f GB/s, sink %llx\n",
                bytes >> 20, reps, static_cast<double>(bytes) / best_read,

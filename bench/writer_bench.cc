@@ -86,7 +86,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   const double total = static_cast<double>(records) * threads;
-  std::fprintf(stderr, "writer bench: %d threads x %lld records, wall %.1f ns per record per thread\n",
+  std::fprintf(stderr,
+               "writer bench: %d threads x %lld records, wall %.1f ns per record per thread\n",
                threads, static_cast<long long>(records), elapsed * threads / total);
   std::printf("writer_ns_per_record_%dt %.1f\n", threads, cpu / total);
   return 0;

@@ -42,8 +42,8 @@ po::options_description VisibleOptions() {
   return options;
 }
 
-// The --out path: a directory gets loader-sweep.json inside it.
-std::string OutPath(const std::string& out) {
+// The --out path: a directory gets loader-sweep.json inside it (LibTorch builds only).
+[[maybe_unused]] std::string OutPath(const std::string& out) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::is_directory(out, ec) || (!out.empty() && out.back() == '/'))

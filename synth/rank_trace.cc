@@ -250,7 +250,8 @@ class Renderer {
     trace::JsonLine l = Record(rec::kFingerprint, t, step);
     l.Field("what", what).Field("why", why).Field("gran", "bucket").BeginArray("h");
     for (int k = 0; k < buckets_; ++k) {
-      const uint64_t shared = Noise(model_.seed(), state, k).Bits(grad ? kSlotGradFp : kSlotParamFp);
+      const uint64_t shared =
+          Noise(model_.seed(), state, k).Bits(grad ? kSlotGradFp : kSlotParamFp);
       l.AddHex(shared ^ (grad && k != 0 ? 0 : salt));
     }
     l.EndArray();

@@ -5,7 +5,8 @@
 //   step_begin, phase data, phase forward, [coll...] phase backward, grad, [coll...],
 //   fp grad after-sync, phase sync, phase optimizer, [fp param periodic], step
 // (each `coll` at the point its allreduce completes, which may fall inside backward or in
-// sync; `periodic` every 10th step), then fp param final, clock (end) and end (reason ok). Faults change the tail: see synth_run.h.
+// sync; `periodic` every 10th step), then fp param final, clock (end) and end (reason ok).
+// Faults change the tail: see synth_run.h.
 #pragma once
 
 #include <cstdint>

@@ -428,6 +428,133 @@ TEST(SynthRunTest, HangLeavesPeersTimedOutInTheCollective) {
   }
 }
 
+// --- fingerprints ------------------------------------------------------------------------
+
+// One `fp` record: (what, why, step) and its hashes.
+struct Fp {
+  std::string what, why, gran;
+  int64_t step = -1;
+  std::vector<std::string> h;
+  std::string Key() const { return what + " " + why + " " + std::to_string(step); }
+};
+
+std::vector<Fp> FingerprintsOf(const std::string& trace) {
+  std::vector<Fp> out;
+  simdjson::dom::parser parser;
+  for (const Record& r : OfType(ParseRecords(trace), "fp")) {
+    simdjson::dom::element e = parser.parse(r.raw);
+    Fp fp;
+    fp.what = testing::StringOr(e, "what");
+    fp.why = testing::StringOr(e, "why");
+    fp.gran = testing::StringOr(e, "gran");
+    fp.step = r.step;
+    for (simdjson::dom::element x : simdjson::dom::array(e["h"]))
+      fp.h.emplace_back(std::string_view(x));
+    out.push_back(std::move(fp));
+  }
+  return out;
+}
+
+// Every rank's fingerprints by key ("param periodic 10" -> rank -> hashes).
+std::map<std::string, std::vector<std::vector<std::string>>> FingerprintsByKey(
+    const SynthRun& run) {
+  std::map<std::string, std::vector<std::vector<std::string>>> out;
+  for (int r = 0; r < run.ranks(); ++r) {
+    for (Fp& fp : FingerprintsOf(run.RankTrace(r))) out[fp.Key()].push_back(std::move(fp.h));
+  }
+  return out;
+}
+
+TEST(SynthRunTest, FingerprintsAreWrittenLikeTheLightProbe) {
+  const SynthRun run(Config(3, 12));
+  const std::vector<Record> records = ParseRecords(run.RankTrace(1));
+  const std::vector<Fp> fps = FingerprintsOf(run.RankTrace(1));
+  // init, after-sync each step, periodic after steps 0 and 10, final.
+  std::vector<std::string> keys;
+  for (const Fp& fp : fps) {
+    keys.push_back(fp.Key());
+    EXPECT_EQ(fp.gran, "bucket");
+    ASSERT_EQ(fp.h.size(), 3u) << fp.Key();  // one per bucket of the params table
+    for (const std::string& h : fp.h) {
+      EXPECT_EQ(h.size(), 16u) << h;
+      EXPECT_EQ(h.find_first_not_of("0123456789abcdef"), std::string::npos) << h;
+    }
+  }
+  std::vector<std::string> expected = {"param init 0", "grad after-sync 0", "param periodic 0"};
+  for (int64_t s = 1; s < 12; ++s) {
+    expected.push_back("grad after-sync " + std::to_string(s));
+    if (s == 10) expected.push_back("param periodic 10");
+  }
+  expected.push_back("param final 12");
+  EXPECT_EQ(keys, expected);
+  // init comes after the broadcast, before step 0 begins.
+  const auto first = [&](const std::string& type) {
+    return std::find_if(records.begin(), records.end(),
+                        [&](const Record& r) { return r.type == type; }) -
+           records.begin();
+  };
+  EXPECT_LT(first("params"), first("fp"));
+  EXPECT_LT(first("fp"), first("step_begin"));
+  // Hashes move with the step and the bucket.
+  EXPECT_NE(fps[1].h[0], fps[3].h[0]);
+  EXPECT_NE(fps[1].h[0], fps[1].h[1]);
+  EXPECT_NE(fps[0].h[0], fps[2].h[0]);
+}
+
+TEST(SynthRunTest, CleanFingerprintsAgreeAcrossRanksAndDependOnTheSeed) {
+  const auto a = FingerprintsByKey(SynthRun(Config(5, 11)));
+  const auto b = FingerprintsByKey(SynthRun(Config(5, 11)));
+  const auto c = FingerprintsByKey(SynthRun(Config(5, 11, {}, 99)));
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(a.size(), 1u + 11u + 2u + 1u);
+  for (const auto& [key, by_rank] : a) {
+    ASSERT_EQ(by_rank.size(), 5u) << key;
+    for (const auto& h : by_rank) EXPECT_EQ(h, by_rank[0]) << key;
+    EXPECT_NE(by_rank[0], c.at(key)[0]) << key;
+  }
+}
+
+TEST(SynthRunTest, GradDesyncAltersOneBucketAtTheStepThenTheReplica) {
+  const auto fps = FingerprintsByKey(SynthRun(Config(4, 25, {"grad-desync:rank=2,step=10"})));
+  for (const auto& [key, by_rank] : fps) {
+    ASSERT_EQ(by_rank.size(), 4u) << key;
+    EXPECT_EQ(by_rank[0], by_rank[1]) << key;
+    EXPECT_EQ(by_rank[0], by_rank[3]) << key;
+  }
+  for (int64_t s = 0; s < 25; ++s) {
+    const auto& g = fps.at("grad after-sync " + std::to_string(s));
+    if (s != 10) {
+      EXPECT_EQ(g[2], g[0]) << "step " << s;
+      continue;
+    }
+    EXPECT_NE(g[2][0], g[0][0]);
+    EXPECT_EQ(g[2][1], g[0][1]);
+    EXPECT_EQ(g[2][2], g[0][2]);
+  }
+  for (const char* key : {"param init 0", "param periodic 0"})
+    EXPECT_EQ(fps.at(key)[2], fps.at(key)[0]) << key;
+  for (const char* key : {"param periodic 10", "param periodic 20", "param final 25"}) {
+    const auto& p = fps.at(key);
+    for (size_t k = 0; k < p[0].size(); ++k) EXPECT_NE(p[2][k], p[0][k]) << key << " bucket " << k;
+  }
+}
+
+TEST(SynthRunTest, NoBroadcastGivesEveryRankItsOwnParameters) {
+  const auto clean = FingerprintsByKey(SynthRun(Config(4, 12)));
+  const auto fps = FingerprintsByKey(SynthRun(Config(4, 12, {"no-broadcast"})));
+  for (const auto& [key, by_rank] : fps) {
+    if (key.rfind("grad ", 0) == 0) {
+      // The allreduce averages whatever the replicas hold: gradients still agree.
+      for (const auto& h : by_rank) EXPECT_EQ(h, by_rank[0]) << key;
+      continue;
+    }
+    // Rank 0 is the reference (the broadcast's source); every other rank is its own.
+    EXPECT_EQ(by_rank[0], clean.at(key)[0]) << key;
+    std::set<std::vector<std::string>> distinct(by_rank.begin(), by_rank.end());
+    EXPECT_EQ(distinct.size(), 4u) << key;
+  }
+}
+
 // --- bad requests ------------------------------------------------------------------------
 
 void ExpectSpecError(const SynthConfig& c, const std::string& needle) {
@@ -440,9 +567,11 @@ void ExpectSpecError(const SynthConfig& c, const std::string& needle) {
 }
 
 TEST(SynthRunTest, RejectsWhatItCannotImitate) {
-  ExpectSpecError(Config(4, 5, {"grad-desync:rank=1,step=2"}),
-                  "synth cannot imitate --inject grad-desync:rank=1,step=2");
-  ExpectSpecError(Config(4, 5, {"no-broadcast"}), "synth cannot imitate --inject no-broadcast");
+  ExpectSpecError(Config(4, 5, {"scaler-desync:rank=1"}),
+                  "synth cannot imitate --inject scaler-desync:rank=1");
+  ExpectSpecError(Config(4, 5, {"rng-collision"}), "synth cannot imitate --inject rng-collision");
+  ExpectSpecError(Config(4, 5, {"grad-desync:rank=1"}), "missing key 'step'");
+  ExpectSpecError(Config(4, 5, {"grad-desync:rank=1,step=5"}), "past the run's last step");
   ExpectSpecError(Config(4, 5, {"stragler:rank=1,ms=5"}), "unknown kind");
   ExpectSpecError(Config(4, 5, {"straggler:rank=4,ms=5"}), "out of range");
   ExpectSpecError(Config(4, 5, {"straggler:rank=1"}), "missing key 'ms'");
