@@ -182,12 +182,29 @@ class RankDiedAnalyzer : public Analyzer {
     out->push_back(SilentDeaths(dead, everyone));
   }
 
+  // What the other ranks then saw: how each one ended, and with what message (a peer's
+  // "connection closed", a collective timeout, the launcher's SIGTERM). Up to kMaxListed.
+  JsonValue SurvivorsView(int dead_rank) const {
+    JsonValue out = JsonValue::Array();
+    for (const auto& s : ranks_) {
+      if (s.rank == dead_rank || out.elements().size() >= kMaxListed) continue;
+      JsonValue v = JsonValue::Object();
+      v.Set("rank", s.rank);
+      v.Set("ended", s.end.end_seen ? JsonValue(s.end.reason) : JsonValue("no end record"));
+      if (!s.end.detail.empty()) v.Set("detail", Clip(s.end.detail, kMaxMessage));
+      v.Set("last_step_begun", OptionalInt(s.end.last_step_begun));
+      out.Push(std::move(v));
+    }
+    return out;
+  }
+
   Finding SilentDeath(const RankState& s) const {
     Finding f = Base(s, Severity::kError);
     f.summary = "rank " + std::to_string(s.rank) + " stopped " + StepText(s.end.last_step_begun) +
                 " without an end record" +
                 (s.end.last_phase.empty() ? "" : " (last phase done: " + s.end.last_phase + ")");
     f.evidence.Set("truncated_tail", s.end.truncated_tail);
+    f.evidence.Set("survivors", SurvivorsView(s.rank));
     f.hint =
         "The rank did not reach its exit path: it was SIGKILLed (OOM killer, scheduler), "
         "crashed (segfault, abort) or lost its node, or it hung and the job was cancelled. "

@@ -104,6 +104,10 @@ TEST(RankDiedAnalyzerTest, SigtermAfterASilentDeathIsAFollowOnInfo) {
   EXPECT_EQ(follow_on.severity, Severity::kInfo);
   EXPECT_EQ(follow_on.ranks, std::vector<int>{0});
   EXPECT_EQ(Evidence(follow_on, "after_deaths_of"), "[1]");
+  // The dead rank's finding says what the others saw.
+  EXPECT_EQ(Evidence(findings[0], "survivors"),
+            "[{\"rank\":0,\"ended\":\"signal\",\"detail\":\"SIGTERM\",\"last_step_begun\":4},"
+            "{\"rank\":2,\"ended\":\"signal\",\"detail\":\"SIGKILL\",\"last_step_begun\":4}]");
   EXPECT_NE(follow_on.summary.find("follow-on"), std::string::npos) << follow_on.summary;
 }
 
