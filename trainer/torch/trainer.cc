@@ -1,6 +1,7 @@
 #include "trainer/torch/trainer.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/detail/CUDAHooksInterface.h>
 #include <torch/torch.h>
 #include <unistd.h>
 
@@ -89,6 +90,9 @@ struct Trainer::State {
   void BuildData();
   void Resume();
   void TrainStep(int64_t step);
+  // `rng` records of the generators a step draws from: the per-rank dropout stream and the
+  // process-wide CPU generator, at each epoch start and every health_every steps.
+  void RecordRngStreams(const char* why);
   torch::Tensor Forward(const Batch& batch, int64_t step);
   void Backward(const torch::Tensor& loss, int64_t step);
   // Returns whether this rank skips the optimizer step (fp16 overflow).
@@ -114,6 +118,7 @@ struct Trainer::State {
   std::unique_ptr<BatchStream> stream;
   torch::Generator dropout_rng = at::detail::createCPUGenerator(0);
   uint64_t dropout_seed = 0;
+  int64_t rng_epoch_recorded = -1;
   int64_t start_step = 0;
   int64_t total_steps = 0;
   int64_t total_epochs = 0;
@@ -250,6 +255,10 @@ void Trainer::State::Resume() {
 void Trainer::State::TrainStep(int64_t step) {
   const int64_t step_start = trace::MonotonicNs();
   session->BeginStep(step, stream->next_epoch());
+  if (stream->next_epoch() != rng_epoch_recorded) {
+    rng_epoch_recorded = stream->next_epoch();
+    RecordRngStreams("epoch");
+  }
 
   Batch batch;
   {
@@ -392,6 +401,20 @@ void Trainer::State::OptimizerStep(int64_t step, bool skip) {
     probes::records::WriteScaler(session, r);
   }
   grad_probe->AfterOptimizerStep(step);
+  if (config.health_every > 0 && step % config.health_every == 0) RecordRngStreams("periodic");
+}
+
+void Trainer::State::RecordRngStreams(const char* why) {
+  probes::records::WriteRng(session, "dropout", why, static_cast<int64_t>(dropout_seed),
+                            GeneratorHash(dropout_rng));
+  probes::records::WriteRng(session, "cpu", why, config.seed,
+                            GeneratorHash(at::detail::getDefaultCPUGenerator()));
+  // Each visible GPU's default generator, when this LibTorch has CUDA (none here).
+  const auto& cuda = at::detail::getCUDAHooks();
+  if (!cuda.hasCUDA()) return;
+  for (int i = 0; i < cuda.getNumGPUs(); ++i)
+    probes::records::WriteRng(session, "cuda:" + std::to_string(i), why, config.seed,
+                              GeneratorHash(cuda.getDefaultCUDAGenerator(i)));
 }
 
 void Trainer::State::SaveCheckpointNow(int64_t steps_done) {
