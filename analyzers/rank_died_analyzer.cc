@@ -10,7 +10,9 @@
 //                                             one grouped finding when every rank stopped
 //                                             so (the job was killed from outside) or when
 //                                             more than kMaxPerRank ranks did
-//   `end` reason signal / error       error   one per rank, naming the signal or message;
+//   `end` reason signal / error       error   one per rank, naming the signal or message
+//                                             (one grouped finding for more than
+//                                             kMaxPerRank ranks that ended alike);
 //                                     info for SIGTERM/SIGINT/SIGHUP when another rank died
 //                                             silently (the launcher tearing the job down)
 //   `end` reason peer-failure         info    when another rank's failure is found here,
@@ -96,11 +98,12 @@ class RankDiedAnalyzer : public Analyzer {
     if (!run.missing_ranks.empty()) out->push_back(Missing(run));
     ReportSilentDeaths(out);
     const std::vector<int> silently_dead = SilentlyDead(run);
+    std::vector<Finding> announced;
     for (const auto& s : ranks_) {
       switch (s.fate) {
         case Fate::kSignal:
         case Fate::kError:
-          out->push_back(Announced(s, silently_dead));
+          announced.push_back(Announced(s, silently_dead));
           break;
         case Fate::kOkNonZero:
         case Fate::kOtherReason:
@@ -110,7 +113,45 @@ class RankDiedAnalyzer : public Analyzer {
           break;
       }
     }
+    GroupAlike(std::move(announced), out);
     ReportPeerFailures(run, out);
+  }
+
+  // When many ranks ended alike (the survivors of a 1,024-rank hang all time out in the same
+  // collective), one finding says so instead of one per rank: the findings of a group share
+  // severity and summary once the rank is taken out.
+  static void GroupAlike(std::vector<Finding> findings, std::vector<Finding>* out) {
+    std::map<std::pair<Severity, std::string>, std::vector<Finding>> groups;
+    for (Finding& f : findings) {
+      std::string key = f.summary;
+      const std::string rank = "rank " + std::to_string(f.ranks.front()) + " ";
+      if (key.rfind(rank, 0) == 0) key = key.substr(rank.size());
+      groups[{f.severity, key}].push_back(std::move(f));
+    }
+    for (auto& [key, group] : groups) {
+      if (group.size() <= kMaxPerRank) {
+        for (Finding& f : group) out->push_back(std::move(f));
+        continue;
+      }
+      JsonValue listed = JsonValue::Array();
+      std::vector<int> ranks;
+      std::optional<int64_t> step;
+      for (const Finding& g : group) {
+        ranks.push_back(g.ranks.front());
+        if (g.step && (!step || *g.step < *step)) step = g.step;
+        if (listed.elements().size() < kMaxListed) listed.Push(g.evidence);
+      }
+      Finding f = std::move(group.front());
+      f.ranks = std::move(ranks);
+      f.step = step;
+      NormalizeRanks(&f.ranks);
+      f.summary = std::to_string(f.ranks.size()) + " ranks (" + FormatRankRanges(f.ranks) + ") " +
+                  key.second;
+      f.evidence = JsonValue::Object();
+      f.evidence.Set("ranks_alike", static_cast<int64_t>(f.ranks.size()));
+      f.evidence.Set("first", std::move(listed));
+      out->push_back(std::move(f));
+    }
   }
 
  private:

@@ -111,6 +111,20 @@ TEST(RankDiedAnalyzerTest, SigtermAfterASilentDeathIsAFollowOnInfo) {
   EXPECT_NE(follow_on.summary.find("follow-on"), std::string::npos) << follow_on.summary;
 }
 
+TEST(RankDiedAnalyzerTest, ManyRanksEndingAlikeAreOneFinding) {
+  TestRun run;
+  run.WriteCleanRank(TestRun::Header(0, 12), 3);
+  for (int r = 1; r < 12; ++r)
+    WriteEndedRank(&run, r, 12, 3, "error", 1, "error", "collective timeout: allreduce seq 9");
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].ranks.size(), 11u);
+  EXPECT_EQ(findings[0].severity, Severity::kError);
+  EXPECT_NE(findings[0].summary.find("11 ranks (1-11)"), std::string::npos) << findings[0].summary;
+  EXPECT_NE(findings[0].summary.find("collective timeout"), std::string::npos);
+  EXPECT_EQ(Evidence(findings[0], "ranks_alike"), "11");
+}
+
 TEST(RankDiedAnalyzerTest, PeerFailureIsInfoWhenTheFailureIsHere) {
   TestRun run;
   WriteEndedRank(&run, 0, 3, 2, "peer-failure", 1);
