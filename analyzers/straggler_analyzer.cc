@@ -11,7 +11,8 @@
 // and its *excess* is its enter time minus the median rank's. Collectives before a rank's
 // first step_begin (the initial broadcast) are left out: launch skew is not straggling.
 //
-// A rank is a straggler when, over all the collectives it took part in (at least 3), its
+// A rank is a straggler when, over all the collectives it took part in (at least 3, in at
+// least 5 steps), its
 // mean excess per step (per step, its largest excess at any collective of the step: once the
 // others have waited for it, the step's later collectives start together)
 //   > max(1 ms, 10% of the median rank's mean step time)              (it costs something)
@@ -60,6 +61,10 @@ constexpr double kNoiseFactor = 5.0;    // times the ranks' spread of mean exces
 constexpr double kRareFactor = 2.0;     // times the threshold, for ranks late in few steps
 constexpr double kMadToSigma = 1.4826;  // median absolute deviation -> standard deviation
 constexpr int64_t kMinCollectives = 3;
+// Steps with collectives a rank needs before it can be called a straggler: "again and
+// again" needs repetitions, and in a 4-step run one preempted process on a shared host
+// looks like a pattern.
+constexpr int64_t kMinSteps = 5;
 constexpr double kErrorLostShare = 0.5;  // of the median rank's step time
 constexpr double kPhaseExplains = 0.25;  // of the mean excess, for a phase to be named
 constexpr size_t kMaxRows = 8;           // stragglers detailed in the evidence table
@@ -157,6 +162,10 @@ struct RankStats {
 
   // The mean over steps of the step's largest excess.
   double MeanExcess() const { return excess_steps ? double(step_excess_sum_ns) / excess_steps : 0; }
+  // Enough evidence to be judged (after CloseStepExcess).
+  bool Judged() const {
+    return present && collectives >= kMinCollectives && excess_steps >= kMinSteps;
+  }
   double MeanLateness() const { return collectives ? double(lateness_ns) / collectives : 0; }
   double LastShare() const { return collectives ? double(last) / collectives : 0; }
   double MeanPhase(const std::string& phase) const {
@@ -349,7 +358,7 @@ class StragglerAnalyzer : public Analyzer {
         step_means.push_back(double(s.step_ns) / s.steps);
         step_totals.push_back(double(s.step_ns));
       }
-      if (s.collectives >= kMinCollectives) excesses.push_back(s.MeanExcess());
+      if (s.Judged()) excesses.push_back(s.MeanExcess());
     }
     if (excesses.size() < 2) return std::nullopt;
     const double median_step = Median(step_means);
@@ -364,7 +373,7 @@ class StragglerAnalyzer : public Analyzer {
     std::vector<Verdict> stragglers;
     for (size_t r = 0; r < ranks_.size(); ++r) {
       const RankStats& s = ranks_[r];
-      if (!s.present || s.collectives < kMinCollectives) continue;
+      if (!s.Judged()) continue;
       const double excess = s.MeanExcess();
       // Late in most steps (a slow rank), or rarely but by so much that it costs twice the
       // threshold on average (checkpoint stalls, GC pauses); a few unlucky steps are noise.
@@ -383,7 +392,7 @@ class StragglerAnalyzer : public Analyzer {
   int MedianRank() const {
     std::vector<std::pair<double, int>> v;
     for (size_t r = 0; r < ranks_.size(); ++r)
-      if (ranks_[r].present && ranks_[r].collectives >= kMinCollectives)
+      if (ranks_[r].Judged())
         v.emplace_back(ranks_[r].MeanExcess(), static_cast<int>(r));
     std::sort(v.begin(), v.end());
     return v[(v.size() - 1) / 2].second;

@@ -173,6 +173,19 @@ TEST(StragglerAnalyzerTest, TwoRanksOneLateIsFound) {
   EXPECT_EQ(findings[0].ranks, std::vector<int>{0});
 }
 
+// "Again and again" needs repetitions: four steps are too few to tell a slow rank from a
+// host that preempted it a few times; five are enough.
+TEST(StragglerAnalyzerTest, FewerThanFiveStepsAreNotJudged) {
+  for (int steps : {4, 5}) {
+    TestRun run;
+    WriteRun(&run, 4, [steps](RankSpec* s) {
+      s->steps = steps;
+      if (s->rank == 1) s->shape = SlowBackward(30 * kMs);
+    });
+    EXPECT_EQ(Analyze(run).size(), steps >= 5 ? 1u : 0u) << steps << " steps";
+  }
+}
+
 TEST(StragglerAnalyzerTest, ClockSkewOnAnotherRankDoesNotFoolIt) {
   TestRun run;
   WriteRun(&run, 4, [](RankSpec* s) {

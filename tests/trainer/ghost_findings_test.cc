@@ -113,7 +113,7 @@ TEST(GhostFindings, StragglerIsNamedOnTwoAndFourRanksWhateverAnotherRanksClockSa
   EXPECT_EQ(StragglerRanks(CompareRun(dir / "r4skew")), RankList{2});
   // The skewed rank alone is no straggler.
   ASSERT_EQ(Train(dir, "skew", 4, 8, {"--inject", "clock-skew:rank=1,ms=500"}), 0);
-  EXPECT_EQ(Serious(CompareRun(dir / "skew")), Set{});
+  EXPECT_EQ(Serious(CompareRun(dir / "skew"), /*timing=*/true), Set{});
 }
 
 TEST(GhostFindings, CollectiveMismatchNamesTheRankStepAndSequenceNumber) {
