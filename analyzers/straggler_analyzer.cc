@@ -392,8 +392,7 @@ class StragglerAnalyzer : public Analyzer {
   int MedianRank() const {
     std::vector<std::pair<double, int>> v;
     for (size_t r = 0; r < ranks_.size(); ++r)
-      if (ranks_[r].Judged())
-        v.emplace_back(ranks_[r].MeanExcess(), static_cast<int>(r));
+      if (ranks_[r].Judged()) v.emplace_back(ranks_[r].MeanExcess(), static_cast<int>(r));
     std::sort(v.begin(), v.end());
     return v[(v.size() - 1) / 2].second;
   }
