@@ -1,54 +1,18 @@
 // straggler, hang and collective-mismatch end to end: `dsdiag synth` writes the run, every
 // analyzer of `dsdiag compare` reads it (RunCompare, in process).
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "analyzers/compare.h"
 #include "analyzers/finding_kinds.h"
-#include "tests/analyzers/test_run.h"
+#include "tests/support/analysed_synth_run.h"
 
 namespace dsdiag::analyzers {
 namespace {
 
-using testing::TestRun;
-
-// Writes a synthetic run into a fresh directory and analyses it with every analyzer.
-class SynthRun {
- public:
-  explicit SynthRun(const std::string& args) {
-    const std::string dir = run_.Path("run");
-    const std::string cmd = std::string("'") + DSDIAG_BINARY + "' synth " + args + " --out '" +
-                            dir + "' >/dev/null 2>'" + run_.Path("stderr") + "'";
-    const int raw = std::system(cmd.c_str());
-    ok_ = WIFEXITED(raw) && WEXITSTATUS(raw) == 0;
-    if (ok_) result_ = RunCompare(dir);
-  }
-  bool ok() const { return ok_; }
-  const CompareResult& result() const { return result_; }
-
-  std::vector<Finding> Of(std::string_view kind) const {
-    std::vector<Finding> out;
-    for (const Finding& f : result_.findings)
-      if (f.kind == kind) out.push_back(f);
-    return out;
-  }
-  // Findings at warning or above, as "kind ranks" lines for messages.
-  std::string Serious() const {
-    std::string s;
-    for (const Finding& f : result_.findings)
-      if (f.severity >= Severity::kWarning) s += f.kind + " " + f.summary + "\n";
-    return s;
-  }
-
- private:
-  TestRun run_;
-  bool ok_ = false;
-  CompareResult result_;
-};
+using SynthRun = test_support::AnalysedSynthRun;
 
 int64_t EvidenceInt(const Finding& f, std::string_view key) {
   const trace::JsonValue* v = f.evidence.Find(key);

@@ -13,7 +13,7 @@
 namespace dsdiag::cli {
 namespace {
 
-using testing::ReadWhole;
+using testing::ReadFile;
 using testing::RunDsdiag;
 
 struct Golden {
@@ -36,7 +36,7 @@ TEST_P(CompareGoldenTest, JsonMatchesExpected) {
     std::ofstream(expected_path, std::ios::trunc) << r.out;
     GTEST_SKIP() << "rewrote " << expected_path;
   }
-  const std::string expected = ReadWhole(expected_path);
+  const std::string expected = ReadFile(expected_path);
   ASSERT_FALSE(expected.empty()) << "missing " << expected_path;
   EXPECT_EQ(r.out, expected);
 }

@@ -99,7 +99,7 @@ TEST(LoaderSweepCommandTest, ShortRealSweepRecommendsFromItsOwnFigures) {
   if (r.status == 2 && r.err.find("without LibTorch") != std::string::npos)
     GTEST_SKIP() << "dsdiag built without LibTorch";
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_EQ(testing::ReadWhole((dir / "loader-sweep.json").string()), r.out);
+  EXPECT_EQ(testing::ReadFile((dir / "loader-sweep.json").string()), r.out);
   simdjson::dom::parser parser;
   simdjson::dom::element root;
   ASSERT_EQ(parser.parse(r.out).get(root), simdjson::SUCCESS) << r.out;

@@ -15,6 +15,7 @@
 
 #include "report/html.h"
 #include "tests/report/report_test_util.h"
+#include "tests/support/shell.h"
 #include "trace/record_types.h"
 #include "trace/trace_reader.h"
 
@@ -30,28 +31,9 @@ using testing::Rows;
 using testing::Section;
 using testing::TempDir;
 
-struct CommandResult {
-  int status = -1;  // exit status, -1 when killed by a signal
-  std::string out;
-  std::string err;
-};
-
-std::string Quote(const std::string& s) { return "'" + s + "'"; }
-
-// Runs `command` through the shell with stdout/stderr captured (pipes: not terminals).
-CommandResult RunShell(const std::string& command, const std::string& scratch) {
-  const std::string out = scratch + "/.out";
-  const std::string err = scratch + "/.err";
-  const int raw =
-      std::system((command + " >" + Quote(out) + " 2>" + Quote(err) + " </dev/null").c_str());
-  CommandResult r;
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  r.out = ReadFile(out);
-  r.err = ReadFile(err);
-  fs::remove(out);
-  fs::remove(err);
-  return r;
-}
+using test_support::CommandResult;
+using test_support::Quote;
+using test_support::RunShell;
 
 const Row& Coolest(const std::vector<Row>& rows, const std::string& key) {
   return *std::min_element(rows.begin(), rows.end(), [&](const Row& a, const Row& b) {
@@ -67,9 +49,7 @@ const Row& Hottest(const std::vector<Row>& rows, const std::string& key) {
 
 class ReportCliTest : public ::testing::Test {
  protected:
-  CommandResult Dsdiag(const std::string& args) {
-    return RunShell(Quote(DSDIAG_BINARY) + " " + args, tmp_.path());
-  }
+  CommandResult Dsdiag(const std::string& args) { return test_support::RunDsdiag(args); }
   std::string Synth(const std::string& name, const std::string& args) {
     const std::string dir = tmp_ / name;
     const CommandResult r = Dsdiag("synth " + args + " --out " + Quote(dir));
@@ -232,8 +212,7 @@ TEST_F(ReportCliTest, OpensInABrowser) {
   const std::string png = tmp_ / "browser.png";
   const CommandResult r =
       RunShell(Quote(std::string(DSDIAG_SOURCE_DIR) + "/scripts/check-report-in-browser") +
-                   " --screenshot " + Quote(png) + " " + Quote(page),
-               tmp_.path());
+               " --screenshot " + Quote(png) + " " + Quote(page));
   if (r.status == 77) GTEST_SKIP() << "Chromium is not installed: " << r.err;
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_GT(fs::file_size(png), 32768u);  // a page, not a blank capture (about 12 KB)

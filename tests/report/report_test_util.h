@@ -3,7 +3,6 @@
 #pragma once
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <cstdint>
 #include <filesystem>
@@ -16,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/files.h"
+#include "tests/support/temp_dir.h"
 #include "trace/record_types.h"
 #include "trace/run_files.h"
 #include "trace/trace_header.h"
@@ -23,44 +24,16 @@
 
 namespace dsdiag::report::testing {
 
-class TempDir {
+using test_support::Contains;
+using test_support::Count;
+using test_support::ReadFile;
+using test_support::WriteFile;
+
+// A scratch dir named dsdiag-report-XXXXXX.
+class TempDir : public test_support::TempDir {
  public:
-  TempDir() {
-    std::string pattern = ::testing::TempDir() + "dsdiag-report-XXXXXX";
-    if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
+  TempDir() : test_support::TempDir("report") {}
 };
-
-inline std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-inline void WriteFile(const std::string& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
-}
-
-inline size_t Count(const std::string& s, const std::string& part) {
-  size_t n = 0;
-  for (size_t at = s.find(part); at != std::string::npos; at = s.find(part, at + part.size())) ++n;
-  return n;
-}
-
-inline bool Contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
 
 // The text of <section id="ID"> ... </section> (sections do not nest), or "".
 inline std::string Section(const std::string& html, const std::string& id) {

@@ -1,15 +1,13 @@
 // grad-desync and no-broadcast end to end, at scale: `dsdiag synth` writes the run, every
 // analyzer of `dsdiag compare` reads it (RunCompare, in process).
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "analyzers/compare.h"
 #include "analyzers/finding_kinds.h"
-#include "tests/synth/synth_test_util.h"
+#include "tests/support/analysed_synth_run.h"
 
 namespace dsdiag::synth {
 namespace {
@@ -18,38 +16,7 @@ using analyzers::Finding;
 using analyzers::Severity;
 namespace kind = analyzers::kind;
 
-// Writes a synthetic run into a fresh directory and analyses it with every analyzer.
-class AnalysedRun {
- public:
-  explicit AnalysedRun(const std::string& args) {
-    const std::string dir = dir_ / "run";
-    const std::string cmd = std::string("'") + DSDIAG_BINARY + "' synth " + args + " --out '" +
-                            dir + "' >/dev/null 2>'" + (dir_ / "stderr") + "'";
-    const int raw = std::system(cmd.c_str());
-    ok_ = WIFEXITED(raw) && WEXITSTATUS(raw) == 0;
-    if (ok_) result_ = analyzers::RunCompare(dir);
-  }
-  bool ok() const { return ok_; }
-
-  std::vector<Finding> Of(std::string_view kind) const {
-    std::vector<Finding> out;
-    for (const Finding& f : result_.findings)
-      if (f.kind == kind) out.push_back(f);
-    return out;
-  }
-  // Findings at warning or above, one "kind summary" line each, for messages.
-  std::string Serious() const {
-    std::string s;
-    for (const Finding& f : result_.findings)
-      if (f.severity >= Severity::kWarning) s += f.kind + " " + f.summary + "\n";
-    return s;
-  }
-
- private:
-  testing::TempDir dir_;
-  bool ok_ = false;
-  analyzers::CompareResult result_;
-};
+using AnalysedRun = test_support::AnalysedSynthRun;
 
 std::vector<int> AllBut0(int ranks) {
   std::vector<int> out;

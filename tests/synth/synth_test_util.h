@@ -5,7 +5,6 @@
 
 #include <gtest/gtest.h>
 #include <simdjson.h>
-#include <stdlib.h>
 
 #include <cstdint>
 #include <filesystem>
@@ -14,45 +13,19 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/files.h"
+#include "tests/support/temp_dir.h"
+
 namespace dsdiag::synth::testing {
 
-// A fresh directory under the test temp dir, removed with the object.
-class TempDir {
+using test_support::ReadFile;
+using test_support::SplitLines;
+
+// A scratch dir named dsdiag-synth-XXXXXX.
+class TempDir : public test_support::TempDir {
  public:
-  TempDir() {
-    std::string pattern = ::testing::TempDir() + "dsdiag-synth-XXXXXX";
-    path_ = mkdtemp(pattern.data()) ? pattern : std::string();
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
+  TempDir() : test_support::TempDir("synth") {}
 };
-
-inline std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// Lines without their '\n'; a last line without '\n' is kept (a cut-off record).
-inline std::vector<std::string> SplitLines(const std::string& text) {
-  std::vector<std::string> lines;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t nl = text.find('\n', pos);
-    if (nl == std::string::npos) nl = text.size();
-    lines.push_back(text.substr(pos, nl - pos));
-    pos = nl + 1;
-  }
-  return lines;
-}
 
 // One record, with the fields the tests use (absent ints are -1, absent strings empty).
 struct Record {

@@ -15,6 +15,7 @@
 #include <tuple>
 #include <vector>
 
+#include "tests/support/shell.h"
 #include "tests/timeline/timeline_test_util.h"
 
 namespace dsdiag::timeline {
@@ -26,38 +27,15 @@ using testing::TempDir;
 using testing::Timeline;
 using trace::JsonValue;
 
-struct CommandResult {
-  int status = -1;  // exit status, -1 when killed by a signal
-  std::string out;
-  std::string err;
-};
+using test_support::CommandResult;
+using test_support::Quote;
+using test_support::RunShell;
 
-std::string Quote(const std::string& s) { return "'" + s + "'"; }
-
-// Runs `command` through the shell with stdout/stderr captured (both pipes: not terminals).
-CommandResult RunShell(const std::string& command, const std::string& scratch) {
-  const std::string out = scratch + "/.out";
-  const std::string err = scratch + "/.err";
-  const int raw =
-      std::system((command + " >" + Quote(out) + " 2>" + Quote(err) + " </dev/null").c_str());
-  CommandResult r;
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  r.out = ReadFile(out);
-  r.err = ReadFile(err);
-  fs::remove(out);
-  fs::remove(err);
-  return r;
-}
-
-bool Contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
+using test_support::Contains;
 
 class TimelineCliTest : public ::testing::Test {
  protected:
-  CommandResult Dsdiag(const std::string& args) {
-    return RunShell(Quote(DSDIAG_BINARY) + " " + args, tmp_.path());
-  }
+  CommandResult Dsdiag(const std::string& args) { return test_support::RunDsdiag(args); }
   // A synthetic run under the scratch dir; fails the test if synth does.
   std::string Synth(const std::string& name, const std::string& args) {
     const std::string dir = tmp_ / name;
@@ -306,7 +284,7 @@ std::string FindSpeedscope() {
 class SpeedscopeTest : public TimelineCliTest {
  protected:
   void SetUp() override {
-    if (RunShell("command -v node", tmp_.path()).status != 0)
+    if (RunShell("command -v node").status != 0)
       GTEST_SKIP() << "node not found: install Node.js to load timelines with speedscope";
     speedscope_ = FindSpeedscope();
     if (speedscope_.empty())
@@ -317,8 +295,7 @@ class SpeedscopeTest : public TimelineCliTest {
   JsonValue Import(const std::string& file, int* status) {
     const CommandResult r = RunShell(
         "node " + Quote(std::string(DSDIAG_SOURCE_DIR) + "/tests/timeline/speedscope_import.mjs") +
-            " " + Quote(speedscope_) + " " + Quote(file),
-        tmp_.path());
+        " " + Quote(speedscope_) + " " + Quote(file));
     *status = r.status;
     simdjson::dom::parser parser;
     simdjson::dom::element doc;

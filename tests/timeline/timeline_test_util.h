@@ -5,7 +5,6 @@
 
 #include <gtest/gtest.h>
 #include <simdjson.h>
-#include <stdlib.h>
 
 #include <cstdint>
 #include <filesystem>
@@ -17,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/files.h"
+#include "tests/support/temp_dir.h"
 #include "trace/json_value.h"
 #include "trace/record_types.h"
 #include "trace/run_files.h"
@@ -26,34 +27,14 @@
 
 namespace dsdiag::timeline::testing {
 
-class TempDir {
+using test_support::AppendFile;
+using test_support::ReadFile;
+
+// A scratch dir named dsdiag-timeline-XXXXXX.
+class TempDir : public test_support::TempDir {
  public:
-  TempDir() {
-    std::string pattern = ::testing::TempDir() + "dsdiag-timeline-XXXXXX";
-    if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
+  TempDir() : test_support::TempDir("timeline") {}
 };
-
-inline std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-inline void AppendFile(const std::string& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary | std::ios::app) << text;
-}
 
 // A header for `rank` whose monotonic clock reads `mono` when its wall clock reads `wall`.
 inline trace::TraceHeader Header(int rank, int world_size, int64_t mono, int64_t wall,
