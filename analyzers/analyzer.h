@@ -34,6 +34,10 @@ class Analyzer {
   // False for analyzers that only need headers and rank ends: the driver then skips their
   // OnRecord calls (a virtual call per record per analyzer adds up at scale).
   virtual bool wants_records() const { return true; }
+  // The record types (trace/record_types.h) OnRecord does anything with; the driver then
+  // calls OnRecord for those only. Empty (the default): every record, including types
+  // record_types.h does not list.
+  virtual std::vector<std::string_view> record_types() const { return {}; }
 
   virtual void Begin(const RunContext& /*run*/) {}
   // `record` is valid only during the call.

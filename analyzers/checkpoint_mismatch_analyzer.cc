@@ -62,6 +62,9 @@ std::string Hex(uint64_t h) {
 class CheckpointMismatchAnalyzer : public Analyzer {
  public:
   std::string_view name() const override { return kind::kCheckpointMismatch; }
+  std::vector<std::string_view> record_types() const override {
+    return {trace::rec::kCheckpoint, trace::rec::kFingerprint};
+  }
 
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
     if (r.type() == trace::rec::kCheckpoint) {

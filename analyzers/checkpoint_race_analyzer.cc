@@ -54,6 +54,9 @@ bool Overlap(const CkptOp& a, const CkptOp& b) { return a.start < b.end && b.sta
 class CheckpointRaceAnalyzer : public Analyzer {
  public:
   std::string_view name() const override { return kind::kCheckpointRace; }
+  std::vector<std::string_view> record_types() const override {
+    return {trace::rec::kClock, trace::rec::kCheckpoint};
+  }
 
   void Begin(const RunContext& run) override {
     for (const RankInfo& r : run.ranks) clocks_[r.rank] = RankClock(r.header.clock);

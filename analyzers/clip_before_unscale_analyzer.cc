@@ -45,6 +45,9 @@ struct FirstScaledClip {
 class ClipBeforeUnscaleAnalyzer : public Analyzer {
  public:
   std::string_view name() const override { return kind::kClipBeforeUnscale; }
+  std::vector<std::string_view> record_types() const override {
+    return {trace::rec::kClip, trace::rec::kScaler};
+  }
 
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
     if (r.type() == trace::rec::kClip) {

@@ -14,6 +14,8 @@
 // missing collective every later seq is shifted, so the first is the one that matters.
 // The tag (what the op is for) is shown but not compared: two buckets of equal size may
 // legitimately swap order between runs, never between ranks, but that is not visible here.
+#include <simdjson.h>
+
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -27,6 +29,7 @@
 #include "analyzers/flight_dump.h"
 #include "analyzers/rank_groups.h"
 #include "trace/record_types.h"
+#include "trace/trace_reader.h"
 
 namespace dsdiag::analyzers {
 namespace {
@@ -41,8 +44,22 @@ struct Signature {
   std::string op;
   std::string dtype;
   int64_t n = -1;
-  friend bool operator<(const Signature& a, const Signature& b) {
-    return std::tie(a.op, a.dtype, a.n) < std::tie(b.op, b.dtype, b.n);
+};
+
+// A signature still pointing into a record: looked up without building strings.
+struct SignatureView {
+  std::string_view op;
+  std::string_view dtype;
+  int64_t n = -1;
+};
+
+// Orders Signature and SignatureView alike, so that maps find either.
+struct SignatureLess {
+  using is_transparent = void;
+  template <typename A, typename B>
+  bool operator()(const A& a, const B& b) const {
+    return std::make_tuple(std::string_view(a.op), std::string_view(a.dtype), a.n) <
+           std::make_tuple(std::string_view(b.op), std::string_view(b.dtype), b.n);
   }
 };
 
@@ -65,11 +82,56 @@ struct PgMismatch {
   bool from_dump = false;
 };
 
-template <typename T>
-int Intern(std::map<T, int>* ids, std::vector<const T*>* by_id, const T& value) {
-  auto [it, fresh] = ids->try_emplace(value, static_cast<int>(by_id->size()));
-  if (fresh) by_id->push_back(&it->first);
+// What the intern maps keep of a key that points into a record.
+Signature ToOwned(const SignatureView& v) { return {std::string(v.op), std::string(v.dtype), v.n}; }
+std::string ToOwned(std::string_view v) { return std::string(v); }
+
+// The id of `key` in *ids, given the next one when new.
+template <typename Owned, typename Map, typename Key>
+int Intern(Map* ids, std::vector<const Owned*>* by_id, const Key& key) {
+  auto it = ids->find(key);
+  if (it == ids->end()) {
+    it = ids->emplace(ToOwned(key), static_cast<int>(by_id->size())).first;
+    by_id->push_back(&it->first);
+  }
   return it->second;
+}
+
+// The fields of a `coll` record read here, as Record::Int / Str would give them (the first
+// member of a name counts), in one pass over the members rather than a scan per field.
+struct CollFields {
+  std::optional<int64_t> pg, seq, n;
+  std::optional<std::string_view> op, dtype, tag;
+};
+
+template <typename T>
+void TakeField(simdjson::dom::element value, std::optional<T>* out, bool* seen) {
+  if (*seen) return;
+  *seen = true;
+  T v;
+  if (!value.get(v)) *out = v;
+}
+
+CollFields ReadCollFields(const trace::Record& r) {
+  CollFields f;
+  bool pg = false, seq = false, n = false, op = false, dtype = false, tag = false;
+  for (simdjson::dom::key_value_pair kv : r.object()) {
+    const std::string_view k = kv.key;
+    if (k == "pg") {
+      TakeField(kv.value, &f.pg, &pg);
+    } else if (k == "seq") {
+      TakeField(kv.value, &f.seq, &seq);
+    } else if (k == "n") {
+      TakeField(kv.value, &f.n, &n);
+    } else if (k == "op") {
+      TakeField(kv.value, &f.op, &op);
+    } else if (k == "dtype") {
+      TakeField(kv.value, &f.dtype, &dtype);
+    } else if (k == "tag") {
+      TakeField(kv.value, &f.tag, &tag);
+    }
+  }
+  return f;
 }
 
 JsonValue RankList(const std::vector<int>& ranks) {
@@ -85,6 +147,7 @@ std::string OnRanks(const std::vector<int>& ranks) {
 class CollectiveMismatchAnalyzer : public Analyzer {
  public:
   std::string_view name() const override { return kind::kCollectiveMismatch; }
+  std::vector<std::string_view> record_types() const override { return {trace::rec::kCollective}; }
 
   void Begin(const RunContext& run) override {
     // Only the pending entries: completed ones are in the traces already. A dump that
@@ -94,9 +157,10 @@ class CollectiveMismatchAnalyzer : public Analyzer {
       if (!dump || (!dump->run_id.empty() && dump->run_id != run.run_id)) continue;
       for (const FlightEntry& e : dump->entries) {
         if (!e.pending()) continue;
-        Signature sig{e.op, e.dtype, e.n.value_or(-1)};
+        const SignatureView sig{e.op, e.dtype, e.n.value_or(-1)};
         const Issued issued{d.rank, Intern(&sigs_, &sig_by_id_, sig),
-                            Intern(&tags_, &tag_by_id_, e.tag), e.step.value_or(0)};
+                            Intern(&tags_, &tag_by_id_, std::string_view(e.tag)),
+                            e.step.value_or(0)};
         pending_.push_back({CollectiveKey{e.pg, e.seq}, issued});
       }
     }
@@ -104,12 +168,12 @@ class CollectiveMismatchAnalyzer : public Analyzer {
 
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
     if (r.type() != trace::rec::kCollective) return;
-    const auto pg = r.Int("pg");
-    const auto seq = r.Int("seq");
-    if (!pg || !seq) return;
-    Signature sig{std::string(r.Str("op").value_or("")), std::string(r.Str("dtype").value_or("")),
-                  r.Int("n").value_or(-1)};
-    const std::string tag(r.Str("tag").value_or(""));
+    const CollFields f = ReadCollFields(r);
+    if (!f.pg || !f.seq) return;
+    const auto pg = f.pg;
+    const auto seq = f.seq;
+    const SignatureView sig{f.op.value_or(""), f.dtype.value_or(""), f.n.value_or(-1)};
+    const std::string_view tag = f.tag.value_or("");
     window_.Add(
         {static_cast<int>(*pg), *seq}, r.step(),
         {rank.rank, Intern(&sigs_, &sig_by_id_, sig), Intern(&tags_, &tag_by_id_, tag), r.step()});
@@ -238,9 +302,9 @@ class CollectiveMismatchAnalyzer : public Analyzer {
   }
 
   CollectiveWindow<Issued> window_;
-  std::map<Signature, int> sigs_;
+  std::map<Signature, int, SignatureLess> sigs_;
   std::vector<const Signature*> sig_by_id_;
-  std::map<std::string, int> tags_;
+  std::map<std::string, int, std::less<>> tags_;
   std::vector<const std::string*> tag_by_id_;
   std::vector<PendingEntry> pending_;
   std::map<int, PgMismatch> mismatches_;

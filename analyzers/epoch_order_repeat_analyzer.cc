@@ -43,6 +43,7 @@ struct Repeat {
 class EpochOrderRepeatAnalyzer : public Analyzer {
  public:
   std::string_view name() const override { return kind::kEpochOrderRepeat; }
+  std::vector<std::string_view> record_types() const override { return {trace::rec::kSampler}; }
 
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
     if (r.type() != trace::rec::kSampler) return;

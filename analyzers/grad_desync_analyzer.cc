@@ -34,6 +34,9 @@ struct Desync {
 class GradDesyncAnalyzer : public Analyzer {
  public:
   std::string_view name() const override { return kind::kGradDesync; }
+  std::vector<std::string_view> record_types() const override {
+    return {trace::rec::kParams, trace::rec::kFingerprint};
+  }
 
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
     if (r.type() == trace::rec::kParams) {

@@ -69,6 +69,9 @@ struct RankSummary {
 class LoaderStarvationAnalyzer : public Analyzer {
  public:
   std::string_view name() const override { return kind::kLoaderStarvation; }
+  std::vector<std::string_view> record_types() const override {
+    return {trace::rec::kLoader, trace::rec::kStep};
+  }
 
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
     if (r.type() == trace::rec::kLoader) {

@@ -45,6 +45,9 @@ JsonValue IntArray(const std::vector<int>& v) {
 class MissingGradAnalyzer : public Analyzer {
  public:
   std::string_view name() const override { return kind::kMissingGrad; }
+  std::vector<std::string_view> record_types() const override {
+    return {trace::rec::kParams, trace::rec::kGradient};
+  }
 
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
     if (r.type() == trace::rec::kParams) {

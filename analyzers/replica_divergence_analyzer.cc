@@ -41,6 +41,9 @@ int WhyOrder(const std::string& why) {
 class ReplicaDivergenceAnalyzer : public Analyzer {
  public:
   std::string_view name() const override { return kind::kReplicaDivergence; }
+  std::vector<std::string_view> record_types() const override {
+    return {trace::rec::kParams, trace::rec::kFingerprint};
+  }
 
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
     if (r.type() == trace::rec::kParams) {

@@ -46,6 +46,7 @@ struct Draw {
 class RngCollisionAnalyzer : public Analyzer {
  public:
   std::string_view name() const override { return kind::kRngCollision; }
+  std::vector<std::string_view> record_types() const override { return {trace::rec::kRng}; }
 
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
     if (r.type() != trace::rec::kRng) return;

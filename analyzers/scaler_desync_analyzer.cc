@@ -44,6 +44,7 @@ JsonValue IntArray(const std::vector<int>& v) {
 class ScalerDesyncAnalyzer : public Analyzer {
  public:
   std::string_view name() const override { return kind::kScalerDesync; }
+  std::vector<std::string_view> record_types() const override { return {trace::rec::kScaler}; }
 
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
     if (r.type() != trace::rec::kScaler) return;

@@ -80,6 +80,7 @@ std::string StepsText(int64_t n) { return std::to_string(n) + (n == 1 ? " step" 
 class ScalerOverflowAnalyzer : public Analyzer {
  public:
   std::string_view name() const override { return kind::kScalerOverflow; }
+  std::vector<std::string_view> record_types() const override { return {trace::rec::kScaler}; }
 
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
     if (r.type() != trace::rec::kScaler) return;

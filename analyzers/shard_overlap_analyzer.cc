@@ -119,6 +119,7 @@ struct Problem {
 class ShardOverlapAnalyzer : public Analyzer {
  public:
   std::string_view name() const override { return kind::kShardOverlap; }
+  std::vector<std::string_view> record_types() const override { return {trace::rec::kSampler}; }
 
   void Begin(const RunContext& run) override {
     ranks_expected_ = run.ranks.size();

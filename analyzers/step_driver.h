@@ -12,6 +12,12 @@
 // delivered whole, rank after rank, and OnStepDone(s) follows once for every step seen, in
 // order, at the end — analyzers then hold more than one step in memory. Lockstep for very
 // large runs (reopening readers at saved offsets) is left for later.
+//
+// Lockstep parses on reader threads when `jobs` allows (more than one rank, jobs > 1):
+// each reader thread owns the files of some ranks and queues, per rank, the records of a
+// few steps ahead, parsed ("segments": the records one lockstep turn delivers). The driver
+// thread alone calls the analyzers, in exactly the serial order, so the findings are the
+// same; memory stays a few steps of records per rank. jobs 1 reads on the driver thread.
 #pragma once
 
 #include <cstddef>
@@ -33,6 +39,11 @@ struct DriveProgress {
 
 struct DriveOptions {
   size_t max_open_files = 0;  // 0: automatic (see above)
+  // Threads that parse traces in lockstep: 1 reads on the driver thread (the serial path);
+  // 0: automatic — $DSDIAG_JOBS when set to a positive integer, else the CPUs when there
+  // are 4 or more (on fewer, shared ones, the threads were measured to cost more than they
+  // gain), else 1.
+  int jobs = 0;
   // Called after each step (lockstep) or each rank (per-rank fallback); may be empty. The
   // callee throttles: it is called often.
   std::function<void(const DriveProgress&)> progress;
@@ -42,6 +53,7 @@ struct DriveResult {
   std::vector<RankEnd> ends;  // aligned with RunContext::ranks
   int64_t steps_done = 0;     // OnStepDone calls
   bool lockstep = true;       // false when the per-rank fallback ran
+  int reader_threads = 0;     // threads that parsed (0: the driver thread read)
 };
 
 // Calls Begin, the record/step/rank-end stream, but not Finish. Throws RunInputError when

@@ -33,6 +33,8 @@
 // others' waiting shows) whose mean time exceeds the median rank's the most.
 // Severity: warning; error when the job stood still for the stragglers at least half of the
 // median rank's total step time (the job ran at most half speed because of them).
+#include <simdjson.h>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -48,6 +50,7 @@
 #include "analyzers/finding_kinds.h"
 #include "analyzers/rank_clock.h"
 #include "trace/record_types.h"
+#include "trace/trace_reader.h"
 
 namespace dsdiag::analyzers {
 namespace {
@@ -106,7 +109,7 @@ struct RankStats {
 
   int64_t steps = 0;  // `step` records
   int64_t step_ns = 0;
-  std::map<std::string, int64_t> phase_ns;
+  std::map<std::string, int64_t, std::less<>> phase_ns;
 
   int64_t collectives = 0;
   int64_t last = 0;  // collectives it entered last
@@ -247,6 +250,9 @@ std::string PhaseHint(const std::string& phase) {
 class StragglerAnalyzer : public Analyzer {
  public:
   std::string_view name() const override { return kind::kStraggler; }
+  std::vector<std::string_view> record_types() const override {
+    return {trace::rec::kCollective, trace::rec::kStep, trace::rec::kStepBegin, trace::rec::kClock};
+  }
 
   void Begin(const RunContext& run) override {
     int max_rank = -1;
@@ -293,14 +299,26 @@ class StragglerAnalyzer : public Analyzer {
   }
 
  private:
-  static void AddStep(RankStats* s, const trace::Record& r) {
+  void AddStep(RankStats* s, const trace::Record& r) {
     ++s->steps;
     s->step_ns += std::max<int64_t>(0, r.Int("dur").value_or(0));
-    const std::optional<JsonValue> phases = r.Value("phases");
-    if (!phases || !phases->is_object()) return;
-    for (const auto& [name, ns] : phases->members())
-      if (ns.kind() == JsonValue::Kind::kInt)
-        s->phase_ns[name] += std::max<int64_t>(0, ns.as_int());
+    // Straight off the parsed record: a JsonValue tree per step adds up over a big run.
+    // As Record::Value would read it: the first of duplicate keys counts, int64 values only.
+    simdjson::dom::object phases;
+    if (r.object().at_key("phases").get_object().get(phases)) return;
+    std::vector<std::string_view>& seen = phase_keys_;  // reused: no allocation per step
+    seen.clear();
+    for (simdjson::dom::key_value_pair kv : phases) {
+      const std::string_view name = kv.key;
+      if (std::find(seen.begin(), seen.end(), name) != seen.end()) continue;
+      seen.push_back(name);
+      int64_t ns;
+      if (kv.value.type() != simdjson::dom::element_type::INT64 || kv.value.get_int64().get(ns))
+        continue;
+      auto it = s->phase_ns.find(name);
+      if (it == s->phase_ns.end()) it = s->phase_ns.emplace(std::string(name), 0).first;
+      it->second += std::max<int64_t>(0, ns);
+    }
   }
 
   void Measure(const CollectiveSlot<Arrival>& slot) {
@@ -530,6 +548,7 @@ class StragglerAnalyzer : public Analyzer {
 
   std::vector<RankStats> ranks_;  // by rank number
   CollectiveWindow<Arrival> window_;
+  std::vector<std::string_view> phase_keys_;  // AddStep's scratch
 };
 
 }  // namespace

@@ -42,6 +42,28 @@ inline constexpr std::string_view kMark = "mark";        // an online detection
 inline constexpr std::string_view kCustom = "custom";    // user-defined payload
 }  // namespace rec
 
+// The record types above as small integers, for tables indexed by type (the step driver
+// dispatches each record only to the analyzers that asked for its type). A name not listed
+// (a newer writer's type) gets kOtherRecordType.
+inline constexpr std::string_view kRecordTypes[] = {
+    rec::kHeader,     rec::kEnd,     rec::kThread,     rec::kParams,   rec::kStepBegin,
+    rec::kStep,       rec::kPhase,   rec::kCollective, rec::kGradient, rec::kFingerprint,
+    rec::kRng,        rec::kSampler, rec::kLoader,     rec::kScaler,   rec::kClip,
+    rec::kCheckpoint, rec::kSignal,  rec::kError,      rec::kClock,    rec::kMark,
+    rec::kCustom};
+inline constexpr int kRecordTypeCount = sizeof(kRecordTypes) / sizeof(kRecordTypes[0]);
+inline constexpr int kOtherRecordType = kRecordTypeCount;
+
+// Called once per record by the reader: the frequent types come first.
+inline int RecordTypeId(std::string_view type) {
+  constexpr int kByFrequency[] = {6,  7,  5,  4, 9, 8, 12, 13, 3,  10, 11,
+                                  14, 15, 18, 1, 2, 0, 16, 17, 19, 20};
+  static_assert(sizeof(kByFrequency) / sizeof(kByFrequency[0]) == kRecordTypeCount);
+  for (int id : kByFrequency)
+    if (kRecordTypes[id] == type) return id;
+  return kOtherRecordType;
+}
+
 // Phase names used in `phase` records and `step.phases`.
 namespace phase {
 inline constexpr std::string_view kData = "data";

@@ -92,9 +92,15 @@ struct TraceReader::State {
   State(std::string p, int fd) : path(std::move(p)), lines(fd, simdjson::SIMDJSON_PADDING) {}
 
   bool NextLine(LineReader::Line* line);
-  // Parses `line` into `object` and checks the common fields; false after an issue.
-  bool ParseLine(const LineReader::Line& line, CommonFields* common);
-  bool CheckCommonFields(const LineReader::Line& line, CommonFields* common);
+  // Parses `line` into `doc` (null: the parser's own) and `*out`, and checks the common
+  // fields; false after an issue.
+  bool ParseLine(const LineReader::Line& line, dom::document* doc, dom::object* out,
+                 CommonFields* common);
+  bool CheckCommonFields(const LineReader::Line& line, const dom::object& record,
+                         CommonFields* common);
+  // The next valid event record, parsed into `doc` and `*out`; fills *record but for raw_
+  // and object_.
+  bool NextRecord(dom::document* doc, dom::object* out, Record* record, LineReader::Line* line);
   void IssueAt(const LineReader::Line& line, size_t offset, std::string expected);
   // An issue pointing at the value of top-level field `key`.
   void IssueAtField(const LineReader::Line& line, std::string_view key, std::string expected);
@@ -150,7 +156,8 @@ void TraceReader::State::IssueAtField(const LineReader::Line& line, std::string_
            DescribeValue(line.text, span));
 }
 
-bool TraceReader::State::ParseLine(const LineReader::Line& line, CommonFields* common) {
+bool TraceReader::State::ParseLine(const LineReader::Line& line, dom::document* doc,
+                                   dom::object* out, CommonFields* common) {
   if (line.too_long) {
     AddIssue(line.number, static_cast<int64_t>(LineReader::kMaxLineBytes) + 1,
              "a line shorter than " + std::to_string(LineReader::kMaxLineBytes >> 20) + " MiB",
@@ -171,7 +178,9 @@ bool TraceReader::State::ParseLine(const LineReader::Line& line, CommonFields* c
   dom::element element;
   // In place: LineReader leaves SIMDJSON_PADDING allocated bytes after every line.
   const simdjson::error_code error =
-      parser.parse(line.text.data(), line.text.size(), false).get(element);
+      (doc ? parser.parse_into_document(*doc, line.text.data(), line.text.size(), false)
+           : parser.parse(line.text.data(), line.text.size(), false))
+          .get(element);
   if (error) {
     if (std::optional<SyntaxError> e = CheckJsonObjectLine(line.text)) {
       IssueAt(line, e->offset, e->expected);
@@ -182,19 +191,20 @@ bool TraceReader::State::ParseLine(const LineReader::Line& line, CommonFields* c
     }
     return false;
   }
-  if (element.get_object().get(object)) {
+  if (element.get_object().get(*out)) {
     const size_t first = line.text.find_first_not_of(" \t\r");
     IssueAt(line, first == std::string_view::npos ? 0 : first, "a JSON object ('{')");
     return false;
   }
-  return CheckCommonFields(line, common);
+  return CheckCommonFields(line, *out, common);
 }
 
-bool TraceReader::State::CheckCommonFields(const LineReader::Line& line, CommonFields* common) {
+bool TraceReader::State::CheckCommonFields(const LineReader::Line& line, const dom::object& record,
+                                           CommonFields* common) {
   // One pass over the members: writers put these first, so it usually stops early.
   dom::element type, ts, step, tid;
   bool has_type = false, has_ts = false, has_step = false, has_tid = false;
-  for (dom::key_value_pair kv : object) {
+  for (dom::key_value_pair kv : record) {
     const std::string_view k = kv.key;
     if (!has_type && k == kFieldType) {
       type = kv.value;
@@ -239,7 +249,7 @@ void TraceReader::State::ReadHeaderLine() {
     return;
   }
   CommonFields common;
-  if (!ParseLine(line, &common)) return;
+  if (!ParseLine(line, nullptr, &object, &common)) return;
   if (common.type != rec::kHeader) {
     IssueAtField(line, kFieldType, "a header record (\"type\":\"header\") on line 1");
     return;
@@ -275,28 +285,58 @@ const std::optional<TraceHeader>& TraceReader::ReadHeader() {
   return state_->header;
 }
 
-bool TraceReader::Next(Record* out) {
-  State& s = *state_;
-  if (!s.header_done) s.ReadHeaderLine();
-  LineReader::Line line;
+bool TraceReader::State::NextRecord(dom::document* doc, dom::object* out, Record* record,
+                                    LineReader::Line* line) {
+  if (!header_done) ReadHeaderLine();
   CommonFields common;
-  while (s.NextLine(&line)) {
-    if (!s.ParseLine(line, &common)) continue;
+  while (NextLine(line)) {
+    if (!ParseLine(*line, doc, out, &common)) continue;
     if (common.type == rec::kHeader) {
       // Two files concatenated, or a restarted writer appending: not an event.
-      s.IssueAtField(line, kFieldType, "an event record (a header belongs on line 1 only)");
+      IssueAtField(*line, kFieldType, "an event record (a header belongs on line 1 only)");
       continue;
     }
-    out->type_ = common.type;
-    out->ts_ = common.ts;
-    out->step_ = common.step;
-    out->tid_ = static_cast<int>(common.tid);
-    out->line_ = line.number;
-    out->raw_ = line.text;
-    out->object_ = &s.object;
+    record->type_ = common.type;
+    record->type_id_ = RecordTypeId(common.type);
+    record->ts_ = common.ts;
+    record->step_ = common.step;
+    record->tid_ = static_cast<int>(common.tid);
+    record->line_ = line->number;
     return true;
   }
   return false;
+}
+
+bool TraceReader::Next(Record* out) {
+  LineReader::Line line;
+  if (!state_->NextRecord(nullptr, &state_->object, out, &line)) return false;
+  out->raw_ = line.text;
+  out->object_ = &state_->object;
+  return true;
+}
+
+// What an OwnedRecord holds on to; kept from one NextOwned to the next for its buffers.
+struct OwnedRecord::Storage {
+  dom::document document;
+  dom::object object;
+  std::string raw;
+};
+
+OwnedRecord::OwnedRecord() = default;
+OwnedRecord::~OwnedRecord() = default;
+OwnedRecord::OwnedRecord(OwnedRecord&&) noexcept = default;
+OwnedRecord& OwnedRecord::operator=(OwnedRecord&&) noexcept = default;
+
+bool TraceReader::NextOwned(OwnedRecord* out) {
+  if (!out->storage_) out->storage_ = std::make_unique<OwnedRecord::Storage>();
+  OwnedRecord::Storage& storage = *out->storage_;
+  LineReader::Line line;
+  if (!state_->NextRecord(&storage.document, &storage.object, &out->record_, &line)) return false;
+  // type_ points into the document's strings, which stay put; raw_ needs the copy.
+  storage.raw.assign(line.text.data(), line.text.size());
+  out->record_.raw_ = storage.raw;
+  out->record_.object_ = &storage.object;
+  return true;
 }
 
 const std::optional<TraceHeader>& TraceReader::header() const { return state_->header; }

@@ -20,9 +20,11 @@
 #include <vector>
 
 #include "trace/json_value.h"
+#include "trace/record_types.h"
 #include "trace/trace_header.h"
 
 namespace simdjson::dom {
+class document;
 class element;
 class object;
 }  // namespace simdjson::dom
@@ -43,6 +45,8 @@ struct ReadIssue {
 class Record {
  public:
   std::string_view type() const { return type_; }
+  // RecordTypeId(type()) (record_types.h), computed once by the reader.
+  int type_id() const { return type_id_; }
   int64_t ts() const { return ts_; }
   int64_t step() const { return step_; }
   int tid() const { return tid_; }
@@ -63,14 +67,34 @@ class Record {
 
  private:
   friend class TraceReader;
-  struct Impl;
   std::string_view type_;
+  int type_id_ = kOtherRecordType;
   int64_t ts_ = 0;
   int64_t step_ = 0;
   int tid_ = 0;
   int64_t line_ = 0;
   std::string_view raw_;
   const simdjson::dom::object* object_ = nullptr;
+};
+
+// A record that owns its parsed document and line, so it stays valid after its reader has
+// moved on: the step driver's reader threads queue these. Reusable: TraceReader::NextOwned
+// parses into the buffers of the previous record it held.
+class OwnedRecord {
+ public:
+  OwnedRecord();
+  ~OwnedRecord();
+  OwnedRecord(OwnedRecord&&) noexcept;
+  OwnedRecord& operator=(OwnedRecord&&) noexcept;
+
+  // Valid while this OwnedRecord is neither refilled nor destroyed (a move keeps it valid).
+  const Record& record() const { return record_; }
+
+ private:
+  friend class TraceReader;
+  struct Storage;
+  Record record_;
+  std::unique_ptr<Storage> storage_;
 };
 
 class TraceReader {
@@ -81,6 +105,8 @@ class TraceReader {
 
   // Advances to the next valid record. Returns false at end of file.
   bool Next(Record* out);
+  // The same into a record that outlives the next call (slower: the line is copied).
+  bool NextOwned(OwnedRecord* out);
 
   // The header parsed from line 1, when line 1 was a valid header record.
   const std::optional<TraceHeader>& header() const;

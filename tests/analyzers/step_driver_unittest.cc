@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <tuple>
+
 #include "analyzers/run_loader.h"
 #include "tests/analyzers/test_run.h"
 #include "trace/record_types.h"
@@ -38,14 +41,44 @@ class LoggingAnalyzer : public Analyzer {
   bool records_;
 };
 
-std::vector<std::string> Drive(const std::string& dir, const DriveOptions& options,
-                               DriveResult* result = nullptr, bool records = true) {
+std::vector<std::string> DriveWithJobs(const std::string& dir, DriveOptions options, int jobs,
+                                       DriveResult* result = nullptr, bool records = true) {
+  options.jobs = jobs;
   std::vector<std::string> log;
   std::vector<std::unique_ptr<Analyzer>> analyzers;
   analyzers.push_back(std::make_unique<LoggingAnalyzer>(&log, records));
   const RunContext run = LoadRun(dir);
   DriveResult r = DriveRun(run, analyzers, options);
   if (result) *result = std::move(r);
+  return log;
+}
+
+// Drives on the driver thread alone (jobs 1), then with reader threads: both must call the
+// analyzers alike. Returns the serial log.
+std::vector<std::string> Drive(const std::string& dir, const DriveOptions& options,
+                               DriveResult* result = nullptr, bool records = true) {
+  DriveResult serial;
+  std::vector<std::string> log = DriveWithJobs(dir, options, 1, &serial, records);
+  EXPECT_EQ(serial.reader_threads, 0);
+  for (int jobs : {2, 3}) {
+    DriveResult threaded;
+    EXPECT_EQ(DriveWithJobs(dir, options, jobs, &threaded, records), log) << "jobs " << jobs;
+    EXPECT_EQ(threaded.steps_done, serial.steps_done) << "jobs " << jobs;
+    EXPECT_EQ(threaded.ends.size(), serial.ends.size());
+    for (size_t i = 0; i < serial.ends.size() && i < threaded.ends.size(); ++i) {
+      const RankEnd& a = serial.ends[i];
+      const RankEnd& b = threaded.ends[i];
+      EXPECT_EQ(std::tie(a.records, a.lines_read, a.bytes_read, a.end_seen, a.reason, a.status,
+                         a.detail, a.end_step, a.last_step_begun, a.last_step_done, a.max_step,
+                         a.last_phase, a.last_ts, a.last_line, a.issue_count, a.truncated_tail),
+                std::tie(b.records, b.lines_read, b.bytes_read, b.end_seen, b.reason, b.status,
+                         b.detail, b.end_step, b.last_step_begun, b.last_step_done, b.max_step,
+                         b.last_phase, b.last_ts, b.last_line, b.issue_count, b.truncated_tail))
+          << "rank index " << i << ", jobs " << jobs;
+      EXPECT_EQ(a.issues.size(), b.issues.size());
+    }
+  }
+  if (result) *result = std::move(serial);
   return log;
 }
 
@@ -131,6 +164,46 @@ TEST(StepDriverTest, FallsBackToPerRankPassesAboveTheOpenFileLimit) {
   EXPECT_EQ(Drive(run.dir(), options, &result), want);
   EXPECT_FALSE(result.lockstep);
   EXPECT_EQ(result.steps_done, 3);
+}
+
+TEST(StepDriverTest, ReaderThreadsRunOnlyWhenJobsAllow) {
+  TestRun run;
+  run.WriteCleanRank(TestRun::Header(0, 2), 2);
+  run.WriteCleanRank(TestRun::Header(1, 2), 2);
+  DriveResult result;
+  DriveWithJobs(run.dir(), {}, 1, &result);
+  EXPECT_EQ(result.reader_threads, 0);
+  DriveWithJobs(run.dir(), {}, 2, &result);
+  EXPECT_EQ(result.reader_threads, 2);
+  DriveWithJobs(run.dir(), {}, 64, &result);
+  EXPECT_LE(result.reader_threads, 2);  // not more threads than ranks
+}
+
+TEST(StepDriverTest, ThreadedDriveDeliversLongStepsAndEmptyRanksInOrder) {
+  TestRun run;
+  {
+    // Far more records in one step than a reader thread queues at once, some of them a
+    // step late, then a jump.
+    auto w = run.Open(TestRun::Header(0, 3));
+    TestRun::WriteSteps(w.get(), 0, 1);
+    w->SetStep(1);
+    for (int i = 0; i < 700; ++i) {
+      w->SetStep(i % 3 == 0 ? 0 : 1);
+      w->Begin(trace::rec::kCustom).line().Field("name", "burst").Field("i", i);
+    }
+    w->SetStep(4);
+    w->Begin(trace::rec::kStepBegin).line().Field("epoch", 0);
+    TestRun::WriteEnd(w.get(), "ok", 0);
+  }
+  run.Open(TestRun::Header(1, 3));  // a header and nothing else
+  {
+    auto w = run.Open(TestRun::Header(2, 3));
+    TestRun::WriteSteps(w.get(), 0, 3);
+  }
+  run.AppendRaw("rank-00002.jsonl", "not json\n{\"type\":\"step_be");
+  const std::vector<std::string> log = Drive(run.dir(), {});
+  EXPECT_EQ(std::count(log.begin(), log.end(), "r0:custom@1"), 466);
+  EXPECT_EQ(std::count(log.begin(), log.end(), "r0:custom@0"), 234);
 }
 
 }  // namespace

@@ -1,0 +1,56 @@
+// `dsdiag compare` with reader threads against the driver thread alone, on synth runs with
+// several faults at once: the findings JSON (stats included) must be the same bytes.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "analyzers/compare.h"
+#include "analyzers/findings_output.h"
+#include "synth/synth_run.h"
+#include "tests/analyzers/test_run.h"
+
+namespace dsdiag::analyzers {
+namespace {
+
+std::string CompareJson(const std::string& dir, int jobs) {
+  DriveOptions options;
+  options.jobs = jobs;
+  return FindingsToJson(RunCompare(dir, options));
+}
+
+void WriteSynth(const std::string& dir, int ranks, int64_t steps,
+                std::vector<std::string> injects) {
+  synth::SynthConfig config;
+  config.ranks = ranks;
+  config.steps = steps;
+  config.injects = std::move(injects);
+  synth::WriteOptions write;
+  write.out_dir = dir;
+  write.force = true;
+  synth::WriteRun(synth::SynthRun(config), write);
+}
+
+TEST(ThreadedCompareSynthTest, SameFindingsAsTheSerialPath) {
+  testing::TestRun run;
+  WriteSynth(run.dir(), 12, 40,
+             {"straggler:rank=2,ms=30", "grad-desync:rank=5,step=20", "unused-param:rank=9",
+              "clock-skew:rank=7,ms=300", "crash:rank=10,step=33"});
+  const std::string serial = CompareJson(run.dir(), 1);
+  // The faults were found (not two empty reports that agree).
+  for (const char* kind : {"\"straggler\"", "\"grad-desync\"", "\"missing-grad\"", "\"rank-died\""})
+    EXPECT_NE(serial.find(kind), std::string::npos) << kind;
+  EXPECT_EQ(CompareJson(run.dir(), 2), serial);
+  EXPECT_EQ(CompareJson(run.dir(), 4), serial);
+}
+
+TEST(ThreadedCompareSynthTest, SameFindingsOnAHangWithDumps) {
+  testing::TestRun run;
+  WriteSynth(run.dir(), 9, 30, {"no-broadcast", "hang:rank=3,step=21"});
+  const std::string serial = CompareJson(run.dir(), 1);
+  EXPECT_NE(serial.find("\"hang\""), std::string::npos);
+  EXPECT_EQ(CompareJson(run.dir(), 2), serial);
+  EXPECT_EQ(CompareJson(run.dir(), 3), serial);
+}
+
+}  // namespace
+}  // namespace dsdiag::analyzers
