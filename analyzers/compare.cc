@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "analyzers/findings_pass.h"
 #include "analyzers/registry.h"
 #include "analyzers/run_loader.h"
 
@@ -55,6 +56,7 @@ CompareResult RunCompareWith(const std::string& dir,
   const DriveResult drive = DriveRun(run, analyzers, options);
   CompareResult result;
   for (const auto& a : analyzers) a->Finish(run, &result.findings);
+  for (const auto& pass : CreateAllFindingsPasses()) pass->Apply(run, &result.findings);
   for (auto& f : result.findings) NormalizeRanks(&f.ranks);
   SortFindings(&result.findings);
   result.run = Summarize(run, drive);

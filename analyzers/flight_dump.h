@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "trace/trace_header.h"
@@ -79,5 +80,18 @@ std::optional<FlightDumpData> ReadFlightDump(const std::string& path, const std:
 // The same from the text of a dump (tests; `path` only names it in issues).
 std::optional<FlightDumpData> ParseFlightDump(const std::string& text, const std::string& path,
                                               const std::string& file_name, FlightDumpIssue* issue);
+
+// The collective a watchdog message names — the `error` record the watchdog writes beside
+// its dump — as the probes' watchdog writes it:
+//   "collective pg 0 seq 15 (allreduce, grad-bucket-0) pending for 61.0 s, past ..."
+// (op and tag are optional: other writers say "allreduce pg 0 seq 15 (grad-bucket-0)").
+// The first "pg <int> seq <int>" in the text; nullopt when there is none.
+struct NamedCollective {
+  int pg = 0;
+  int64_t seq = 0;
+  std::string op;
+  std::string tag;
+};
+std::optional<NamedCollective> ParseNamedCollective(std::string_view text);
 
 }  // namespace dsdiag::analyzers

@@ -30,7 +30,9 @@
 // culprits, step = the stuck collective's step, subject "allreduce pg 0 seq 20
 // (grad-bucket-0)". A culprit without an end record and without a dump stopped writing: the
 // rank-died analyzer reports its death as well, the hang finding says where the others were
-// left waiting.
+// left waiting. The waiters' own rank-died findings (their timeouts) are turned into info
+// follow-ons of this finding by the hang follow-on pass (hang_follow_on_pass.cc), which
+// matches their `waiting_in` against this finding's `pg`, `seq` and culprits.
 // Malformed or foreign dumps become trace-corrupt warnings (subject: the dump's file name).
 #include <algorithm>
 #include <cctype>
@@ -72,42 +74,6 @@ bool Contains(std::string_view text, std::string_view word) {
 
 bool IsTimeoutText(std::string_view text) {
   return Contains(text, "timeout") || Contains(text, "timed out") || Contains(text, "time out");
-}
-
-// The collective a watchdog message names, as the probes' watchdog writes it:
-//   "collective pg 0 seq 15 (allreduce, grad-bucket-0) pending for 61.0 s, past ..."
-// (op and tag are optional: other writers say "allreduce pg 0 seq 15 (grad-bucket-0)").
-struct NamedCollective {
-  CollectiveKey key;
-  std::string op;
-  std::string tag;
-};
-
-std::optional<NamedCollective> ParseNamedCollective(std::string_view text) {
-  for (size_t at = text.find("pg "); at != std::string_view::npos; at = text.find("pg ", at + 1)) {
-    if (at > 0 && std::isalnum(static_cast<unsigned char>(text[at - 1]))) continue;
-    int pg = 0;
-    long long seq = 0;
-    int used = 0;
-    const std::string rest(text.substr(at, 64));
-    if (std::sscanf(rest.c_str(), "pg %d seq %lld%n", &pg, &seq, &used) != 2 || used <= 0 || pg < 0)
-      continue;
-    NamedCollective named{{pg, static_cast<int64_t>(seq)}, {}, {}};
-    const std::string_view after = text.substr(at + static_cast<size_t>(used));
-    const size_t close = after.find(')');
-    if (after.size() > 2 && after.substr(0, 2) == " (" && close != std::string_view::npos) {
-      const std::string_view inside = after.substr(2, close - 2);
-      const size_t comma = inside.find(", ");
-      if (comma != std::string_view::npos) {
-        named.op = std::string(inside.substr(0, comma));
-        named.tag = std::string(inside.substr(comma + 2));
-      } else {
-        named.tag = std::string(inside);
-      }
-    }
-    return named;
-  }
-  return std::nullopt;
 }
 
 std::string Clip(std::string s) {
@@ -299,9 +265,9 @@ class HangAnalyzer : public Analyzer {
     if (pg && seq) {
       t.key = CollectiveKey{static_cast<int>(*pg), *seq};
     } else if (named) {
-      t.key = named->key;
+      t.key = CollectiveKey{named->pg, named->seq};
     }
-    if (named && t.key && named->key == *t.key) {
+    if (named && t.key && *t.key == CollectiveKey{named->pg, named->seq}) {
       t.op = named->op;
       t.tag = named->tag;
     }

@@ -1,7 +1,8 @@
 // rank-died: ranks that did not finish the run the way dsdiag finishes it.
 //
-// Input: RunContext::missing_ranks and each rank's RankEnd. A rank that exits through a
-// path dsdiag controls writes a last record
+// Input: RunContext::missing_ranks, each rank's RankEnd, its `signal` records, the
+// collective named by its `error` records, and its flight-recorder dump. A rank that exits
+// through a path dsdiag controls writes a last record
 //   {"type":"end","ts":98765,"step":50,"reason":"ok","status":0}
 // with reason ok | signal (+ "signal": name) | error (+ "error": message) | peer-failure.
 // Fates and severities:
@@ -10,6 +11,10 @@
 //                                             one grouped finding when every rank stopped
 //                                             so (the job was killed from outside) or when
 //                                             more than kMaxPerRank ranks did
+//   a `signal` record, then no `end`  error   the rank was told to stop and was killed
+//                                             before its exit path ended (the launcher's
+//                                             SIGKILL after the grace period); like a
+//                                             signal end below otherwise
 //   `end` reason signal / error       error   one per rank, naming the signal or message
 //                                             (one grouped finding for more than
 //                                             kMaxPerRank ranks that ended alike);
@@ -21,15 +26,24 @@
 //   `end` with another reason         warning (e.g. "destroyed": the session was torn down
 //                                             without End(), an exception unwound the loop)
 // Every failure finding carries `peers_max_step`, the furthest step any other rank began:
-// a rank far behind it stopped first. The collective-ghosts work extends this survivors'
-// view with flight-recorder dumps (which collective each survivor was blocked in).
+// a rank far behind it stopped first. Where a rank stopped: the trace's last step begun,
+// and the phase from its flight dump's `where` when the dump was written after the rank's
+// last step/phase/collective record (an older dump says where it was then, not where it
+// stopped). The collective a rank was left waiting in (`waiting_in`): the oldest pending
+// entry of such a dump, else the pg/seq of its first `error` record naming one. The hang
+// follow-on pass (findings_pass.h) matches `waiting_in` against a hang finding.
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "analyzers/analyzer_factories.h"
+#include "analyzers/collective_window.h"
 #include "analyzers/finding_kinds.h"
+#include "analyzers/flight_dump.h"
+#include "trace/record_types.h"
 #include "trace/run_files.h"
 
 namespace dsdiag::analyzers {
@@ -41,7 +55,42 @@ constexpr size_t kMaxPerRank = 8;    // silent deaths reported one by one up to 
 constexpr size_t kMaxListed = 8;     // ranks detailed in a grouped finding
 constexpr size_t kMaxMessage = 160;  // error message length in a summary
 
-enum class Fate { kClean, kNoEnd, kSignal, kError, kPeerFailure, kOkNonZero, kOtherReason };
+// kKilledAfterSignal: a `signal` record, then no `end` (killed while stopping).
+enum class Fate {
+  kClean,
+  kNoEnd,
+  kKilledAfterSignal,
+  kSignal,
+  kError,
+  kPeerFailure,
+  kOkNonZero,
+  kOtherReason
+};
+
+// The first `signal` record of a rank.
+struct RecordedSignal {
+  std::string name;
+  int64_t step = 0;
+  int64_t ts = 0;
+};
+
+// A collective a rank was left waiting in.
+struct WaitingIn {
+  CollectiveKey key;
+  std::string op;
+  std::string tag;
+  std::optional<int64_t> step;
+  std::string from;  // "flight dump", "error record"
+};
+
+// What OnRecord gathers of one rank, before its RankEnd.
+struct RankRecords {
+  std::optional<RecordedSignal> signal;
+  std::optional<WaitingIn> error_collective;
+  // The latest end (ts + dur) of a step, phase or collective record: a flight dump written
+  // after it is the rank's last word on where it was.
+  std::optional<int64_t> progress_end;
+};
 
 // What Finish needs of one analysed rank; RankEnd's issue list is not kept.
 struct RankState {
@@ -50,11 +99,12 @@ struct RankState {
   std::string host;
   int64_t pid = 0;
   RankEnd end;
+  RankRecords records;
   Fate fate = Fate::kClean;
 };
 
-Fate Classify(const RankEnd& end) {
-  if (!end.end_seen) return Fate::kNoEnd;
+Fate Classify(const RankEnd& end, const RankRecords& records) {
+  if (!end.end_seen) return records.signal ? Fate::kKilledAfterSignal : Fate::kNoEnd;
   if (end.reason == "ok") return end.status.value_or(0) == 0 ? Fate::kClean : Fate::kOkNonZero;
   if (end.reason == "signal") return Fate::kSignal;
   if (end.reason == "error") return Fate::kError;
@@ -63,7 +113,44 @@ Fate Classify(const RankEnd& end) {
 }
 
 bool IsFailure(Fate fate) {
-  return fate == Fate::kNoEnd || fate == Fate::kSignal || fate == Fate::kError;
+  return fate == Fate::kNoEnd || fate == Fate::kKilledAfterSignal || fate == Fate::kSignal ||
+         fate == Fate::kError;
+}
+
+// SIGUSR1 asks the flight recorder for a dump; it stops nothing.
+bool EndsProcess(std::string_view signal) { return signal != "SIGUSR1"; }
+
+bool IsProgress(std::string_view type) {
+  return type == trace::rec::kStepBegin || type == trace::rec::kStep ||
+         type == trace::rec::kPhase || type == trace::rec::kCollective;
+}
+
+// The collective an `error` record names: its pg/seq fields (synth, future probes), else
+// the watchdog's message ("collective pg 0 seq 15 (allreduce, grad-bucket-0) pending ...").
+std::optional<WaitingIn> NamedIn(const trace::Record& r) {
+  const auto pg = r.Int("pg");
+  const auto seq = r.Int("seq");
+  if (pg && seq && *pg >= 0 && *pg <= INT32_MAX) {
+    return WaitingIn{{static_cast<int>(*pg), *seq},
+                     std::string(r.Str("op").value_or("")),
+                     std::string(r.Str("tag").value_or("")),
+                     r.step(),
+                     "error record"};
+  }
+  const auto named = ParseNamedCollective(r.Str("message").value_or(""));
+  if (!named) return std::nullopt;
+  return WaitingIn{{named->pg, named->seq}, named->op, named->tag, r.step(), "error record"};
+}
+
+JsonValue WaitingJson(const WaitingIn& w) {
+  JsonValue v = JsonValue::Object();
+  v.Set("pg", w.key.pg);
+  v.Set("seq", w.key.seq);
+  v.Set("op", w.op.empty() ? JsonValue() : JsonValue(w.op));
+  v.Set("tag", w.tag.empty() ? JsonValue() : JsonValue(w.tag));
+  v.Set("step", w.step ? JsonValue(*w.step) : JsonValue());
+  v.Set("from", w.from);
+  return v;
 }
 
 JsonValue OptionalInt(const std::optional<int64_t>& v) { return v ? JsonValue(*v) : JsonValue(); }
@@ -80,15 +167,42 @@ std::string Clip(std::string s, size_t n) {
 class RankDiedAnalyzer : public Analyzer {
  public:
   std::string_view name() const override { return kind::kRankDied; }
-  bool wants_records() const override { return false; }
+  std::vector<std::string_view> record_types() const override {
+    return {trace::rec::kStepBegin,  trace::rec::kStep,   trace::rec::kPhase,
+            trace::rec::kCollective, trace::rec::kSignal, trace::rec::kError};
+  }
 
   void Begin(const RunContext& run) override {
-    for (const auto& d : run.flight_dumps) dumps_[d.rank] = d.file_name;
+    run_id_ = run.run_id;
+    for (const auto& d : run.flight_dumps) dumps_[d.rank] = d;
+    int max_rank = -1;
+    for (const RankInfo& r : run.ranks) max_rank = std::max(max_rank, r.rank);
+    records_.resize(static_cast<size_t>(max_rank + 1));
+  }
+
+  // Signals, errors, and how far the rank's progress records reach.
+  void OnRecord(const RankInfo& rank, const trace::Record& r) override {
+    RankRecords& t = records_[static_cast<size_t>(rank.rank)];
+    const std::string_view type = r.type();
+    if (IsProgress(type)) {
+      const int64_t end = r.ts() + std::max<int64_t>(0, r.Int("dur").value_or(0));
+      t.progress_end = std::max(t.progress_end.value_or(end), end);
+    } else if (type == trace::rec::kSignal) {
+      const std::string_view name = r.Str("signal").value_or("signal");
+      if (!t.signal && EndsProcess(name))
+        t.signal = RecordedSignal{std::string(name), r.step(), r.ts()};
+    } else if (type == trace::rec::kError && !t.error_collective) {
+      t.error_collective = NamedIn(r);
+    }
   }
 
   void OnRankEnd(const RankInfo& rank, const RankEnd& end) override {
-    RankState s{rank.rank, rank.file_name, rank.header.host, rank.header.pid, end, Classify(end)};
+    RankState s{rank.rank, rank.file_name, rank.header.host, rank.header.pid, end,
+                {},        Fate::kClean};
     s.end.issues.clear();
+    if (static_cast<size_t>(rank.rank) < records_.size())
+      s.records = std::move(records_[static_cast<size_t>(rank.rank)]);
+    s.fate = Classify(s.end, s.records);
     ranks_.push_back(std::move(s));
   }
 
@@ -101,6 +215,7 @@ class RankDiedAnalyzer : public Analyzer {
     std::vector<Finding> announced;
     for (const auto& s : ranks_) {
       switch (s.fate) {
+        case Fate::kKilledAfterSignal:
         case Fate::kSignal:
         case Fate::kError:
           announced.push_back(Announced(s, silently_dead));
@@ -136,9 +251,15 @@ class RankDiedAnalyzer : public Analyzer {
       JsonValue listed = JsonValue::Array();
       std::vector<int> ranks;
       std::optional<int64_t> step;
+      // The collective they all waited in, when they agree (what the hang pass matches).
+      const JsonValue* waiting = group.front().evidence.Find("waiting_in");
+      std::optional<JsonValue> shared_wait;
+      if (waiting) shared_wait = *waiting;
       for (const Finding& g : group) {
         ranks.push_back(g.ranks.front());
         if (g.step && (!step || *g.step < *step)) step = g.step;
+        const JsonValue* w = g.evidence.Find("waiting_in");
+        if (shared_wait && (!w || *w != *shared_wait)) shared_wait.reset();
         if (listed.elements().size() < kMaxListed) listed.Push(g.evidence);
       }
       Finding f = std::move(group.front());
@@ -149,12 +270,68 @@ class RankDiedAnalyzer : public Analyzer {
                   key.second;
       f.evidence = JsonValue::Object();
       f.evidence.Set("ranks_alike", static_cast<int64_t>(f.ranks.size()));
+      if (shared_wait) f.evidence.Set("waiting_in", std::move(*shared_wait));
       f.evidence.Set("first", std::move(listed));
       out->push_back(std::move(f));
     }
   }
 
  private:
+  // The rank's flight dump when it belongs to this run and to this rank; read once, on
+  // demand (the hang analyzer reports damaged or foreign dumps).
+  const FlightDumpData* Dump(int rank) const {
+    auto it = loaded_.find(rank);
+    if (it == loaded_.end()) {
+      std::optional<FlightDumpData> d;
+      const auto file = dumps_.find(rank);
+      if (file != dumps_.end()) {
+        d = ReadFlightDump(file->second.path, file->second.file_name, nullptr);
+        const bool foreign = d && !run_id_.empty() && !d->run_id.empty() && d->run_id != run_id_;
+        if (d && (d->rank != rank || foreign)) d.reset();
+      }
+      it = loaded_.emplace(rank, std::move(d)).first;
+    }
+    return it->second ? &*it->second : nullptr;
+  }
+
+  // The dump when it was written after the rank's last step, phase or collective record:
+  // it then says where the rank stopped. An older one (a SIGUSR1 request mid-run) does not.
+  const FlightDumpData* LastWord(const RankState& s) const {
+    const FlightDumpData* d = Dump(s.rank);
+    if (!d || (s.records.progress_end && d->ts < *s.records.progress_end)) return nullptr;
+    return d;
+  }
+
+  // The phase the rank stopped in, when its last-word dump names one of the step it was in.
+  std::string StoppedPhase(const RankState& s) const {
+    const FlightDumpData* d = LastWord(s);
+    if (!d || d->where_phase.empty() || d->where_phase == "none") return {};
+    if (d->where_step && s.end.last_step_begun && *d->where_step != *s.end.last_step_begun)
+      return {};
+    return d->where_phase;
+  }
+
+  // "in sync of step 3" when the phase is known, else "during step 3".
+  std::string WhereText(const RankState& s) const {
+    const std::string phase = StoppedPhase(s);
+    if (phase.empty() || !s.end.last_step_begun) return StepText(s.end.last_step_begun);
+    return "in " + phase + " of step " + std::to_string(*s.end.last_step_begun);
+  }
+
+  std::optional<WaitingIn> Waiting(const RankState& s) const {
+    if (const FlightDumpData* d = LastWord(s)) {
+      if (const FlightEntry* e = d->OldestPending())
+        return WaitingIn{{e->pg, e->seq}, e->op, e->tag, e->step, "flight dump"};
+    }
+    return s.records.error_collective;
+  }
+
+  // The signal that stopped the rank: its `end` record's, else the one it recorded.
+  static std::string SignalOf(const RankState& s) {
+    if (s.fate == Fate::kSignal) return s.end.detail;
+    return s.records.signal ? s.records.signal->name : std::string();
+  }
+
   // The furthest step any rank other than `rank` began.
   std::optional<int64_t> PeersMaxStep(int rank) const {
     std::optional<int64_t> best;
@@ -183,7 +360,25 @@ class RankDiedAnalyzer : public Analyzer {
     e.Set("last_record_ts", OptionalInt(s.end.last_ts));
     e.Set("peers_max_step", OptionalInt(PeersMaxStep(s.rank)));
     auto dump = dumps_.find(s.rank);
-    if (dump != dumps_.end()) e.Set("flight_dump", dump->second);
+    if (dump != dumps_.end()) e.Set("flight_dump", dump->second.file_name);
+    const std::string phase = StoppedPhase(s);
+    if (!phase.empty()) {
+      const FlightDumpData* d = LastWord(s);
+      JsonValue in = JsonValue::Object();
+      in.Set("step", OptionalInt(s.end.last_step_begun));
+      in.Set("phase", phase);
+      in.Set("from", d->file_name);
+      in.Set("dump_reason", d->reason);
+      e.Set("stopped_in", std::move(in));
+    }
+    if (const auto& sig = s.records.signal) {
+      JsonValue v = JsonValue::Object();
+      v.Set("signal", sig->name);
+      v.Set("step", sig->step);
+      v.Set("ts", sig->ts);
+      e.Set("signal_recorded", std::move(v));
+    }
+    if (const auto waiting = Waiting(s)) e.Set("waiting_in", WaitingJson(*waiting));
     return f;
   }
 
@@ -234,6 +429,7 @@ class RankDiedAnalyzer : public Analyzer {
       v.Set("ended", s.end.end_seen ? JsonValue(s.end.reason) : JsonValue("no end record"));
       if (!s.end.detail.empty()) v.Set("detail", Clip(s.end.detail, kMaxMessage));
       v.Set("last_step_begun", OptionalInt(s.end.last_step_begun));
+      if (const auto waiting = Waiting(s)) v.Set("waiting_in", WaitingJson(*waiting));
       out.Push(std::move(v));
     }
     return out;
@@ -241,9 +437,11 @@ class RankDiedAnalyzer : public Analyzer {
 
   Finding SilentDeath(const RankState& s) const {
     Finding f = Base(s, Severity::kError);
-    f.summary = "rank " + std::to_string(s.rank) + " stopped " + StepText(s.end.last_step_begun) +
-                " without an end record" +
-                (s.end.last_phase.empty() ? "" : " (last phase done: " + s.end.last_phase + ")");
+    const bool phase_known = !StoppedPhase(s).empty();
+    f.summary =
+        "rank " + std::to_string(s.rank) + " stopped " + WhereText(s) + " without an end record" +
+        (s.end.last_phase.empty() || phase_known ? ""
+                                                 : " (last phase done: " + s.end.last_phase + ")");
     f.evidence.Set("truncated_tail", s.end.truncated_tail);
     f.evidence.Set("survivors", SurvivorsView(s.rank));
     f.hint =
@@ -306,37 +504,56 @@ class RankDiedAnalyzer : public Analyzer {
     return name == "SIGTERM" || name == "SIGINT" || name == "SIGHUP";
   }
 
+  // A rank that said why it stopped: an `end` with a signal or an error, or a recorded
+  // signal before it was killed.
   Finding Announced(const RankState& s, const std::vector<int>& silently_dead) const {
-    const bool follow_on =
-        s.fate == Fate::kSignal && IsStopSignal(s.end.detail) && !silently_dead.empty();
+    const std::string signal = SignalOf(s);
+    const bool signalled = s.fate == Fate::kSignal || s.fate == Fate::kKilledAfterSignal;
+    const bool killed = s.fate == Fate::kKilledAfterSignal;
+    const bool follow_on = signalled && IsStopSignal(signal) && !silently_dead.empty();
     Finding f = Base(s, follow_on ? Severity::kInfo : Severity::kError);
-    f.evidence.Set("reason", s.end.reason);
-    f.evidence.Set("status", OptionalInt(s.end.status));
+    if (s.end.end_seen) {
+      f.evidence.Set("reason", s.end.reason);
+      f.evidence.Set("status", OptionalInt(s.end.status));
+    } else {
+      f.evidence.Set("reason", JsonValue());
+      f.evidence.Set("truncated_tail", s.end.truncated_tail);
+    }
+    const std::string rank = "rank " + std::to_string(s.rank);
     if (follow_on) {
       JsonValue dead = JsonValue::Array();
       for (int r : silently_dead) dead.Push(r);
-      f.evidence.Set("signal", s.end.detail);
+      f.evidence.Set("signal", signal);
       f.evidence.Set("after_deaths_of", std::move(dead));
-      f.summary = "rank " + std::to_string(s.rank) + " was stopped (" + s.end.detail + ") " +
-                  StepText(s.end.last_step_begun) + " after " +
-                  (silently_dead.size() == 1 ? "rank " : "ranks ") +
+      f.summary = rank + " was stopped (" + signal +
+                  (killed ? ", then killed before its end record" : "") + ") " + WhereText(s) +
+                  " after " + (silently_dead.size() == 1 ? "rank " : "ranks ") +
                   FormatRankRanges(silently_dead) + " died: a follow-on, not a cause";
       f.hint =
           "The launcher (or the scheduler) stops the surviving ranks once one has died; "
           "look at the rank-died error of the rank that died first.";
-    } else if (s.fate == Fate::kSignal) {
-      const std::string signal = s.end.detail.empty() ? "a signal" : s.end.detail;
-      f.evidence.Set("signal", s.end.detail);
-      f.summary = "rank " + std::to_string(s.rank) + " stopped on " + signal + " " +
-                  StepText(s.end.last_step_begun);
+    } else if (killed) {
+      f.evidence.Set("signal", signal);
+      f.summary = rank + " received " + signal + " and was killed " + WhereText(s) +
+                  " before writing its end record";
       f.hint = "Something sent " + signal +
+               " to the rank (the scheduler, an operator, the launcher tearing the job down), "
+               "and the rank did not get through its exit path before it was killed: after a "
+               "grace period launchers send SIGKILL (dsdiag train: 5 s). What held it up is "
+               "where it was (evidence.stopped_in, evidence.waiting_in): usually a collective "
+               "waiting for a peer that is gone or stuck, or slow I/O.";
+    } else if (s.fate == Fate::kSignal) {
+      const std::string name = signal.empty() ? "a signal" : signal;
+      f.evidence.Set("signal", signal);
+      f.summary = rank + " stopped on " + name + " " + WhereText(s);
+      f.hint = "Something sent " + name +
                " to the rank: usually the scheduler (time limit, "
                "preemption), an operator, or the launcher tearing the job down after another "
                "failure. Check the job's log for who sent it.";
     } else {
       f.evidence.Set("error", s.end.detail);
-      f.summary = "rank " + std::to_string(s.rank) + " failed " + StepText(s.end.last_step_begun) +
-                  ": " + Clip(s.end.detail.empty() ? "(no message)" : s.end.detail, kMaxMessage);
+      f.summary = rank + " failed " + WhereText(s) + ": " +
+                  Clip(s.end.detail.empty() ? "(no message)" : s.end.detail, kMaxMessage);
       f.hint =
           "The rank stopped on an error it caught: the message is in evidence.error and "
           "the trace's `error` records say in which phase it was raised.";
@@ -404,7 +621,10 @@ class RankDiedAnalyzer : public Analyzer {
     out->push_back(std::move(f));
   }
 
-  std::map<int, std::string> dumps_;
+  std::string run_id_;
+  std::map<int, FlightDump> dumps_;
+  mutable std::map<int, std::optional<FlightDumpData>> loaded_;
+  std::vector<RankRecords> records_;  // by rank, until its RankEnd
   std::vector<RankState> ranks_;
 };
 

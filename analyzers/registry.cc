@@ -1,8 +1,9 @@
-// An analyzer is added here and nowhere else: no static-initialiser registration, so the
-// list a run uses is the list you read.
+// An analyzer (or a findings pass) is added here and nowhere else: no static-initialiser
+// registration, so the list a run uses is the list you read.
 #include "analyzers/registry.h"
 
 #include "analyzers/analyzer_factories.h"
+#include "analyzers/findings_pass.h"
 
 namespace dsdiag::analyzers {
 
@@ -27,6 +28,12 @@ std::vector<std::unique_ptr<Analyzer>> CreateAllAnalyzers() {
   analyzers.push_back(CreateEpochOrderRepeatAnalyzer());
   analyzers.push_back(CreateLoaderStarvationAnalyzer());
   return analyzers;
+}
+
+std::vector<std::unique_ptr<FindingsPass>> CreateAllFindingsPasses() {
+  std::vector<std::unique_ptr<FindingsPass>> passes;
+  passes.push_back(CreateHangFollowOnPass());
+  return passes;
 }
 
 }  // namespace dsdiag::analyzers

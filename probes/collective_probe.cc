@@ -35,6 +35,8 @@ CollectiveScope::CollectiveScope(CollectiveProbe* probe, int pg, std::string_vie
 }
 
 void CollectiveScope::Started() noexcept {
+  if (!probe_->session_->on()) return;
+  started_ns_ = trace::MonotonicNs();
   if (handle_) probe_->recorder_->Start(handle_);
 }
 
@@ -47,6 +49,9 @@ CollectiveScope::~CollectiveScope() {
   const bool failed = std::uncaught_exceptions() > exceptions_at_entry_;
   if (handle_ && !failed) probe_->recorder_->Complete(handle_);
   nvtx::PopRange();
+  const int64_t now = trace::MonotonicNs();
+  const int64_t dur = now - enter_ns_;
+  s->CountCollective(bytes_, dur, started_ns_ ? now - started_ns_ : dur);
   auto r = s->writer()->BeginAt(trace::rec::kCollective, enter_ns_);
   auto& l = r.line();
   l.Field("pg", pg_)
@@ -55,7 +60,7 @@ CollectiveScope::~CollectiveScope() {
       .Field("dtype", dtype_)
       .Field("n", count_)
       .Field("bytes", bytes_)
-      .Field("dur", trace::MonotonicNs() - enter_ns_)
+      .Field("dur", dur)
       .Field("tag", tag_);
   if (failed) l.Field("failed", true);
 }

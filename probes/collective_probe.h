@@ -1,6 +1,9 @@
 // CollectiveProbe: every collective and barrier a rank issues, with a per-process-group
 // sequence number — the key the analyzers align ranks on. Each op becomes a `coll` record
-// (enter time, duration, op, dtype, element count, bytes, tag) and a flight-recorder entry.
+// (enter time, duration, op, dtype, element count, bytes, tag), a flight-recorder entry, and
+// a count in the step's totals (the `step` record's `coll` object, Session::CountCollective).
+// The record is the same in light and full mode: every field is read by an analyzer, the
+// timeline or the report (docs/trace-format.md says which, with the bytes it costs).
 //
 //   dsdiag::probes::CollectiveProbe colls(session, &recorder);
 //   {
@@ -60,6 +63,7 @@ class CollectiveScope {
   std::string_view op_, dtype_, tag_;
   int64_t count_, bytes_;
   int64_t enter_ns_ = 0;
+  int64_t started_ns_ = 0;  // when the backend accepted it; 0 until then
   int64_t handle_ = 0;
   int exceptions_at_entry_;
 };

@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 
 #include "probes/nvtx.h"
 #include "trace/clock.h"
@@ -97,9 +98,12 @@ Session::~Session() { End("destroyed", 0); }
 
 void Session::BeginStep(int64_t step, int64_t epoch) noexcept {
   step_.store(step, std::memory_order_relaxed);
+  // A phase an exception left current (PhaseScope) ends with its step.
+  phase_.store(Phase::kNone, std::memory_order_relaxed);
   if (!on()) return;
   epoch_ = epoch;
   phase_ns_.fill(0);
+  coll_ = CollectiveTotals();
   step_start_ns_ = trace::MonotonicNs();
   writer_->SetStep(step);
   {
@@ -128,19 +132,35 @@ void Session::EndStep(const StepSummary& s) noexcept {
     for (int p = 1; p < kPhaseCount; ++p)
       if (phase_ns_[p] > 0) l.Field(PhaseName(static_cast<Phase>(p)), phase_ns_[p]);
     l.EndObject();
+    if (coll_.n > 0) {
+      l.BeginObject("coll")
+          .Field("n", coll_.n)
+          .Field("bytes", coll_.bytes)
+          .Field("dur", coll_.dur_ns)
+          .Field("wait", coll_.wait_ns)
+          .EndObject();
+    }
   }
   nvtx::PopRange();
   writer_->Flush();  // step boundary: the trace is whole up to here
+}
+
+void Session::CountCollective(int64_t bytes, int64_t dur_ns, int64_t wait_ns) noexcept {
+  if (!on()) return;
+  ++coll_.n;
+  coll_.bytes += bytes;
+  coll_.dur_ns += dur_ns;
+  coll_.wait_ns += wait_ns;
 }
 
 void Session::EnterPhase(Phase phase, int64_t /*start_ns*/) noexcept {
   phase_.store(phase, std::memory_order_relaxed);
 }
 
-void Session::ExitPhase(Phase phase, Phase previous, int64_t start_ns) noexcept {
+void Session::ExitPhase(Phase phase, Phase previous, int64_t start_ns, bool unwinding) noexcept {
   const int64_t dur = trace::MonotonicNs() - start_ns;
   phase_ns_[static_cast<int>(phase)] += dur;
-  phase_.store(previous, std::memory_order_relaxed);
+  if (!unwinding) phase_.store(previous, std::memory_order_relaxed);
   auto r = writer_->BeginAt(trace::rec::kPhase, start_ns);
   r.line().Field("name", PhaseName(phase)).Field("dur", dur);
 }
@@ -201,8 +221,10 @@ PhaseScope::PhaseScope(Session* session, Phase phase) noexcept
     : session_(session && session->on() ? session : nullptr),
       phase_(phase),
       previous_(Phase::kNone),
-      start_ns_(0) {
+      start_ns_(0),
+      exceptions_at_entry_(0) {
   if (!session_) return;
+  exceptions_at_entry_ = std::uncaught_exceptions();
   previous_ = session_->current_phase();
   start_ns_ = trace::MonotonicNs();
   nvtx::PushRange(PhaseName(phase));
@@ -211,7 +233,8 @@ PhaseScope::PhaseScope(Session* session, Phase phase) noexcept
 
 PhaseScope::~PhaseScope() {
   if (!session_) return;
-  session_->ExitPhase(phase_, previous_, start_ns_);
+  session_->ExitPhase(phase_, previous_, start_ns_,
+                      std::uncaught_exceptions() > exceptions_at_entry_);
   nvtx::PopRange();
 }
 

@@ -57,7 +57,15 @@ class Session {
   trace::TraceWriter* writer() noexcept { return writer_.get(); }
 
   void BeginStep(int64_t step, int64_t epoch) noexcept;
-  void EndStep(const StepSummary& summary) noexcept;  // writes `step`, then flushes
+  // Writes `step` (with the step's collective totals, see CountCollective), then flushes.
+  void EndStep(const StepSummary& summary) noexcept;
+
+  // Adds one collective to the current step's totals, written as the `step` record's `coll`
+  // object: the per-step aggregate timelines and reports read without summing `coll`
+  // records. Called by CollectiveScope on the thread that issues collectives (the main
+  // thread), like the phase totals. `wait_ns`: from the backend accepting the op to its
+  // completion.
+  void CountCollective(int64_t bytes, int64_t dur_ns, int64_t wait_ns) noexcept;
 
   // Where the main thread is now (read by the watchdog / flight recorder from any thread).
   int64_t current_step() const noexcept { return step_.load(std::memory_order_relaxed); }
@@ -82,7 +90,8 @@ class Session {
   friend class PhaseScope;
   Session(Mode mode, int rank, std::unique_ptr<trace::TraceWriter> writer);
   void EnterPhase(Phase phase, int64_t start_ns) noexcept;
-  void ExitPhase(Phase phase, Phase previous, int64_t start_ns) noexcept;
+  // `unwinding`: left by an exception; the current phase then stays `phase` (PhaseScope).
+  void ExitPhase(Phase phase, Phase previous, int64_t start_ns, bool unwinding) noexcept;
 
   const Mode mode_;
   const int rank_;
@@ -92,11 +101,18 @@ class Session {
   int64_t epoch_ = 0;
   int64_t step_start_ns_ = 0;
   std::array<int64_t, kPhaseCount> phase_ns_{};  // time per phase in the current step
+  struct CollectiveTotals {
+    int64_t n = 0, bytes = 0, dur_ns = 0, wait_ns = 0;
+  };
+  CollectiveTotals coll_;  // the current step's collectives
   std::atomic<bool> ended_{false};
 };
 
 // Times one phase of the step: a `phase` record, the step's phase totals, the session's
 // current phase, and an NVTX range of the same name. Stack-only, like nvtx3::scoped_range.
+// Left by an exception, the scope still writes its record but leaves the session's current
+// phase as it is: the handler that catches the exception (error record, flight dump) then
+// says in which phase it was raised, not "none".
 class PhaseScope {
  public:
   PhaseScope(Session* session, Phase phase) noexcept;
@@ -110,6 +126,7 @@ class PhaseScope {
   Phase phase_;
   Phase previous_;
   int64_t start_ns_;
+  int exceptions_at_entry_;
 };
 
 }  // namespace dsdiag::probes

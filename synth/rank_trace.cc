@@ -134,7 +134,7 @@ class Renderer {
     Phase(step, phase::kSync, w.backward_end, e.sync_end);
     Phase(step, phase::kOptimizer, e.sync_end, e.optimizer_end);
     if (step % kParamFpEvery == 0) Fingerprint("param", "periodic", e.optimizer_end, step);
-    StepRecord(step, w, e);
+    StepRecord(step, w, e, exit);
     return e.next_start;
   }
 
@@ -258,7 +258,10 @@ class Renderer {
     l.Finish();
   }
 
-  void StepRecord(int64_t step, const StepWork& w, const StepEnd& e) {
+  // `exit`: when each bucket's allreduce completed. Buckets run one after the other, as in
+  // the flight dump: bucket k starts when it is issued and bucket k-1 is done.
+  void StepRecord(int64_t step, const StepWork& w, const StepEnd& e,
+                  const std::array<int64_t, kMaxBuckets>& exit) {
     const Noise n(model_.seed(), rank_, step);
     const double decay = std::exp(-static_cast<double>(step) / Tau());
     const double loss = Round4(0.35 + 2.0 * decay + 0.06 * n.Symmetric(kSlotLoss));
@@ -274,6 +277,19 @@ class Renderer {
         .Field(phase::kBackward, w.backward_end - w.forward_end)
         .Field(phase::kSync, e.sync_end - w.backward_end)
         .Field(phase::kOptimizer, e.optimizer_end - e.sync_end)
+        .EndObject();
+    int64_t bytes = 0, dur = 0, wait = 0, previous_exit = 0;
+    for (int k = 0; k < buckets_; ++k) {
+      bytes += 4 * Numel(run_, rank_, step, k);
+      dur += exit[k] - w.enter[k];
+      wait += exit[k] - std::max(w.enter[k], previous_exit);
+      previous_exit = exit[k];
+    }
+    l.BeginObject("coll")
+        .Field("n", int64_t{buckets_})
+        .Field("bytes", bytes)
+        .Field("dur", dur)
+        .Field("wait", wait)
         .EndObject();
     l.Finish();
   }

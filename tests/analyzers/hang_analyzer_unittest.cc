@@ -6,6 +6,7 @@
 
 #include "analyzers/analyzer_factories.h"
 #include "analyzers/finding_kinds.h"
+#include "analyzers/findings_pass.h"
 #include "analyzers/flight_dump.h"
 #include "tests/analyzers/analyzer_test_util.h"
 #include "tests/analyzers/ghost_trace_util.h"
@@ -415,6 +416,129 @@ TEST(HangAnalyzerTest, MalformedAndForeignDumpsAreTraceCorruptWarningsNotCrashes
 }
 
 // --- flight_dump.h ---
+
+// --- the hang follow-on pass: the waiters' own failures are the hang's victims -----------
+
+std::vector<Finding> AnalyzeWithRankDied(const TestRun& run) {
+  std::vector<std::unique_ptr<Analyzer>> analyzers;
+  analyzers.push_back(CreateRankDiedAnalyzer());
+  analyzers.push_back(CreateHangAnalyzer());
+  return RunCompareWith(run.dir(), analyzers).findings;
+}
+
+std::vector<std::string> Serious(const std::vector<Finding>& findings) {
+  std::vector<std::string> out;
+  for (const Finding& f : findings)
+    if (f.severity != Severity::kInfo) out.push_back(f.kind + " " + FormatRankRanges(f.ranks));
+  return out;
+}
+
+TEST(HangFollowOnTest, TheWaitersTimeoutsAreFollowOnsAndTheCulpritKeepsItsOwnFinding) {
+  TestRun run;
+  const int64_t fire = Enter(kStuckStep, 0) + 60 * kSec;
+  for (int r : {0, 1, 3}) {
+    WriteWatchdogWaiter(&run, r, 4);
+    WriteDump(&run, r, 4, "timeout", fire, kStuckStep, "sync", WaiterEntries());
+  }
+  WriteSilentCulprit(&run, 2, 4);
+  WriteDump(&run, 2, 4, "SIGTERM", fire + 5 * kSec, kStuckStep, "data",
+            {{0, 14, "allreduce", "grad-bucket-2", 4, "completed", Enter(4, 2)}});
+  const auto findings = AnalyzeWithRankDied(run);
+  // One error for the hang, the culprit's own death beside it; the waiters are victims.
+  EXPECT_EQ(Serious(findings), (std::vector<std::string>{"hang 2", "rank-died 2"}));
+  int follow_ons = 0;
+  for (const Finding& f : findings) {
+    if (f.kind == kind::kRankDied && f.ranks == std::vector<int>{2}) {
+      EXPECT_EQ(f.summary, "rank 2 stopped in data of step 5 without an end record");
+    }
+    if (f.severity != Severity::kInfo) continue;
+    ++follow_ons;
+    EXPECT_EQ(f.kind, kind::kRankDied);
+    EXPECT_EQ(Evidence(f, "follow_on_of"),
+              "{\"kind\":\"hang\",\"subject\":\"allreduce pg 0 seq 15 (grad-bucket-0)\","
+              "\"culprits\":[2]}");
+    EXPECT_NE(f.summary.find("; a follow-on of the hang: rank 2 never entered allreduce pg 0 "
+                             "seq 15 (grad-bucket-0)"),
+              std::string::npos)
+        << f.summary;
+    EXPECT_EQ(f.summary.find(" failed in sync of step 5: collective pg 0 seq 15"), 6u) << f.summary;
+  }
+  EXPECT_EQ(follow_ons, 3);
+}
+
+TEST(HangFollowOnTest, WithoutACulpritEveryTimeoutStaysAnError) {
+  TestRun run;
+  const int64_t fire = Enter(kStuckStep, 0) + 60 * kSec;
+  for (int r = 0; r < 3; ++r) {
+    WriteWatchdogWaiter(&run, r, 3);
+    WriteDump(&run, r, 3, "timeout", fire, kStuckStep, "sync", WaiterEntries());
+  }
+  EXPECT_EQ(Serious(AnalyzeWithRankDied(run)),
+            (std::vector<std::string>{"hang 0-2", "rank-died 0", "rank-died 1", "rank-died 2"}));
+}
+
+Finding RankDied(int rank, Severity severity, std::optional<int64_t> seq) {
+  Finding f;
+  f.kind = std::string(kind::kRankDied);
+  f.severity = severity;
+  f.ranks = {rank};
+  f.summary = "rank " + std::to_string(rank) + " failed";
+  if (seq) {
+    trace::JsonValue w = trace::JsonValue::Object();
+    w.Set("pg", 0);
+    w.Set("seq", *seq);
+    f.evidence.Set("waiting_in", std::move(w));
+  }
+  return f;
+}
+
+TEST(HangFollowOnTest, OnlyRankDiedFindingsOfNonCulpritsWaitingInTheSameCollectiveChange) {
+  Finding hang;
+  hang.kind = std::string(kind::kHang);
+  hang.severity = Severity::kError;
+  hang.ranks = {2};
+  hang.subject = "allreduce pg 0 seq 15 (grad-bucket-0)";
+  hang.evidence.Set("pg", 0);
+  hang.evidence.Set("seq", int64_t{15});
+  hang.evidence.Set("culprit_count", int64_t{1});
+  std::vector<Finding> findings = {hang,
+                                   RankDied(0, Severity::kError, 15),    // a victim
+                                   RankDied(1, Severity::kError, 14),    // another collective
+                                   RankDied(2, Severity::kError, 15),    // the culprit
+                                   RankDied(3, Severity::kWarning, {}),  // says nothing
+                                   RankDied(4, Severity::kWarning, 15)};
+  Finding other = RankDied(5, Severity::kError, 15);
+  other.kind = std::string(kind::kCollectiveMismatch);
+  findings.push_back(other);
+  CreateHangFollowOnPass()->Apply(RunContext{}, &findings);
+  std::vector<Severity> severities;
+  for (const Finding& f : findings) severities.push_back(f.severity);
+  EXPECT_EQ(severities, (std::vector<Severity>{Severity::kError, Severity::kInfo, Severity::kError,
+                                               Severity::kError, Severity::kWarning,
+                                               Severity::kInfo, Severity::kError}));
+  EXPECT_EQ(findings[1].summary,
+            "rank 0 failed; a follow-on of the hang: rank 2 never entered allreduce pg 0 seq 15 "
+            "(grad-bucket-0)");
+  EXPECT_EQ(Evidence(findings[2], "follow_on_of"), "");
+
+  // The culprit stopped by SIGTERM once the job hung is a follow-on; one that crashed is not.
+  std::vector<Finding> culprit = {hang, RankDied(2, Severity::kError, {}),
+                                  RankDied(2, Severity::kError, {})};
+  culprit[1].evidence.Set("signal", "SIGTERM");
+  culprit[2].evidence.Set("signal", "SIGSEGV");
+  CreateHangFollowOnPass()->Apply(RunContext{}, &culprit);
+  EXPECT_EQ(culprit[1].severity, Severity::kInfo);
+  EXPECT_EQ(culprit[1].summary,
+            "rank 2 failed; stopped after it hung the job: see the hang finding");
+  EXPECT_NE(Evidence(culprit[1], "follow_on_of"), "");
+  EXPECT_EQ(culprit[2].severity, Severity::kError);
+
+  // A hang whose every rank waits explains nobody's failure.
+  std::vector<Finding> no_culprit = {hang, RankDied(0, Severity::kError, 15)};
+  no_culprit[0].evidence.Set("culprit_count", int64_t{0});
+  CreateHangFollowOnPass()->Apply(RunContext{}, &no_culprit);
+  EXPECT_EQ(no_culprit[1].severity, Severity::kError);
+}
 
 FlightDumpIssue Issue(const std::string& text) {
   FlightDumpIssue issue;

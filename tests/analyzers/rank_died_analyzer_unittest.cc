@@ -1,10 +1,17 @@
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <string>
+#include <vector>
+
 #include "analyzers/analyzer_factories.h"
 #include "analyzers/finding_kinds.h"
 #include "tests/analyzers/analyzer_test_util.h"
 #include "tests/analyzers/test_run.h"
+#include "trace/clock.h"
+#include "trace/json_line.h"
 #include "trace/record_types.h"
+#include "trace/run_files.h"
 
 namespace dsdiag::analyzers {
 namespace {
@@ -172,6 +179,222 @@ TEST(RankDiedAnalyzerTest, UnknownEndReasonIsAWarning) {
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(findings[0].severity, Severity::kWarning);
   EXPECT_EQ(Evidence(findings[0], "reason"), "\"destroyed\"");
+}
+
+// --- signals, flight dumps and what the rank was waiting in ------------------------------
+
+// A dump written after everything in the traces (`late`), or long before (a stale one).
+int64_t DumpTs(bool late) { return late ? trace::MonotonicNs() + int64_t{1000000000} : 1; }
+
+// flight-rank-<R>.json: `where` = (step, phase); one pending allreduce `pending_seq` (none
+// when negative) after a completed one.
+void WriteDump(TestRun* run, int rank, int world, std::string_view reason, int64_t ts, int64_t step,
+               std::string_view phase, int64_t pending_seq, std::string_view run_id = "test-run") {
+  std::string out;
+  trace::JsonLine l(&out);
+  l.Field("schema", "dsdiag.flight/1")
+      .Field("run_id", run_id)
+      .Field("rank", rank)
+      .Field("world_size", world)
+      .Field("reason", reason)
+      .Field("ts", ts);
+  l.BeginObject("where").Field("step", step).Field("phase", phase).EndObject();
+  l.BeginArray("entries");
+  l.BeginObject()
+      .Field("pg", 0)
+      .Field("seq", pending_seq < 0 ? int64_t{3} : pending_seq - 1)
+      .Field("op", "allreduce")
+      .Field("tag", "grad-bucket-0")
+      .Field("state", "completed")
+      .EndObject();
+  if (pending_seq >= 0) {
+    l.BeginObject()
+        .Field("pg", 0)
+        .Field("seq", pending_seq)
+        .Field("op", "allreduce")
+        .Field("dtype", "f32")
+        .Field("n", int64_t{1024})
+        .Field("tag", "grad-bucket-1")
+        .Field("step", step)
+        .Field("phase", phase)
+        .Field("state", "started")
+        .Field("issued", ts - 1000)
+        .EndObject();
+  }
+  l.EndArray();
+  l.Finish();
+  run->WriteFile(trace::FlightDumpFileName(rank), out);
+}
+
+// A rank that runs `steps` steps, begins one more, records `signal` and is killed.
+void WriteKilledAfterSignal(TestRun* run, int rank, int world_size, int steps,
+                            std::string_view signal, int signo) {
+  auto w = run->Open(TestRun::Header(rank, world_size));
+  TestRun::WriteSteps(w.get(), 0, steps);
+  w->Begin(trace::rec::kStepBegin).line().Field("epoch", 0);
+  w->Begin(trace::rec::kSignal).line().Field("signal", signal).Field("signo", signo);
+}
+
+TEST(RankDiedAnalyzerTest, ASignalRecordedBeforeAKillIsNamedWithThePhaseFromTheDump) {
+  TestRun run;
+  run.WriteCleanRank(TestRun::Header(0, 2), 5);
+  WriteKilledAfterSignal(&run, 1, 2, 3, "SIGTERM", 15);
+  WriteDump(&run, 1, 2, "SIGTERM", DumpTs(true), 3, "sync", 16);
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  const Finding& f = findings[0];
+  EXPECT_EQ(f.severity, Severity::kError);
+  EXPECT_EQ(f.ranks, std::vector<int>{1});
+  EXPECT_EQ(f.step, 3);
+  EXPECT_EQ(f.summary,
+            "rank 1 received SIGTERM and was killed in sync of step 3 before writing its end "
+            "record");
+  EXPECT_EQ(Evidence(f, "signal"), "\"SIGTERM\"");
+  EXPECT_EQ(f.evidence.Find("signal_recorded")->Find("step")->as_int(), 3);
+  EXPECT_EQ(Evidence(f, "stopped_in"),
+            "{\"step\":3,\"phase\":\"sync\",\"from\":\"flight-rank-00001.json\","
+            "\"dump_reason\":\"SIGTERM\"}");
+  EXPECT_EQ(Evidence(f, "waiting_in"),
+            "{\"pg\":0,\"seq\":16,\"op\":\"allreduce\",\"tag\":\"grad-bucket-1\",\"step\":3,"
+            "\"from\":\"flight dump\"}");
+}
+
+TEST(RankDiedAnalyzerTest, ASilentDeathNamesThePhaseItDiedInFromALateDump) {
+  TestRun run;
+  run.WriteCleanRank(TestRun::Header(0, 2), 5);
+  WriteDeadRank(&run, 1, 2, 3, "forward");
+  WriteDump(&run, 1, 2, "SIGUSR1", DumpTs(true), 3, "backward", -1);
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].summary, "rank 1 stopped in backward of step 3 without an end record");
+  EXPECT_EQ(findings[0].evidence.Find("stopped_in")->Find("phase")->as_string(), "backward");
+  EXPECT_EQ(Evidence(findings[0], "waiting_in"), "");  // nothing pending
+}
+
+TEST(RankDiedAnalyzerTest, ADumpOlderThanTheLastRecordsSaysNothingOfWhereTheRankStopped) {
+  TestRun run;
+  run.WriteCleanRank(TestRun::Header(0, 2), 5);
+  WriteDeadRank(&run, 1, 2, 3, "forward");
+  WriteDump(&run, 1, 2, "SIGUSR1", DumpTs(false), 3, "data", 7);
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].summary,
+            "rank 1 stopped during step 3 without an end record (last phase done: forward)");
+  EXPECT_EQ(Evidence(findings[0], "stopped_in"), "");
+  EXPECT_EQ(Evidence(findings[0], "waiting_in"), "");  // it went on past that collective
+  EXPECT_EQ(Evidence(findings[0], "flight_dump"), "\"flight-rank-00001.json\"");
+}
+
+TEST(RankDiedAnalyzerTest, ADumpOfAnotherRunOrAnotherStepIsNotUsed) {
+  TestRun run;
+  run.WriteCleanRank(TestRun::Header(0, 3), 5);
+  WriteDeadRank(&run, 1, 3, 3, "forward");
+  WriteDump(&run, 1, 3, "SIGUSR1", DumpTs(true), 3, "backward", 16, "another-run");
+  WriteDeadRank(&run, 2, 3, 3, "forward");
+  WriteDump(&run, 2, 3, "SIGUSR1", DumpTs(true), 2, "backward", -1);
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 2u);
+  for (const Finding& f : findings) {
+    EXPECT_EQ(Evidence(f, "stopped_in"), "") << f.summary;
+    EXPECT_NE(f.summary.find("during step 3"), std::string::npos) << f.summary;
+  }
+  EXPECT_EQ(Evidence(findings[0], "waiting_in"), "");
+}
+
+TEST(RankDiedAnalyzerTest, ASigtermThenAKillAfterASilentDeathIsAFollowOn) {
+  TestRun run;
+  WriteKilledAfterSignal(&run, 0, 2, 5, "SIGTERM", 15);
+  WriteDeadRank(&run, 1, 2, 4, "forward");
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 2u);
+  EXPECT_EQ(findings[0].severity, Severity::kError);
+  EXPECT_EQ(findings[0].ranks, std::vector<int>{1});
+  EXPECT_EQ(findings[0].summary.rfind("rank 1 stopped during step 4", 0), 0u);
+  const Finding& follow_on = findings[1];
+  EXPECT_EQ(follow_on.severity, Severity::kInfo);
+  EXPECT_EQ(follow_on.ranks, std::vector<int>{0});
+  EXPECT_EQ(follow_on.summary,
+            "rank 0 was stopped (SIGTERM, then killed before its end record) during step 5 "
+            "after rank 1 died: a follow-on, not a cause");
+  EXPECT_EQ(Evidence(follow_on, "after_deaths_of"), "[1]");
+}
+
+TEST(RankDiedAnalyzerTest, AFailureSaysThePhaseAndTheCollectiveItWasWaitingIn) {
+  TestRun run;
+  run.WriteCleanRank(TestRun::Header(0, 3), 5);
+  {
+    // The error end, after the dump: the dump still says where the rank failed.
+    auto w = run.Open(TestRun::Header(1, 3));
+    TestRun::WriteSteps(w.get(), 0, 3);
+    w->Begin(trace::rec::kStepBegin).line().Field("epoch", 0);
+    WriteDump(&run, 1, 3, "error", DumpTs(true), 3, "sync", 16);
+    TestRun::WriteEnd(w.get(), "error", 1, "error", "allreduce grad-bucket-1 (seq 16): timed out");
+  }
+  {
+    // No dump: the watchdog's error record names the collective.
+    auto w = run.Open(TestRun::Header(2, 3));
+    TestRun::WriteSteps(w.get(), 0, 3);
+    w->Begin(trace::rec::kError)
+        .line()
+        .Field("where", "watchdog")
+        .Field("message",
+               "collective pg 0 seq 16 (allreduce, grad-bucket-1) pending for 6.0 s, past the "
+               "5.0 s timeout");
+    TestRun::WriteEnd(w.get(), "error", 1, "error", "timed out");
+  }
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 2u);
+  const Finding& dumped = findings[0].ranks == std::vector<int>{1} ? findings[0] : findings[1];
+  const Finding& named = findings[0].ranks == std::vector<int>{1} ? findings[1] : findings[0];
+  EXPECT_EQ(dumped.summary,
+            "rank 1 failed in sync of step 3: allreduce grad-bucket-1 (seq 16): timed out");
+  EXPECT_EQ(dumped.evidence.Find("waiting_in")->Find("seq")->as_int(), 16);
+  EXPECT_EQ(dumped.evidence.Find("waiting_in")->Find("from")->as_string(), "flight dump");
+  EXPECT_EQ(Evidence(named, "waiting_in"),
+            "{\"pg\":0,\"seq\":16,\"op\":\"allreduce\",\"tag\":\"grad-bucket-1\",\"step\":3,"
+            "\"from\":\"error record\"}");
+}
+
+TEST(RankDiedAnalyzerTest, SurvivorsSayWhichCollectiveTheyWereLeftIn) {
+  TestRun run;
+  WriteDeadRank(&run, 0, 2, 4, "forward");
+  {
+    auto w = run.Open(TestRun::Header(1, 2));
+    TestRun::WriteSteps(w.get(), 0, 4);
+    w->Begin(trace::rec::kStepBegin).line().Field("epoch", 0);
+    WriteDump(&run, 1, 2, "error", DumpTs(true), 4, "sync", 21);
+    TestRun::WriteEnd(w.get(), "peer-failure", 1, "error", "Connection closed by peer");
+  }
+  const auto findings = Analyze(run);
+  const Finding* dead = nullptr;
+  for (const Finding& f : findings)
+    if (f.severity == Severity::kError) dead = &f;
+  ASSERT_NE(dead, nullptr);
+  const trace::JsonValue& survivor = dead->evidence.Find("survivors")->elements().at(0);
+  EXPECT_EQ(survivor.Find("rank")->as_int(), 1);
+  EXPECT_EQ(survivor.Find("waiting_in")->Find("seq")->as_int(), 21);
+}
+
+TEST(RankDiedAnalyzerTest, ManyRanksLeftInTheSameCollectiveShareItInTheGroupedFinding) {
+  TestRun run;
+  run.WriteCleanRank(TestRun::Header(0, 12), 3);
+  for (int r = 1; r < 12; ++r) {
+    auto w = run.Open(TestRun::Header(r, 12));
+    TestRun::WriteSteps(w.get(), 0, 3);
+    w->Begin(trace::rec::kError)
+        .line()
+        .Field("where", "sync")
+        .Field("message", "collective timeout")
+        .Field("pg", 0)
+        .Field("seq", int64_t{9})
+        .Field("op", "allreduce")
+        .Field("tag", "grad-bucket-0");
+    TestRun::WriteEnd(w.get(), "error", 1, "error", "collective timeout: allreduce seq 9");
+  }
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].ranks.size(), 11u);
+  EXPECT_EQ(findings[0].evidence.Find("waiting_in")->Find("seq")->as_int(), 9);
 }
 
 }  // namespace

@@ -9,8 +9,11 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "probes/collective_probe.h"
 #include "probes/watchdog.h"
@@ -134,6 +137,83 @@ TEST(CollectiveProbeTest, AnOpLeftByAnExceptionStaysPendingAndIsMarkedFailed) {
   while (reader->Next(&r))
     if (r.type() == trace::rec::kCollective && r.Bool("failed") == true) ++failed;
   EXPECT_EQ(failed, 1);
+  fs::remove_all(dir);
+}
+
+// The `step` record sums the step's collectives: count, bytes, time in them and time
+// waiting after the backend accepted them; collectives outside a step count nowhere.
+TEST(CollectiveProbeTest, TheStepRecordCarriesTheStepsCollectiveTotals) {
+  fs::path dir = fs::temp_directory_path() / ("dsdiag-coll-step-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  SessionConfig c;
+  c.run_dir = dir.string();
+  c.header = Header(0);
+  std::string error;
+  auto s = Session::Start(c, &error);
+  ASSERT_TRUE(s) << error;
+  CollectiveProbe probe(s.get(), nullptr);
+  { CollectiveScope before(&probe, 0, "broadcast", "f32", 1000, 4000, "init-broadcast"); }
+  s->BeginStep(0, 0);
+  for (int k = 0; k < 2; ++k) {
+    CollectiveScope scope(&probe, 0, "allreduce", "f32", 100, 400, "grad-bucket-0");
+    scope.Started();
+  }
+  { CollectiveScope never_started(&probe, 0, "barrier", "none", 0, 0, "health"); }
+  s->EndStep({});
+  s->BeginStep(1, 0);
+  s->EndStep({});
+  s->End("ok", 0);
+
+  auto reader = trace::TraceReader::Open((dir / "rank-00000.jsonl").string(), &error);
+  ASSERT_TRUE(reader) << error;
+  trace::Record r;
+  std::vector<std::optional<trace::JsonValue>> totals;
+  int64_t coll_dur = 0;
+  while (reader->Next(&r)) {
+    if (r.type() == trace::rec::kStep) totals.push_back(r.Value("coll"));
+    if (r.type() == trace::rec::kCollective && r.step() == 0 && r.Str("op") != "broadcast")
+      coll_dur += *r.Int("dur");
+  }
+  ASSERT_EQ(totals.size(), 2u);
+  ASSERT_TRUE(totals[0].has_value());
+  const trace::JsonValue& t = *totals[0];
+  EXPECT_EQ(t.Find("n")->as_int(), 3);
+  EXPECT_EQ(t.Find("bytes")->as_int(), 800);
+  EXPECT_EQ(t.Find("dur")->as_int(), coll_dur);
+  EXPECT_GE(t.Find("wait")->as_int(), 0);
+  EXPECT_LE(t.Find("wait")->as_int(), t.Find("dur")->as_int());
+  EXPECT_FALSE(totals[1].has_value());  // no collective: no `coll` object
+  fs::remove_all(dir);
+}
+
+// A phase left by an exception stays the session's current phase, so that the handler's
+// error record and flight dump say where the failure happened; its record is still written.
+TEST(CollectiveProbeTest, APhaseLeftByAnExceptionStaysCurrentForTheHandler) {
+  fs::path dir = fs::temp_directory_path() / ("dsdiag-phase-throw-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  SessionConfig c;
+  c.run_dir = dir.string();
+  c.header = Header(0);
+  std::string error;
+  auto s = Session::Start(c, &error);
+  ASSERT_TRUE(s) << error;
+  s->BeginStep(0, 0);
+  try {
+    PhaseScope sync(s.get(), Phase::kSync);
+    throw std::runtime_error("collective timed out");
+  } catch (const std::runtime_error&) {
+    EXPECT_EQ(s->current_phase(), Phase::kSync);
+  }
+  { PhaseScope next(s.get(), Phase::kOptimizer); }
+  EXPECT_EQ(s->current_phase(), Phase::kSync);  // restored to what it found
+  s->BeginStep(1, 0);                           // a loop that handled the exception and went on
+  EXPECT_EQ(s->current_phase(), Phase::kNone);
+  s->End("error", 1);
+  auto reader = trace::TraceReader::Open((dir / "rank-00000.jsonl").string(), &error);
+  trace::Record r;
+  int phases = 0;
+  while (reader->Next(&r)) phases += r.type() == trace::rec::kPhase;
+  EXPECT_EQ(phases, 2);
   fs::remove_all(dir);
 }
 

@@ -133,7 +133,28 @@ TEST(GhostFindings, HangNamesTheCulpritAndTheCollectiveWithinTheTimeout) {
   // The timeout, the launcher's grace and the ranks' start-up; not a timed assertion of
   // speed but of the run ending at all (a real hang would run until the test's limit).
   EXPECT_LT(seconds, 5 + 15);
-  ExpectFinding(CompareRun(dir / "run"), "hang", {1}, 3, "allreduce pg 0 seq 16 (grad-bucket-0)");
+  const auto findings = CompareRun(dir / "run");
+  // One screen, one error: the hang. The waiter's timeout and the culprit's SIGTERM from
+  // the launcher are follow-ons of it.
+  EXPECT_EQ(Serious(findings), Set{"hang/error"});
+  ExpectFinding(findings, "hang", {1}, 3, "allreduce pg 0 seq 16 (grad-bucket-0)");
+  // The waiter's own timeout is a follow-on of the hang, not a second error; the culprit's
+  // rank-died finding (if any) is its own.
+  int waiter_findings = 0;
+  for (const auto& f : findings) {
+    if (Str(f, "kind") != "rank-died" || Ranks(f) != RankList{0}) continue;
+    ++waiter_findings;
+    EXPECT_EQ(Str(f, "severity"), "info") << Str(f, "summary");
+    const trace::JsonValue* of = f.Find("evidence")->Find("follow_on_of");
+    ASSERT_NE(of, nullptr) << Str(f, "summary");
+    EXPECT_EQ(of->Find("kind")->as_string(), "hang");
+    const trace::JsonValue* waiting = f.Find("evidence")->Find("waiting_in");
+    ASSERT_NE(waiting, nullptr);
+    EXPECT_EQ(waiting->Find("seq")->as_int(), 16);
+    // The phase it failed in, from its flight dump: the gradient sync.
+    EXPECT_NE(Str(f, "summary").find("in sync of step 3"), std::string::npos) << Str(f, "summary");
+  }
+  EXPECT_EQ(waiter_findings, 1);
 }
 
 TEST(GhostFindings, CrashIsRankDiedOfThatRankAtThatStep) {
@@ -142,6 +163,13 @@ TEST(GhostFindings, CrashIsRankDiedOfThatRankAtThatStep) {
   const auto findings = CompareRun(dir / "run");
   EXPECT_EQ(Serious(findings), Set{"rank-died/error"});
   ExpectFinding(findings, "rank-died", {3}, 4, "");
+  if (const auto* f = FindFinding(findings, "rank-died", "error")) {
+    // SIGKILL leaves no signal record and no dump: the last step and what the others saw.
+    const trace::JsonValue& e = *f->Find("evidence");
+    EXPECT_EQ(e.Find("last_step_begun")->as_int(), 4);
+    EXPECT_EQ(e.Find("signal_recorded"), nullptr);
+    EXPECT_EQ(e.Find("survivors")->elements().size(), 3u);
+  }
 }
 
 }  // namespace
