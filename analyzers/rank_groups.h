@@ -21,8 +21,9 @@ template <typename T>
 std::vector<RankGroup<T>> GroupRanks(const std::vector<std::pair<int, T>>& values) {
   std::vector<RankGroup<T>> groups;
   for (const auto& [rank, value] : values) {
+    // C++17 lambdas cannot capture a structured binding (clang rejects it): name it.
     auto it = std::find_if(groups.begin(), groups.end(),
-                           [&](const RankGroup<T>& g) { return g.value == value; });
+                           [&value = value](const RankGroup<T>& g) { return g.value == value; });
     if (it == groups.end())
       groups.push_back({value, {rank}});
     else

@@ -17,14 +17,6 @@
 namespace dsdiag::cli {
 namespace {
 
-enum class Format { kText, kJson };
-
-struct CompareArgs {
-  std::string run_dir;
-  Format format = Format::kText;
-  analyzers::Severity min_severity = analyzers::Severity::kInfo;
-};
-
 po::options_description VisibleOptions() {
   po::options_description options("options");
   options.add_options()(
@@ -37,7 +29,8 @@ po::options_description VisibleOptions() {
   return options;
 }
 
-// Throws UsageError; returns false when --help was asked for.
+}  // namespace
+
 bool ParseCompareArgs(const std::vector<std::string>& args, CompareArgs* out) {
   po::options_description options = VisibleOptions();
   options.add_options()("run-dir", po::value<std::string>(), "the run directory");
@@ -50,9 +43,9 @@ bool ParseCompareArgs(const std::vector<std::string>& args, CompareArgs* out) {
   out->run_dir = vm["run-dir"].as<std::string>();
   const std::string format = vm["format"].as<std::string>();
   if (format == "text") {
-    out->format = Format::kText;
+    out->format = CompareArgs::Format::kText;
   } else if (format == "json") {
-    out->format = Format::kJson;
+    out->format = CompareArgs::Format::kJson;
   } else {
     throw UsageError("--format must be text or json, not '" + format + "'");
   }
@@ -63,6 +56,8 @@ bool ParseCompareArgs(const std::vector<std::string>& args, CompareArgs* out) {
   out->min_severity = *parsed;
   return true;
 }
+
+namespace {
 
 bool UseColor() { return StdoutIsTerminal() && std::getenv("NO_COLOR") == nullptr; }
 
@@ -128,9 +123,10 @@ int CompareCommand::Run(const std::vector<std::string>& args) {
   }
   analyzers::OutputOptions output;
   output.min_severity = parsed.min_severity;
-  output.color = parsed.format == Format::kText && UseColor();
-  std::cout << (parsed.format == Format::kJson ? analyzers::FindingsToJson(result, output)
-                                               : analyzers::FindingsToText(result, output));
+  output.color = parsed.format == CompareArgs::Format::kText && UseColor();
+  std::cout << (parsed.format == CompareArgs::Format::kJson
+                    ? analyzers::FindingsToJson(result, output)
+                    : analyzers::FindingsToText(result, output));
   std::cout.flush();
   return result.has_error() ? 1 : 0;
 }

@@ -13,9 +13,21 @@
 #include <string_view>
 #include <vector>
 
+#include "analyzers/finding.h"
 #include "cli/subcommand.h"
 
 namespace dsdiag::cli {
+
+struct CompareArgs {
+  enum class Format { kText, kJson };
+  std::string run_dir;
+  Format format = Format::kText;
+  analyzers::Severity min_severity = analyzers::Severity::kInfo;
+};
+
+// Parses and checks the arguments after `compare` without reading anything; throws
+// UsageError. Returns false when --help was asked for. Public for the tests and fuzz/.
+bool ParseCompareArgs(const std::vector<std::string>& args, CompareArgs* out);
 
 class CompareCommand : public Subcommand {
  public:

@@ -74,6 +74,31 @@ std::vector<int> ParseIntList(const std::string& flag, const std::string& text, 
   return values;
 }
 
+bool ParseLoaderSweepArgs(const std::vector<std::string>& args, LoaderSweepArgs* out) {
+  po::options_description options = VisibleOptions();
+  po::variables_map vm;
+  if (ParseArgs(args, options, po::positional_options_description(), &vm)) return false;
+  out->format = vm["format"].as<std::string>();
+  if (out->format != "text" && out->format != "json")
+    throw UsageError("--format must be text or json, got \"" + out->format + "\"");
+  out->workers = ParseIntList("workers", vm["workers"].as<std::string>(), 0);
+  out->batch_sizes = ParseIntList("batch-size", vm["batch-size"].as<std::string>(), 1);
+  out->batches = vm["batches"].as<int64_t>();
+  if (out->batches < 1) throw UsageError("--batches must be at least 1");
+  if (vm.count("seconds")) {
+    out->seconds = vm["seconds"].as<double>();
+    if (!(out->seconds > 0)) throw UsageError("--seconds must be positive");
+  }
+  out->warmup = vm["warmup"].as<int64_t>();
+  if (out->warmup < 1) throw UsageError("--warmup must be at least 1 (the first batch)");
+  out->repeats = vm["repeats"].as<int>();
+  if (out->repeats < 1) throw UsageError("--repeats must be at least 1");
+  out->dataset_size = vm["dataset-size"].as<int64_t>();
+  if (out->dataset_size < 1) throw UsageError("--dataset-size must be at least 1");
+  if (vm.count("out")) out->out = vm["out"].as<std::string>();
+  return true;
+}
+
 std::string_view LoaderSweepCommand::description() const {
   return "measure data-loader throughput over worker counts and recommend one";
 }
@@ -97,34 +122,23 @@ std::string LoaderSweepCommand::Usage() const {
 }
 
 int LoaderSweepCommand::Run(const std::vector<std::string>& args) {
-  po::options_description options = VisibleOptions();
-  po::variables_map vm;
-  if (ParseArgs(args, options, po::positional_options_description(), &vm)) {
+  LoaderSweepArgs parsed;
+  if (!ParseLoaderSweepArgs(args, &parsed)) {
     std::cout << Usage();
     return 0;
   }
-  const std::string format = vm["format"].as<std::string>();
-  if (format != "text" && format != "json")
-    throw UsageError("--format must be text or json, got \"" + format + "\"");
 #ifndef DSDIAG_HAVE_TORCH
   std::cerr << "dsdiag loader-sweep: this dsdiag was built without LibTorch; the sweep needs it\n";
   return 2;
 #else
   trainer::LoaderSweepOptions o;
-  o.workers = ParseIntList("workers", vm["workers"].as<std::string>(), 0);
-  o.batch_sizes = ParseIntList("batch-size", vm["batch-size"].as<std::string>(), 1);
-  o.batches = vm["batches"].as<int64_t>();
-  if (o.batches < 1) throw UsageError("--batches must be at least 1");
-  if (vm.count("seconds")) {
-    o.seconds = vm["seconds"].as<double>();
-    if (!(o.seconds > 0)) throw UsageError("--seconds must be positive");
-  }
-  o.warmup = vm["warmup"].as<int64_t>();
-  if (o.warmup < 1) throw UsageError("--warmup must be at least 1 (the first batch)");
-  o.repeats = vm["repeats"].as<int>();
-  if (o.repeats < 1) throw UsageError("--repeats must be at least 1");
-  o.dataset_size = vm["dataset-size"].as<int64_t>();
-  if (o.dataset_size < 1) throw UsageError("--dataset-size must be at least 1");
+  o.workers = parsed.workers;
+  o.batch_sizes = parsed.batch_sizes;
+  o.batches = parsed.batches;
+  o.seconds = parsed.seconds;
+  o.warmup = parsed.warmup;
+  o.repeats = parsed.repeats;
+  o.dataset_size = parsed.dataset_size;
   const bool live = StderrIsTerminal();
   if (live)
     o.progress = [](const std::string& what) {
@@ -134,14 +148,14 @@ int LoaderSweepCommand::Run(const std::vector<std::string>& args) {
   const trainer::LoaderSweepResult result = trainer::RunLoaderSweep(o);
   if (live) std::fputs("\r\033[K", stderr);
   const std::string json = trainer::LoaderSweepJson(result);
-  if (vm.count("out")) {
-    const std::string path = OutPath(vm["out"].as<std::string>());
+  if (!parsed.out.empty()) {
+    const std::string path = OutPath(parsed.out);
     std::ofstream out(path, std::ios::trunc);
     out << json;
     out.close();
     if (!out) throw InputError("cannot write " + path);
   }
-  std::cout << (format == "json" ? json : trainer::LoaderSweepTable(result));
+  std::cout << (parsed.format == "json" ? json : trainer::LoaderSweepTable(result));
   return 0;
 #endif
 }

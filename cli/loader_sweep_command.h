@@ -9,6 +9,7 @@
 // built without LibTorch.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +25,23 @@ class LoaderSweepCommand : public Subcommand {
   std::string Usage() const override;
   int Run(const std::vector<std::string>& args) override;
 };
+
+// The command line, checked; torch-free (copied into trainer::LoaderSweepOptions to run).
+struct LoaderSweepArgs {
+  std::string format = "text";
+  std::vector<int> workers;
+  std::vector<int> batch_sizes;
+  int64_t batches = 50;
+  double seconds = 0;  // > 0: time each repeat for this long instead of `batches`
+  int64_t warmup = 5;
+  int repeats = 3;
+  int64_t dataset_size = 1024;
+  std::string out;  // empty: no --out
+};
+
+// Parses and checks the arguments after `loader-sweep` without measuring anything; throws
+// UsageError. Returns false when --help was asked for. Public for the tests and fuzz/.
+bool ParseLoaderSweepArgs(const std::vector<std::string>& args, LoaderSweepArgs* out);
 
 // "0,1,2" -> {0, 1, 2}; throws UsageError naming `flag` on anything but integers >= `min`.
 std::vector<int> ParseIntList(const std::string& flag, const std::string& text, int min);

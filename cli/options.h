@@ -15,6 +15,12 @@ namespace po = boost::program_options;
 bool ParseArgs(const std::vector<std::string>& args, po::options_description& options,
                const po::positional_options_description& positional, po::variables_map* vm);
 
+// The message of a boost parse error, for a UsageError. Use it instead of e.what(): boost
+// 1.74 builds the message by replacing placeholders such as %value% with the user's text
+// until none is left, so an argument that itself contains the placeholder ("--heads
+// %value%") made what() loop forever. May change `e`'s stored substitutions.
+std::string ParseErrorMessage(po::error& e);
+
 // True when the stream is a terminal (colour, progress lines).
 bool StdoutIsTerminal();
 bool StderrIsTerminal();

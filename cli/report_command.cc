@@ -20,12 +20,6 @@
 namespace dsdiag::cli {
 namespace {
 
-struct ReportArgs {
-  std::string run_dir;
-  std::string output;
-  std::string title;
-};
-
 po::options_description VisibleOptions() {
   po::options_description options("options");
   options.add_options()("output,o", po::value<std::string>()->value_name("FILE"),
@@ -35,7 +29,8 @@ po::options_description VisibleOptions() {
   return options;
 }
 
-// Throws UsageError; returns false when --help was asked for.
+}  // namespace
+
 bool ParseReportArgs(const std::vector<std::string>& args, ReportArgs* out) {
   po::options_description options = VisibleOptions();
   options.add_options()("run-dir", po::value<std::string>(), "the run directory");
@@ -52,6 +47,8 @@ bool ParseReportArgs(const std::vector<std::string>& args, ReportArgs* out) {
   if (vm.count("title")) out->title = vm["title"].as<std::string>();
   return true;
 }
+
+namespace {
 
 // The step driver keeps one file open per rank to read them side by side; past the
 // open-file limit it falls back to one rank at a time, and the report loses the waits

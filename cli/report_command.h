@@ -17,6 +17,16 @@
 
 namespace dsdiag::cli {
 
+struct ReportArgs {
+  std::string run_dir;
+  std::string output;
+  std::string title;
+};
+
+// Parses and checks the arguments after `report` without reading or writing anything;
+// throws UsageError. Returns false when --help was asked for. Public for the tests and fuzz/.
+bool ParseReportArgs(const std::vector<std::string>& args, ReportArgs* out);
+
 class ReportCommand : public Subcommand {
  public:
   std::string_view name() const override { return "report"; }

@@ -12,11 +12,6 @@
 namespace dsdiag::cli {
 namespace {
 
-struct SynthArgs {
-  synth::SynthConfig config;
-  synth::WriteOptions write;
-};
-
 po::options_description VisibleOptions() {
   po::options_description options("options");
   // One option per line reads better than the formatter's chain.
@@ -37,7 +32,8 @@ po::options_description VisibleOptions() {
   return options;
 }
 
-// Throws UsageError; returns false when --help was asked for.
+}  // namespace
+
 bool ParseSynthArgs(const std::vector<std::string>& args, SynthArgs* out) {
   po::options_description options = VisibleOptions();
   po::variables_map vm;
@@ -58,6 +54,8 @@ bool ParseSynthArgs(const std::vector<std::string>& args, SynthArgs* out) {
   }
   return true;
 }
+
+namespace {
 
 // "\rsynth: 512/1024 ranks" on a terminal, redrawn at each whole percent.
 std::function<void(int, int)> TerminalProgress() {

@@ -12,8 +12,19 @@
 #include <vector>
 
 #include "cli/subcommand.h"
+#include "synth/synth_run.h"
 
 namespace dsdiag::cli {
+
+struct SynthArgs {
+  synth::SynthConfig config;
+  synth::WriteOptions write;
+};
+
+// Parses the arguments after `synth` without writing anything (the --inject specs are checked
+// later, by synth); throws UsageError. Returns false when --help was asked for. Public for the
+// tests and fuzz/.
+bool ParseSynthArgs(const std::vector<std::string>& args, SynthArgs* out);
 
 class SynthCommand : public Subcommand {
  public:

@@ -19,12 +19,6 @@
 namespace dsdiag::cli {
 namespace {
 
-struct TimelineArgs {
-  std::string run_dir;
-  std::string output;  // "-": stdout
-  timeline::Selection selection;
-};
-
 po::options_description VisibleOptions() {
   po::options_description options("options");
   options.add_options()("output,o", po::value<std::string>()->value_name("FILE"),
@@ -36,7 +30,8 @@ po::options_description VisibleOptions() {
   return options;
 }
 
-// Throws UsageError; returns false when --help was asked for.
+}  // namespace
+
 bool ParseTimelineArgs(const std::vector<std::string>& args, TimelineArgs* out) {
   po::options_description options = VisibleOptions();
   options.add_options()("run-dir", po::value<std::string>(), "the run directory");
@@ -64,6 +59,8 @@ bool ParseTimelineArgs(const std::vector<std::string>& args, TimelineArgs* out) 
   }
   return true;
 }
+
+namespace {
 
 // A rank selection that matches no analysed trace draws nothing: say so instead.
 void CheckRanksSelected(const analyzers::RunContext& run, const timeline::Selection& s) {

@@ -12,8 +12,19 @@
 #include <vector>
 
 #include "cli/subcommand.h"
+#include "timeline/selection.h"
 
 namespace dsdiag::cli {
+
+struct TimelineArgs {
+  std::string run_dir;
+  std::string output;  // "-": stdout
+  timeline::Selection selection;
+};
+
+// Parses and checks the arguments after `timeline` without reading or writing anything;
+// throws UsageError. Returns false when --help was asked for. Public for the tests and fuzz/.
+bool ParseTimelineArgs(const std::vector<std::string>& args, TimelineArgs* out);
 
 class TimelineCommand : public Subcommand {
  public:

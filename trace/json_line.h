@@ -34,6 +34,15 @@ class JsonLine {
     out_->append(json);
     return *this;
   }
+  // Raw for a key that is not a dsdiag literal (a header section's name, which may come from
+  // a file read back): the key is escaped.
+  JsonLine& RawEscapedKey(std::string_view key, std::string_view json) {
+    Separate();
+    AppendQuoted(out_, key);
+    out_->push_back(':');
+    out_->append(json);
+    return *this;
+  }
 
   JsonLine& BeginObject(std::string_view key) { return Key(key).Open('{'); }
   JsonLine& BeginArray(std::string_view key) { return Key(key).Open('['); }

@@ -108,7 +108,9 @@ void AppendHeaderRecord(const TraceHeader& header, int64_t ts_ns, std::string* o
     // A section named like a header field would make a duplicate key, which readers
     // resolve differently: it is not written.
     if (IsHeaderField(m.first)) continue;
-    line.Raw(m.first, m.second.ToJson());
+    // Escaped: a name with a quote, backslash or newline broke the line (found by
+    // fuzz/trace_reader_fuzzer, which writes back the headers it reads).
+    line.RawEscapedKey(m.first, m.second.ToJson());
   }
   line.Finish();
 }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/compare_command.h"
 #include "cli/subcommand.h"
 
 namespace dsdiag::cli {
@@ -180,11 +181,37 @@ TEST(TrainOptionsTest, BadValuesNameTheFlag) {
       {{"--out", ""}, "--out must name a directory"},
       {{"--steps", "abc"}, "the argument ('abc') for option '--steps' is invalid"},
       {{"--frobnicate"}, "unrecognised option '--frobnicate'"},
+      // Words that are no option used to be dropped silently (found by fuzz/options_fuzzer).
+      {{"--steps", "5", "junk"}, "unexpected argument 'junk': dsdiag train takes options only"},
+      {{"--nproc", "2", "--", "-/amp"}, "unexpected argument '-/amp'"},
   };
   for (const auto& c : cases) {
     const std::string message = ErrorOf(c.args);
     EXPECT_NE(message.find(c.message), std::string::npos)
         << "args: " << ::testing::PrintToString(c.args) << "\nmessage: " << message;
+  }
+}
+
+// Boost fills its message templates by replacing "%value%", "%canonical_option%"... until
+// none is left: an argument holding one used to make the parse loop forever (found by
+// fuzz/options_fuzzer). Every command parses through the same message helper.
+TEST(TrainOptionsTest, ArgumentsHoldingBoostPlaceholdersAreQuotedAsGiven) {
+  EXPECT_NE(ErrorOf({"--heads", "%value%'k"})
+                .find("the argument ('%value%'k') for option '--heads' is invalid"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf({"--steps", "%option%"})
+                .find("the argument ('%option%') for option '--steps' is invalid"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf({"--%canonical_option%"}).find("unrecognised option '--%canonical_option%'"),
+            std::string::npos);
+  CompareArgs compare;
+  try {
+    ParseCompareArgs({"run", "--x%original_token%"}, &compare);
+    ADD_FAILURE() << "an unknown option was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("unrecognised option '--x%original_token%'"),
+              std::string::npos)
+        << e.what();
   }
 }
 

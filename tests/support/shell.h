@@ -27,10 +27,10 @@ inline std::string Quote(const std::string& text) { return "'" + text + "'"; }
 // this process, removed afterwards.
 inline CommandResult RunShell(const std::string& command) {
   static std::atomic<int> counter{0};
-  const std::string base = (std::filesystem::temp_directory_path() /
-                            ("dsdiag-shell-" + std::to_string(::getpid()) + "-" +
-                             std::to_string(counter++)))
-                               .string();
+  const std::string base =
+      (std::filesystem::temp_directory_path() /
+       ("dsdiag-shell-" + std::to_string(::getpid()) + "-" + std::to_string(counter++)))
+          .string();
   const int raw = std::system(
       (command + " >" + Quote(base + ".out") + " 2>" + Quote(base + ".err") + " </dev/null")
           .c_str());

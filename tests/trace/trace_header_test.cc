@@ -70,6 +70,27 @@ TEST(TraceHeader, EnvironmentKeysAndValuesAreEscaped) {
   EXPECT_NE(out.find(R"("env":{"NCCL_WEIRD\"NAME":"a\\b\n"})"), std::string::npos) << out;
 }
 
+// Section names are not dsdiag literals: a header read from a file keeps whatever keys it had,
+// and writing it back must still give one valid line (found by fuzz/trace_reader_fuzzer).
+TEST(TraceHeader, SectionNamesAreEscaped) {
+  TraceHeader h = SampleHeader();
+  h.sections.Set("we\"ird\\ns\n", 1);
+  std::string out;
+  AppendHeaderRecord(h, 0, &out);
+  EXPECT_NE(out.find(R"("we\"ird\\ns\n":1})"), std::string::npos) << out;
+  EXPECT_EQ(out.find('\n'), out.size() - 1) << out;
+
+  TempDir dir;
+  testing::WriteFile(dir.File("rank-00001.jsonl"), out);
+  std::string error;
+  auto reader = TraceReader::Open(dir.File("rank-00001.jsonl"), &error);
+  ASSERT_NE(reader, nullptr) << error;
+  const std::optional<TraceHeader>& got = reader->ReadHeader();
+  ASSERT_TRUE(got.has_value()) << reader->issues().front().ToString();
+  ASSERT_EQ(got->sections.members().size(), 1u);
+  EXPECT_EQ(got->sections.members()[0].first, "we\"ird\\ns\n");
+}
+
 TEST(TraceHeader, CollectsOnlyRelevantEnvironment) {
   setenv("NCCL_DEBUG", "INFO", 1);
   setenv("OMP_NUM_THREADS", "3", 1);
