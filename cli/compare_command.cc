@@ -12,6 +12,7 @@
 #include "analyzers/input_error.h"
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/run_dir_args.h"
 #include "trace/run_files.h"
 
 namespace dsdiag::cli {
@@ -33,14 +34,8 @@ po::options_description VisibleOptions() {
 
 bool ParseCompareArgs(const std::vector<std::string>& args, CompareArgs* out) {
   po::options_description options = VisibleOptions();
-  options.add_options()("run-dir", po::value<std::string>(), "the run directory");
-  po::positional_options_description positional;
-  positional.add("run-dir", 1);
   po::variables_map vm;
-  if (ParseArgs(args, options, positional, &vm)) return false;
-
-  if (!vm.count("run-dir")) throw UsageError("missing RUN_DIR, the run directory to analyse");
-  out->run_dir = vm["run-dir"].as<std::string>();
+  if (ParseRunDirArgs(args, options, "analyse", &vm, &out->run_dir)) return false;
   const std::string format = vm["format"].as<std::string>();
   if (format == "text") {
     out->format = CompareArgs::Format::kText;
@@ -112,6 +107,7 @@ int CompareCommand::Run(const std::vector<std::string>& args) {
     std::cout << Usage();
     return 0;
   }
+  RaiseOpenFileLimit();
   analyzers::CompareResult result;
   try {
     analyzers::DriveOptions drive;

@@ -1,7 +1,5 @@
 #include "cli/report_command.h"
 
-#include <sys/resource.h>
-
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -15,6 +13,8 @@
 #include "analyzers/input_error.h"
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/output_file.h"
+#include "cli/run_dir_args.h"
 #include "report/report.h"
 
 namespace dsdiag::cli {
@@ -33,13 +33,8 @@ po::options_description VisibleOptions() {
 
 bool ParseReportArgs(const std::vector<std::string>& args, ReportArgs* out) {
   po::options_description options = VisibleOptions();
-  options.add_options()("run-dir", po::value<std::string>(), "the run directory");
-  po::positional_options_description positional;
-  positional.add("run-dir", 1);
   po::variables_map vm;
-  if (ParseArgs(args, options, positional, &vm)) return false;
-  if (!vm.count("run-dir")) throw UsageError("missing RUN_DIR, the run directory to report on");
-  out->run_dir = vm["run-dir"].as<std::string>();
+  if (ParseRunDirArgs(args, options, "report on", &vm, &out->run_dir)) return false;
   if (!vm.count("output")) throw UsageError("missing -o FILE, where to write the report");
   out->output = vm["output"].as<std::string>();
   if (out->output.empty() || out->output == "-")
@@ -49,16 +44,6 @@ bool ParseReportArgs(const std::vector<std::string>& args, ReportArgs* out) {
 }
 
 namespace {
-
-// The step driver keeps one file open per rank to read them side by side; past the
-// open-file limit it falls back to one rank at a time, and the report loses the waits
-// between ranks. Most systems allow far more than their default soft limit of 1024.
-void RaiseOpenFileLimit() {
-  rlimit limit{};
-  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
-  limit.rlim_cur = limit.rlim_max;
-  setrlimit(RLIMIT_NOFILE, &limit);  // best effort: a refusal only costs the fallback
-}
 
 // "\rreport: step 1234" on a terminal, at most ten times a second.
 std::function<void(int64_t)> TerminalProgress() {
@@ -74,41 +59,6 @@ std::function<void(int64_t)> TerminalProgress() {
 }
 
 // The page goes to a temporary file beside the target, renamed into place when complete.
-class Output {
- public:
-  // Throws InputError naming the path when it cannot be created.
-  explicit Output(std::string path) : path_(std::move(path)) {
-    const std::filesystem::path target(path_);
-    temp_ = (target.parent_path() / ("." + target.filename().string() + ".partial")).string();
-    file_.open(temp_, std::ios::binary | std::ios::trunc);
-    if (!file_) throw InputError("cannot write '" + path_ + "': " + std::strerror(errno));
-  }
-  ~Output() {
-    if (!committed_) {
-      file_.close();
-      std::error_code ec;
-      std::filesystem::remove(temp_, ec);
-    }
-  }
-  std::ostream& stream() { return file_; }
-  // Throws InputError when a write or the rename failed (disk full, ...).
-  void Commit() {
-    file_.flush();
-    file_.close();
-    if (file_.fail()) throw InputError("error writing '" + path_ + "'");
-    std::error_code ec;
-    std::filesystem::rename(temp_, path_, ec);
-    if (ec) throw InputError("cannot write '" + path_ + "': " + ec.message());
-    committed_ = true;
-  }
-
- private:
-  std::string path_;
-  std::string temp_;
-  std::ofstream file_;
-  bool committed_ = false;
-};
-
 }  // namespace
 
 std::string_view ReportCommand::description() const {
@@ -140,7 +90,7 @@ int ReportCommand::Run(const std::vector<std::string>& args) {
   }
   RaiseOpenFileLimit();
   try {
-    Output output(parsed.output);
+    OutputFile output(parsed.output);
     report::ReportOptions options;
     options.title = parsed.title;
     options.progress = TerminalProgress();

@@ -14,6 +14,8 @@
 #include "analyzers/run_loader.h"
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/output_file.h"
+#include "cli/run_dir_args.h"
 #include "timeline/timeline.h"
 
 namespace dsdiag::cli {
@@ -34,14 +36,8 @@ po::options_description VisibleOptions() {
 
 bool ParseTimelineArgs(const std::vector<std::string>& args, TimelineArgs* out) {
   po::options_description options = VisibleOptions();
-  options.add_options()("run-dir", po::value<std::string>(), "the run directory");
-  po::positional_options_description positional;
-  positional.add("run-dir", 1);
   po::variables_map vm;
-  if (ParseArgs(args, options, positional, &vm)) return false;
-
-  if (!vm.count("run-dir")) throw UsageError("missing RUN_DIR, the run directory to draw");
-  out->run_dir = vm["run-dir"].as<std::string>();
+  if (ParseRunDirArgs(args, options, "draw", &vm, &out->run_dir)) return false;
   if (!vm.count("output"))
     throw UsageError("missing -o FILE, where to write the timeline (- for stdout)");
   out->output = vm["output"].as<std::string>();
@@ -84,30 +80,6 @@ std::function<void(int, int, int)> TerminalProgress() {
   };
 }
 
-class Output {
- public:
-  // Throws InputError naming the path when it cannot be created.
-  explicit Output(const std::string& path) : path_(path) {
-    if (path_ == "-") return;
-    file_ = std::make_unique<std::ofstream>(path_, std::ios::binary | std::ios::trunc);
-    if (!*file_) throw InputError("cannot write '" + path_ + "': " + std::strerror(errno));
-  }
-  std::ostream& stream() { return file_ ? *file_ : std::cout; }
-  // Throws InputError when a write failed (disk full, ...).
-  void Close() {
-    stream().flush();
-    if (file_) file_->close();
-    if (!stream() || (file_ && file_->fail()))
-      throw InputError("error writing '" + path_ + "'" +
-                       (errno ? std::string(": ") + std::strerror(errno) : std::string()));
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-  std::unique_ptr<std::ofstream> file_;
-};
-
 }  // namespace
 
 std::string_view TimelineCommand::description() const {
@@ -138,11 +110,12 @@ int TimelineCommand::Run(const std::vector<std::string>& args) {
     std::cout << Usage();
     return 0;
   }
+  RaiseOpenFileLimit();
   try {
     // Load first: a bad run dir is reported before the output file is touched.
     const analyzers::RunContext run = analyzers::LoadRun(parsed.run_dir);
     CheckRanksSelected(run, parsed.selection);
-    Output output(parsed.output);
+    OutputFile output(parsed.output);
     if (StderrIsTerminal()) std::fputs("timeline: diffing the ranks (dsdiag compare)...", stderr);
     const analyzers::CompareResult compare = analyzers::RunCompare(parsed.run_dir);
     timeline::TimelineOptions options;
@@ -150,7 +123,7 @@ int TimelineCommand::Run(const std::vector<std::string>& args) {
     options.progress = TerminalProgress();
     const timeline::TimelineStats stats =
         timeline::WriteTimeline(run, compare.findings, options, output.stream());
-    output.Close();
+    output.Commit();
     if (StderrIsTerminal()) {
       std::fprintf(stderr, "\rtimeline: wrote %lld events for %d ranks (%lld findings) to %s\n",
                    static_cast<long long>(stats.events), stats.ranks,
