@@ -56,6 +56,25 @@ bool LineReader::Next(Line* line) {
   }
 }
 
+bool LineReader::NextBlock(std::string_view* lines) {
+  for (;;) {
+    if (scanned_ < end_) {
+      // The last '\n' within the block's size; failing that, the first one after it.
+      const size_t limit = std::max(scanned_, std::min(end_, begin_ + kBlockBytes));
+      const void* nl = memrchr(buffer_.get() + scanned_, '\n', limit - scanned_);
+      if (nl == nullptr) nl = std::memchr(buffer_.get() + limit, '\n', end_ - limit);
+      if (nl != nullptr) {
+        const size_t at = static_cast<const char*>(nl) - buffer_.get();
+        *lines = std::string_view(buffer_.get() + begin_, at + 1 - begin_);
+        begin_ = scanned_ = at + 1;
+        return true;
+      }
+      scanned_ = end_;
+    }
+    if (end_ - begin_ >= kMaxLineBytes || !Fill()) return false;
+  }
+}
+
 bool LineReader::Fill() {
   if (eof_) return false;
   if (begin_ > 0) {

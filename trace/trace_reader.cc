@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstdint>
@@ -32,7 +33,90 @@ std::string FieldExpected(const char* kind, std::string_view key) {
   return std::string(kind) + " field \"" + std::string(key) + "\"";
 }
 
+// A key's first 8 bytes as one word, zero past its end: most keys fit, so comparing two
+// keys is comparing two words (and the lengths).
+uint64_t KeyHead(std::string_view key) {
+  const auto* p = reinterpret_cast<const unsigned char*>(key.data());
+  const size_t n = key.size();
+  uint64_t head;
+  if (n >= 8) {
+    std::memcpy(&head, p, 8);
+  } else if (n >= 4) {
+    // Two 4-byte loads that overlap: the shared bytes are the same either way.
+    uint32_t lo, hi;
+    std::memcpy(&lo, p, 4);
+    std::memcpy(&hi, p + n - 4, 4);
+    head = lo | uint64_t{hi} << (8 * (n - 4));
+  } else if (n > 0) {
+    head =
+        uint64_t{p[0]} | uint64_t{p[n / 2]} << (8 * (n / 2)) | uint64_t{p[n - 1]} << (8 * (n - 1));
+  } else {
+    head = 0;
+  }
+  return head;
+}
+
+// The same for a key in a parsed document's string buffer, which has room past every string
+// (SIMDJSON_PADDING): one load, then a mask.
+uint64_t ParsedKeyHead(std::string_view key) {
+  uint64_t head;
+  std::memcpy(&head, key.data(), 8);
+  return key.size() >= 8 ? head : head & ((uint64_t{1} << (8 * key.size())) - 1);
+}
+
+constexpr uint64_t LiteralHead(std::string_view key) {
+  uint64_t head = 0;
+  for (size_t i = 0; i < key.size() && i < 8; ++i)
+    head |= uint64_t{static_cast<unsigned char>(key[i])} << (8 * i);
+  return head;
+}
+
 }  // namespace
+
+// A record's top-level fields in order, the first kMaxFields of them.
+class FieldIndex {
+ public:
+  static constexpr int kMaxFields = 24;
+
+  void Clear() {
+    count_ = 0;
+    complete_ = true;
+  }
+  // False once full (then complete() is false).
+  bool Add(std::string_view key, uint64_t head, const dom::element& value) {
+    if (count_ == kMaxFields) {
+      complete_ = false;
+      return false;
+    }
+    heads_[count_] = head;
+    sizes_[count_] = static_cast<uint32_t>(key.size());
+    keys_[count_] = key.data();
+    values_[count_] = value;
+    ++count_;
+    return true;
+  }
+  void MarkIncomplete() { complete_ = false; }
+  // The first field named `key`; null when not listed.
+  const dom::element* Find(std::string_view key) const {
+    const uint64_t head = KeyHead(key);
+    for (int i = 0; i < count_; ++i) {
+      if (heads_[i] == head && sizes_[i] == key.size() &&
+          (key.size() <= 8 || std::memcmp(keys_[i] + 8, key.data() + 8, key.size() - 8) == 0))
+        return &values_[i];
+    }
+    return nullptr;
+  }
+  // Every field is listed: a key Find misses is absent.
+  bool complete() const { return complete_; }
+
+ private:
+  int count_ = 0;
+  bool complete_ = true;
+  uint64_t heads_[kMaxFields];
+  uint32_t sizes_[kMaxFields];
+  const char* keys_[kMaxFields];
+  dom::element values_[kMaxFields];
+};
 
 std::string ReadIssue::ToString() const {
   return file + ":" + std::to_string(line) + ":" + std::to_string(column) + ": expected " +
@@ -41,27 +125,42 @@ std::string ReadIssue::ToString() const {
 
 // ---- Record ----
 
+bool Record::Find(std::string_view key, dom::element* value) const {
+  if (fields_ != nullptr) {
+    if (const dom::element* e = fields_->Find(key)) {
+      *value = *e;
+      return true;
+    }
+    if (fields_->complete()) return false;
+  }
+  return !object_->at_key(key).get(*value);
+}
+
 std::optional<int64_t> Record::Int(std::string_view key) const {
+  dom::element e;
   int64_t v;
-  if (object_->at_key(key).get_int64().get(v)) return std::nullopt;
+  if (!Find(key, &e) || e.get_int64().get(v)) return std::nullopt;
   return v;
 }
 
 std::optional<double> Record::Double(std::string_view key) const {
+  dom::element e;
   double v;
-  if (object_->at_key(key).get_double().get(v)) return std::nullopt;
+  if (!Find(key, &e) || e.get_double().get(v)) return std::nullopt;
   return v;
 }
 
 std::optional<bool> Record::Bool(std::string_view key) const {
+  dom::element e;
   bool v;
-  if (object_->at_key(key).get_bool().get(v)) return std::nullopt;
+  if (!Find(key, &e) || e.get_bool().get(v)) return std::nullopt;
   return v;
 }
 
 std::optional<std::string_view> Record::Str(std::string_view key) const {
+  dom::element e;
   std::string_view v;
-  if (object_->at_key(key).get_string().get(v)) return std::nullopt;
+  if (!Find(key, &e) || e.get_string().get(v)) return std::nullopt;
   return v;
 }
 
@@ -75,12 +174,13 @@ std::optional<uint64_t> Record::Hex(std::string_view key) const {
 }
 
 bool Record::Has(std::string_view key) const {
-  return object_->at_key(key).error() == simdjson::SUCCESS;
+  dom::element e;
+  return Find(key, &e);
 }
 
 std::optional<JsonValue> Record::Value(std::string_view key) const {
   dom::element e;
-  if (object_->at_key(key).get(e)) return std::nullopt;
+  if (!Find(key, &e)) return std::nullopt;
   return ToJsonValue(e);
 }
 
@@ -89,7 +189,9 @@ const simdjson::dom::object& Record::object() const { return *object_; }
 // ---- TraceReader ----
 
 struct TraceReader::State {
-  State(std::string p, int fd) : path(std::move(p)), lines(fd, simdjson::SIMDJSON_PADDING) {}
+  State(std::string p, int fd) : path(std::move(p)), lines(fd, simdjson::SIMDJSON_PADDING) {
+    parser.threaded = false;  // parse_many's look-ahead thread: one batch per block anyway
+  }
 
   bool NextLine(LineReader::Line* line);
   // Parses `line` into `doc` (null: the parser's own) and `*out`, and checks the common
@@ -98,9 +200,21 @@ struct TraceReader::State {
                  CommonFields* common);
   bool CheckCommonFields(const LineReader::Line& line, const dom::object& record,
                          CommonFields* common);
+  // The index the checks fill: the one of the record being read.
+  FieldIndex* index = nullptr;
   // The next valid event record, parsed into `doc` and `*out`; fills *record but for raw_
   // and object_.
-  bool NextRecord(dom::document* doc, dom::object* out, Record* record, LineReader::Line* line);
+  bool NextRecord(dom::document* doc, dom::object* out, FieldIndex* fields, Record* record,
+                  LineReader::Line* line);
+  // Splits off the open block's next line.
+  void NextBlockLine(LineReader::Line* line);
+  // Parses the open block as one document stream (see `streaming`).
+  void StartStream();
+  // The next line of the open block, from its document stream, into *out. False when the
+  // stream cannot vouch for that line (a parse error, a line that is not exactly one
+  // object, the stream's end): the rest of the block then goes line by line, so that its
+  // issues read exactly as they do for a line parsed alone.
+  bool NextStreamLine(LineReader::Line* line, dom::object* out);
   void IssueAt(const LineReader::Line& line, size_t offset, std::string expected);
   // An issue pointing at the value of top-level field `key`.
   void IssueAtField(const LineReader::Line& line, std::string_view key, std::string expected);
@@ -112,6 +226,15 @@ struct TraceReader::State {
   LineReader lines;
   dom::parser parser;  // reused for every line: its buffers are allocated once
   dom::object object;  // the current record
+  FieldIndex fields;   // its fields
+  // Complete lines read as one block (LineReader::NextBlock) and, while `streaming`, parsed
+  // as one document stream: a parser call per line costs more than the parse of a short line.
+  std::string_view block;
+  size_t block_pos = 0;  // the block's first line not handed out yet
+  bool streaming = false;
+  bool doc_taken = false;  // `stream_doc` was handed out: advance before looking again
+  dom::document_stream stream;
+  dom::document_stream::iterator stream_doc;
   bool header_done = false;
   std::optional<TraceHeader> header;
   std::vector<ReadIssue> issues;
@@ -201,25 +324,45 @@ bool TraceReader::State::ParseLine(const LineReader::Line& line, dom::document* 
 
 bool TraceReader::State::CheckCommonFields(const LineReader::Line& line, const dom::object& record,
                                            CommonFields* common) {
-  // One pass over the members: writers put these first, so it usually stops early.
+  // One pass over the members, listing them for the record's field lookups on the way
+  // ("tid" is absent from most records, so the pass goes to the end anyway).
+  constexpr uint64_t kTypeHead = LiteralHead(kFieldType), kTsHead = LiteralHead(kFieldTs),
+                     kStepHead = LiteralHead(kFieldStep), kTidHead = LiteralHead(kFieldTid);
   dom::element type, ts, step, tid;
   bool has_type = false, has_ts = false, has_step = false, has_tid = false;
+  index->Clear();
   for (dom::key_value_pair kv : record) {
     const std::string_view k = kv.key;
-    if (!has_type && k == kFieldType) {
-      type = kv.value;
-      has_type = true;
-    } else if (!has_ts && k == kFieldTs) {
-      ts = kv.value;
-      has_ts = true;
-    } else if (!has_step && k == kFieldStep) {
-      step = kv.value;
-      has_step = true;
-    } else if (!has_tid && k == kFieldTid) {
-      tid = kv.value;
-      has_tid = true;
+    const uint64_t head = ParsedKeyHead(k);
+    const bool listed = index->Add(k, head, kv.value);
+    static_assert(kFieldTs.size() == 2 && kFieldTid.size() == 3 && kFieldType.size() == 4 &&
+                  kFieldStep.size() == 4);
+    switch (k.size()) {
+      case 2:
+        if (!has_ts && head == kTsHead) {
+          ts = kv.value;
+          has_ts = true;
+        }
+        break;
+      case 3:
+        if (!has_tid && head == kTidHead) {
+          tid = kv.value;
+          has_tid = true;
+        }
+        break;
+      case 4:
+        if (!has_type && head == kTypeHead) {
+          type = kv.value;
+          has_type = true;
+        } else if (!has_step && head == kStepHead) {
+          step = kv.value;
+          has_step = true;
+        }
+        break;
+      default:
+        break;
     }
-    if (has_type && has_ts && has_step && has_tid) break;
+    if (!listed && has_type && has_ts && has_step && has_tid) break;
   }
   const auto bad = [&](bool present, const char* kind, std::string_view key) {
     if (!present) {
@@ -241,6 +384,7 @@ bool TraceReader::State::CheckCommonFields(const LineReader::Line& line, const d
 
 void TraceReader::State::ReadHeaderLine() {
   header_done = true;
+  index = &fields;
   LineReader::Line line;
   if (!NextLine(&line)) {
     if (!read_error_reported) {
@@ -285,12 +429,30 @@ const std::optional<TraceHeader>& TraceReader::ReadHeader() {
   return state_->header;
 }
 
-bool TraceReader::State::NextRecord(dom::document* doc, dom::object* out, Record* record,
-                                    LineReader::Line* line) {
+bool TraceReader::State::NextRecord(dom::document* doc, dom::object* out, FieldIndex* fields,
+                                    Record* record, LineReader::Line* line) {
   if (!header_done) ReadHeaderLine();
+  index = fields;
   CommonFields common;
-  while (NextLine(line)) {
-    if (!ParseLine(*line, doc, out, &common)) continue;
+  for (;;) {
+    bool valid;
+    // The stream parses into the parser's own document: not for an OwnedRecord.
+    if (streaming && doc == nullptr && NextStreamLine(line, out)) {
+      valid = CheckCommonFields(*line, *out, &common);
+    } else {
+      streaming = false;
+      if (block_pos < block.size()) {
+        NextBlockLine(line);
+      } else if (lines.NextBlock(&block)) {
+        block_pos = 0;
+        if (doc == nullptr) StartStream();
+        continue;
+      } else if (!NextLine(line)) {
+        return false;
+      }
+      valid = ParseLine(*line, doc, out, &common);
+    }
+    if (!valid) continue;
     if (common.type == rec::kHeader) {
       // Two files concatenated, or a restarted writer appending: not an event.
       IssueAtField(*line, kFieldType, "an event record (a header belongs on line 1 only)");
@@ -304,14 +466,74 @@ bool TraceReader::State::NextRecord(dom::document* doc, dom::object* out, Record
     record->line_ = line->number;
     return true;
   }
-  return false;
+}
+
+void TraceReader::State::NextBlockLine(LineReader::Line* line) {
+  // A block ends with '\n', so every line in it has one.
+  const char* begin = block.data() + block_pos;
+  const char* nl = static_cast<const char*>(std::memchr(begin, '\n', block.size() - block_pos));
+  line->text = std::string_view(begin, static_cast<size_t>(nl - begin));
+  line->length = static_cast<int64_t>(line->text.size());
+  line->number = lines.NumberLine();
+  line->has_newline = true;
+  line->too_long = false;
+  block_pos = static_cast<size_t>(nl + 1 - block.data());
+}
+
+void TraceReader::State::StartStream() {
+  // In place, like a single line: LineReader leaves SIMDJSON_PADDING bytes after the block.
+  // One batch for the whole block (no look-ahead thread): the batch size is at least its size.
+  streaming =
+      !parser
+           .parse_many(block.data(), block.size(), std::max(block.size(), LineReader::kBlockBytes))
+           .get(stream);
+  if (!streaming) return;
+  stream_doc = stream.begin();
+  doc_taken = false;
+}
+
+namespace {
+// JSON whitespace but the line break.
+bool IsBlank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+}  // namespace
+
+bool TraceReader::State::NextStreamLine(LineReader::Line* line, dom::object* out) {
+  if (doc_taken) ++stream_doc;  // parses the next document over the one handed out
+  doc_taken = false;
+  if (!(stream_doc != stream.end()) || block_pos == block.size()) return false;
+  dom::element root;
+  if ((*stream_doc).get(root) || root.get_object().get(*out)) return false;
+  // The document must be the line's only content: a line holding half a record, two
+  // records or none would read differently alone.
+  const char* text = block.data();
+  const size_t start = stream_doc.current_index();
+  const char* nl =
+      static_cast<const char*>(std::memchr(text + block_pos, '\n', block.size() - block_pos));
+  const size_t line_end = static_cast<size_t>(nl - text);
+  if (start < block_pos || start >= line_end) return false;
+  for (size_t i = block_pos; i < start; ++i)
+    if (!IsBlank(text[i])) return false;
+  // source() ends at the object's closing '}'.
+  size_t end = start + stream_doc.source().size();
+  if (end > line_end) return false;
+  while (end < line_end && IsBlank(text[end])) ++end;
+  if (end != line_end) return false;
+  line->text = std::string_view(text + block_pos, line_end - block_pos);
+  line->length = static_cast<int64_t>(line->text.size());
+  line->number = lines.NumberLine();
+  line->has_newline = true;
+  line->too_long = false;
+  block_pos = line_end + 1;
+  doc_taken = true;
+  return true;
 }
 
 bool TraceReader::Next(Record* out) {
   LineReader::Line line;
-  if (!state_->NextRecord(nullptr, &state_->object, out, &line)) return false;
+  if (!state_->NextRecord(nullptr, &state_->object, &state_->fields, out, &line)) return false;
   out->raw_ = line.text;
   out->object_ = &state_->object;
+  out->fields_ = &state_->fields;
   return true;
 }
 
@@ -319,6 +541,7 @@ bool TraceReader::Next(Record* out) {
 struct OwnedRecord::Storage {
   dom::document document;
   dom::object object;
+  FieldIndex fields;
   std::string raw;
 };
 
@@ -331,11 +554,15 @@ bool TraceReader::NextOwned(OwnedRecord* out) {
   if (!out->storage_) out->storage_ = std::make_unique<OwnedRecord::Storage>();
   OwnedRecord::Storage& storage = *out->storage_;
   LineReader::Line line;
-  if (!state_->NextRecord(&storage.document, &storage.object, &out->record_, &line)) return false;
+  if (!state_->NextRecord(&storage.document, &storage.object, &storage.fields, &out->record_,
+                          &line)) {
+    return false;
+  }
   // type_ points into the document's strings, which stay put; raw_ needs the copy.
   storage.raw.assign(line.text.data(), line.text.size());
   out->record_.raw_ = storage.raw;
   out->record_.object_ = &storage.object;
+  out->record_.fields_ = &storage.fields;
   return true;
 }
 

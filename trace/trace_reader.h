@@ -1,6 +1,9 @@
 // TraceReader: streams one rank's trace record by record, never loading the file whole.
 //
-// The file is read in chunks and split into lines; each line is parsed with simdjson.
+// The file is read in chunks and split into lines, parsed with simdjson a block of lines
+// at a time (one call per line costs more than the parse of a short line); from a line the
+// block parse cannot vouch for on, the rest of its block is parsed line by line, so that an
+// issue reads the same wherever its line sits.
 // A line that is not a JSON object, or lacks the fields every record carries
 // ("type" string, "ts" and "step" integers), becomes a ReadIssue naming file, line,
 // column and what was expected, and reading goes on with the next line. A last line
@@ -30,6 +33,8 @@ class object;
 }  // namespace simdjson::dom
 
 namespace dsdiag::trace {
+
+class FieldIndex;  // a record's top-level fields, listed by the reader (trace_reader.cc)
 
 struct ReadIssue {
   std::string file;
@@ -73,8 +78,14 @@ class Record {
   int64_t step_ = 0;
   int tid_ = 0;
   int64_t line_ = 0;
+  // The value of the first field named `key`, from fields_ when it lists it.
+  bool Find(std::string_view key, simdjson::dom::element* value) const;
+
   std::string_view raw_;
   const simdjson::dom::object* object_ = nullptr;
+  // The fields, listed while the reader checked the common ones: a lookup compares a few
+  // words per field instead of walking the parsed tape and comparing strings.
+  const FieldIndex* fields_ = nullptr;
 };
 
 // A record that owns its parsed document and line, so it stays valid after its reader has

@@ -1,0 +1,230 @@
+// The reader parses many lines per simdjson call (a block of complete lines as one document
+// stream) and falls back to one call per line for a block with a line it cannot vouch for.
+// These tests hold that to "reads exactly as a line read alone": the same issue text for a
+// bad line wherever it sits in a file, and every good line around it as a record.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/trace/test_util.h"
+#include "trace/line_reader.h"
+#include "trace/trace_reader.h"
+
+namespace dsdiag::trace {
+namespace {
+
+using testing::TempDir;
+using testing::WriteFile;
+
+constexpr char kHeader[] =
+    R"({"type":"header","ts":1,"step":0,"schema":"dsdiag.trace/1","run_id":"r","rank":0,"world_size":2})";
+
+std::string GoodRecord(int i) {
+  return R"({"type":"coll","ts":)" + std::to_string(1000 + i) + R"(,"step":)" +
+         std::to_string(i / 10) + R"(,"pg":0,"seq":)" + std::to_string(i) +
+         R"(,"op":"allreduce","tag":"grad-bucket-)" + std::to_string(i % 3) + R"("})";
+}
+
+struct Read {
+  std::vector<int64_t> lines;  // of the records
+  std::vector<int64_t> seqs;   // their "seq" (-1 when absent)
+  std::vector<ReadIssue> issues;
+  int64_t issue_count = 0;
+  int64_t lines_read = 0;
+  bool truncated = false;
+};
+
+Read ReadFileWith(const std::string& path, bool owned) {
+  Read out;
+  std::string error;
+  auto reader = TraceReader::Open(path, &error);
+  EXPECT_NE(reader, nullptr) << error;
+  if (!reader) return out;
+  const auto take = [&out](const Record& r) {
+    out.lines.push_back(r.line());
+    out.seqs.push_back(r.Int("seq").value_or(-1));
+  };
+  if (owned) {
+    OwnedRecord record;
+    while (reader->NextOwned(&record)) take(record.record());
+  } else {
+    Record record;
+    while (reader->Next(&record)) take(record);
+  }
+  out.issues = reader->issues();
+  out.issue_count = reader->issue_count();
+  out.lines_read = reader->lines_read();
+  out.truncated = reader->saw_truncated_tail();
+  return out;
+}
+
+// Lines a writer never produces, each read alone as one issue (or, for the last two, as a
+// record: JSON whitespace around the object is allowed).
+const std::vector<std::string> kOddLines = {
+    "garbage here",
+    "",
+    "   ",
+    "[1,2,3]",
+    "  42",
+    R"("just a string")",
+    R"({"type":"step","ts":1,"step":3} {"type":"step","ts":2,"step":3})",
+    R"({"type":"step","ts":1,"step":3}{"type":"step","ts":2,"step":3})",
+    R"({"type":"phase","ts":5,"step":)",
+    R"("ts":5,"step":4})",
+    R"({"type":"coll","ts":"x","step":4})",
+    R"({"ts":9,"step":4})",
+    R"({"type":"coll","ts":9,"step":4,"tid":-1})",
+    R"({"type":"header","ts":9,"step":0})",
+    "{\"type\":\"coll\",\"ts\":9,\"step\":4,\"name\":\"\xff\xfe\"}",
+    "{\"type\":\"coll\",\"ts\":9,\"step\":4,\"name\":\"a\x01b\"}",
+    R"({"type":"coll","ts":18446744073709551616,"step":4})",
+    R"({"type":"coll","ts":9,"step":4,"s":"unterminated})",
+    R"({"type":"coll","ts":9,"step":4}})",
+    R"({"type":"coll","ts":9,"step":4)",
+    std::string("\0\0\0", 3),
+    R"({"type":"coll","ts":9,"step":4,"n":1e999})",
+    "nul",
+    "{\"type\":\"coll\",\"ts\":9,\"step\":4,\"seq\":-5}\r",
+    "\t{\"type\":\"coll\",\"ts\":9,\"step\":4,\"seq\":-5}  \t",
+};
+
+class BlockReadTest : public ::testing::Test {
+ protected:
+  // The header, then `lines`, each with its '\n'.
+  Read ReadLines(const std::vector<std::string>& lines, bool owned = false) {
+    std::string text = std::string(kHeader) + "\n";
+    for (const std::string& l : lines) text += l + "\n";
+    WriteFile(path_, text);
+    return ReadFileWith(path_, owned);
+  }
+
+  TempDir dir_;
+  const std::string path_ = dir_.File("rank-00000.jsonl");
+};
+
+TEST_F(BlockReadTest, OddLineReadsTheSameAmidGoodLinesAsAlone) {
+  // Good lines enough for a few blocks; the odd line goes first, in the middle, next to the
+  // block size and last.
+  std::vector<std::string> good;
+  size_t bytes = 0;
+  while (bytes < 3 * LineReader::kBlockBytes) {
+    good.push_back(GoodRecord(static_cast<int>(good.size())));
+    bytes += good.back().size() + 1;
+  }
+  const size_t near_block = LineReader::kBlockBytes / (bytes / good.size());
+  for (const std::string& odd : kOddLines) {
+    SCOPED_TRACE("line: " + odd);
+    const Read alone = ReadLines({odd});
+    ASSERT_LE(alone.issues.size(), 1u);
+    for (size_t at : {size_t{0}, near_block - 1, near_block, good.size() / 2, good.size()}) {
+      SCOPED_TRACE("after good line " + std::to_string(at));
+      std::vector<std::string> lines(good.begin(), good.begin() + at);
+      lines.push_back(odd);
+      lines.insert(lines.end(), good.begin() + at, good.end());
+      for (bool owned : {false, true}) {
+        const Read amid = ReadLines(lines, owned);
+        const int64_t shift = static_cast<int64_t>(at);  // line 2 alone is line 2 + at amid
+        ASSERT_EQ(amid.issues.size(), alone.issues.size());
+        if (!alone.issues.empty()) {
+          const ReadIssue& a = alone.issues[0];
+          const ReadIssue& b = amid.issues[0];
+          EXPECT_EQ(b.line, a.line + shift);
+          EXPECT_EQ(b.column, a.column);
+          EXPECT_EQ(b.expected, a.expected);
+          EXPECT_EQ(b.found, a.found);
+          EXPECT_EQ(b.truncated_tail, a.truncated_tail);
+        }
+        EXPECT_EQ(amid.issue_count, alone.issue_count);
+        EXPECT_EQ(amid.lines_read, static_cast<int64_t>(lines.size()) + 1);
+        // Every good line is a record, with its own line number; so is the odd line when
+        // it was one alone.
+        std::vector<int64_t> want_lines, want_seqs;
+        for (size_t i = 0; i < lines.size(); ++i) {
+          if (i == at && alone.lines.empty()) continue;
+          want_lines.push_back(static_cast<int64_t>(i) + 2);
+          want_seqs.push_back(i == at ? alone.seqs.at(0) : static_cast<int64_t>(i < at ? i : i - 1));
+        }
+        EXPECT_EQ(amid.lines, want_lines);
+        EXPECT_EQ(amid.seqs, want_seqs);
+      }
+    }
+  }
+}
+
+TEST_F(BlockReadTest, UnterminatedTailAfterManyBlocks) {
+  std::string text = std::string(kHeader) + "\n";
+  int n = 0;
+  while (text.size() < 2 * LineReader::kBlockBytes + 100) text += GoodRecord(n++) + "\n";
+  text += GoodRecord(n);  // complete JSON, but no '\n': the writer died mid-line
+  WriteFile(path_, text);
+  const Read r = ReadFileWith(path_, false);
+  ASSERT_EQ(r.seqs.size(), static_cast<size_t>(n));
+  EXPECT_EQ(r.seqs.back(), n - 1);
+  ASSERT_EQ(r.issues.size(), 1u);
+  EXPECT_TRUE(r.issues[0].truncated_tail);
+  EXPECT_EQ(r.issues[0].line, n + 2);
+  EXPECT_TRUE(r.truncated);
+}
+
+TEST_F(BlockReadTest, OverLongLineBetweenBlocks) {
+  std::vector<std::string> lines;
+  for (int i = 0; i < 2000; ++i) lines.push_back(GoodRecord(i));
+  lines.insert(lines.begin() + 1000, R"({"type":"coll","ts":9,"step":4,"s":")" +
+                                         std::string(LineReader::kMaxLineBytes, 'a') + R"("})");
+  const Read r = ReadLines(lines);
+  ASSERT_EQ(r.issues.size(), 1u);
+  EXPECT_EQ(r.issues[0].line, 1002);
+  EXPECT_EQ(r.issues[0].column, static_cast<int64_t>(LineReader::kMaxLineBytes) + 1);
+  ASSERT_EQ(r.seqs.size(), 2000u);
+  for (int i = 0; i < 2000; ++i) EXPECT_EQ(r.seqs[i], i);
+  EXPECT_EQ(r.lines[1000], 1003);
+}
+
+// ---- field lookups ----
+
+TEST_F(BlockReadTest, FieldLookupsGiveTheFirstOfAName) {
+  std::string many = R"({"type":"custom","ts":1,"step":0)";
+  for (int i = 0; i < 40; ++i) many += ",\"f" + std::to_string(i) + "\":" + std::to_string(i);
+  many += R"(,"f3":-3,"last":"x"})";
+  const std::string lines[] = {
+      R"({"type":"custom","ts":1,"step":0,"a":1,"a":2,"b":"s","b":3})",
+      // Keys that share their first 8 bytes, or differ by an embedded NUL or their length.
+      R"({"type":"custom","ts":1,"step":0,"abcdefgh1":1,"abcdefgh2":2,"abcdefgh":3,"abcdefg":4,"":5,"a\u0000":6,"a":7})",
+      many,
+  };
+  WriteFile(path_, std::string(kHeader) + "\n" + lines[0] + "\n" + lines[1] + "\n" + lines[2] + "\n");
+  std::string error;
+  auto reader = TraceReader::Open(path_, &error);
+  ASSERT_NE(reader, nullptr) << error;
+  Record r;
+  ASSERT_TRUE(reader->Next(&r));
+  EXPECT_EQ(r.Int("a"), 1);
+  EXPECT_EQ(r.Str("b"), "s");
+  EXPECT_EQ(r.Int("b"), std::nullopt);  // the first "b" is a string
+  EXPECT_EQ(r.Double("a"), 1.0);
+  EXPECT_FALSE(r.Has("c"));
+  EXPECT_FALSE(r.Has("aa"));
+  EXPECT_EQ(r.Str("type"), "custom");
+
+  ASSERT_TRUE(reader->Next(&r));
+  EXPECT_EQ(r.Int("abcdefgh1"), 1);
+  EXPECT_EQ(r.Int("abcdefgh2"), 2);
+  EXPECT_EQ(r.Int("abcdefgh"), 3);
+  EXPECT_EQ(r.Int("abcdefg"), 4);
+  EXPECT_EQ(r.Int(""), 5);
+  EXPECT_EQ(r.Int(std::string_view("a\0", 2)), 6);
+  EXPECT_EQ(r.Int("a"), 7);
+  EXPECT_FALSE(r.Has("abcdefgh3"));
+  EXPECT_FALSE(r.Has("abcdef"));
+  EXPECT_EQ(r.Value("abcdefgh2")->as_int(), 2);
+
+  ASSERT_TRUE(reader->Next(&r));  // more fields than the reader lists
+  for (int i = 0; i < 40; ++i) EXPECT_EQ(r.Int("f" + std::to_string(i)), i) << i;
+  EXPECT_EQ(r.Str("last"), "x");
+  EXPECT_FALSE(r.Has("f40"));
+  EXPECT_FALSE(reader->Next(&r));
+}
+
+}  // namespace
+}  // namespace dsdiag::trace
