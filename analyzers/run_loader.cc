@@ -56,17 +56,19 @@ DirListing ListRunDir(const std::string& dir) {
   std::sort(listing.traces.begin(), listing.traces.end(), by_rank);
   std::sort(listing.dumps.begin(), listing.dumps.end(), by_rank);
   if (listing.traces.empty())
-    throw RunInputError("no rank traces (rank-<R>.jsonl) in run directory '" + dir + "'");
+    throw RunInputError("no rank traces (rank-<R>.jsonl or rank-<R>.jsonl.zst) in run directory '" +
+                        dir + "'");
   return listing;
 }
 
 // "rank-1.jsonl" cannot exist (5 digits at least) but "rank-00001.jsonl" and
-// "rank-000001.jsonl" can: two files for one rank make every cross-rank diff ambiguous.
+// "rank-000001.jsonl" can, and so can a plain and a compressed copy: two files for one rank
+// make every cross-rank diff ambiguous.
 void CheckDuplicateNames(const std::vector<TraceFile>& traces) {
   for (size_t i = 1; i < traces.size(); ++i) {
     if (traces[i].rank == traces[i - 1].rank)
-      throw RunInputError("two traces claim rank " + std::to_string(traces[i].rank) + ": '" +
-                          traces[i - 1].path + "' and '" + traces[i].path + "'");
+      throw RunInputError(
+          trace::DuplicateRankTraceError(traces[i].rank, traces[i - 1].path, traces[i].path));
   }
 }
 

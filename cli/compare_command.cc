@@ -1,5 +1,6 @@
 #include "cli/compare_command.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -72,7 +73,9 @@ std::function<void(const analyzers::DriveProgress&)> TerminalProgress(const std:
   if (!StderrIsTerminal()) return nullptr;
   const int64_t total = TraceBytes(dir);
   return [total, last = -1](const analyzers::DriveProgress& p) mutable {
-    const int percent = total > 0 ? static_cast<int>(p.bytes_read * 100 / total) : 100;
+    // Compressed traces read more bytes than they hold on disk: an estimate, capped.
+    const int percent =
+        total > 0 ? static_cast<int>(std::min<int64_t>(100, p.bytes_read * 100 / total)) : 100;
     if (percent == last) return;
     last = percent;
     std::fprintf(stderr, "\rcompare: step %lld, %d%% of %.1f MiB read  ",

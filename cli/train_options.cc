@@ -13,6 +13,7 @@
 #include "cli/options.h"
 #include "cli/subcommand.h"
 #include "inject/inject_spec.h"
+#include "trace/compression.h"
 
 namespace dsdiag::cli {
 namespace {
@@ -66,6 +67,9 @@ po::options_description RunOptions(trainer::TrainConfig* c) {
       ("probes", po::value<std::string>(&c->probes)->default_value(c->probes)
                      ->value_name("off|light|full"),
        "how much the probes record")
+      ("trace-compress", po::value<std::string>(&c->trace_compress)
+                             ->default_value(c->trace_compress)->value_name("none|zstd"),
+       "zstd: write rank-<R>.jsonl.zst, 3-5x smaller; every dsdiag reader decodes it")
       ("inject", po::value<std::vector<std::string>>(&c->inject)->composing()
                      ->value_name("SPEC"),
        "inject a fault, KIND[:key=value,...] (repeatable; kinds below)")
@@ -165,6 +169,9 @@ void CheckRun(const trainer::TrainConfig& c, int world_size) {
     throw UsageError("--backend nccl needs --device cuda (NCCL only moves GPU tensors)");
   }
   OneOf("probes", c.probes, {"off", "light", "full"});
+  OneOf("trace-compress", c.trace_compress, {"none", "zstd"});
+  if (c.trace_compress == "zstd" && !trace::ZstdAvailable())
+    throw UsageError("--trace-compress zstd: this dsdiag was built without libzstd");
   AtLeast<int64_t>("dataset-size", c.dataset_size, 1);
   const int64_t one_batch_each = int64_t{world_size} * c.batch_size;
   if (c.dataset_size < one_batch_each) {

@@ -81,8 +81,11 @@ std::unique_ptr<Session> Session::Start(SessionConfig config, std::string* error
   if (config.mode == Mode::kOff)
     return std::unique_ptr<Session>(new Session(Mode::kOff, config.header.rank, nullptr));
   if (!MakeDirs(config.run_dir, error)) return nullptr;
-  const std::string path = config.run_dir + "/" + trace::RankTraceFileName(config.header.rank);
-  auto writer = trace::TraceWriter::Open(path, {}, error);
+  const std::string path =
+      config.run_dir + "/" + trace::RankTraceFileName(config.header.rank, config.compression);
+  trace::TraceWriter::Options options;
+  options.compression = config.compression;
+  auto writer = trace::TraceWriter::Open(path, options, error);
   if (!writer) return nullptr;
   CompleteHeader(&config.header);
   config.header.sections.Set("probes", std::string(ModeName(config.mode)));

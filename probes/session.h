@@ -31,6 +31,8 @@ namespace dsdiag::probes {
 struct SessionConfig {
   Mode mode = Mode::kLight;
   std::string run_dir;  // the file is <run_dir>/rank-<R>.jsonl; the dir is created
+  // kZstd: the file is rank-<R>.jsonl.zst instead (Start fails without libzstd).
+  trace::TraceCompression compression = trace::TraceCompression::kNone;
   // Caller fills run_id, rank, world_size, local_rank, config (and clock.offset once
   // measured). Start() fills schema, host, pid, versions["dsdiag"], env and the clock pair
   // when they are empty.

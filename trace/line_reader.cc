@@ -13,14 +13,14 @@ constexpr size_t kLongLineHeadBytes = 64;
 
 }  // namespace
 
-LineReader::LineReader(int fd, size_t padding)
-    : fd_(fd),
+LineReader::LineReader(std::unique_ptr<ByteSource> source, size_t padding)
+    : source_(std::move(source)),
       padding_(padding),
       // Zeroed once, padding included, so that nothing ever reads uninitialised bytes.
       buffer_(new char[kChunkBytes + padding]()),
       capacity_(kChunkBytes) {}
 
-LineReader::~LineReader() { ::close(fd_); }
+LineReader::~LineReader() = default;
 
 bool LineReader::Next(Line* line) {
   for (;;) {
@@ -85,10 +85,7 @@ bool LineReader::Fill() {
     begin_ = 0;
   }
   if (end_ == capacity_ && !Grow()) return false;
-  ssize_t n;
-  do {
-    n = ::read(fd_, buffer_.get() + end_, capacity_ - end_);
-  } while (n < 0 && errno == EINTR);
+  const ssize_t n = source_->Read(buffer_.get() + end_, capacity_ - end_);
   if (n <= 0) {
     if (n < 0) read_error_ = errno;
     eof_ = true;

@@ -12,6 +12,8 @@
 #include <string>
 #include <string_view>
 
+#include "trace/byte_source.h"
+
 namespace dsdiag::trace {
 
 class LineReader {
@@ -29,8 +31,7 @@ class LineReader {
     int64_t length = 0;  // the full length, also when too_long
   };
 
-  // Takes ownership of `fd`.
-  LineReader(int fd, size_t padding);
+  LineReader(std::unique_ptr<ByteSource> source, size_t padding);
   ~LineReader();
   LineReader(const LineReader&) = delete;
   LineReader& operator=(const LineReader&) = delete;
@@ -52,6 +53,7 @@ class LineReader {
   static constexpr size_t kBlockBytes = size_t{16} << 10;
 
   int read_error() const { return read_error_; }
+  const ByteSource& source() const { return *source_; }
   int64_t lines() const { return lines_; }
   int64_t bytes() const { return bytes_; }
 
@@ -63,7 +65,7 @@ class LineReader {
   // Discards the rest of an over-long line up to its '\n' (or end of file).
   void SkipRestOfLine(Line* line);
 
-  const int fd_;
+  const std::unique_ptr<ByteSource> source_;
   const size_t padding_;
   std::unique_ptr<char[]> buffer_;
   size_t capacity_ = 0;  // usable bytes, padding excluded

@@ -27,16 +27,35 @@ std::optional<int> ParseNumbered(std::string_view name, std::string_view prefix,
   return rank;
 }
 
+constexpr std::string_view kPlainSuffix = ".jsonl";
+constexpr std::string_view kZstdSuffix = ".jsonl.zst";
+
+bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
 }  // namespace
 
-std::string RankTraceFileName(int rank) { return "rank-" + Padded(rank) + ".jsonl"; }
+std::string RankTraceFileName(int rank, TraceCompression compression) {
+  return "rank-" + Padded(rank) +
+         std::string(compression == TraceCompression::kZstd ? kZstdSuffix : kPlainSuffix);
+}
 std::string FlightDumpFileName(int rank) { return "flight-rank-" + Padded(rank) + ".json"; }
 
 std::optional<int> ParseRankTraceFileName(std::string_view name) {
-  return ParseNumbered(name, "rank-", ".jsonl");
+  if (auto rank = ParseNumbered(name, "rank-", kPlainSuffix)) return rank;
+  return ParseNumbered(name, "rank-", kZstdSuffix);
 }
 std::optional<int> ParseFlightDumpFileName(std::string_view name) {
   return ParseNumbered(name, "flight-rank-", ".json");
+}
+
+std::string DuplicateRankTraceError(int rank, std::string_view a, std::string_view b) {
+  std::string message = "two traces claim rank " + std::to_string(rank) + ": '" + std::string(a) +
+                        "' and '" + std::string(b) + "'";
+  if (EndsWith(a, kZstdSuffix) != EndsWith(b, kZstdSuffix))
+    message += " (one plain, one compressed: keep one of them)";
+  return message;
 }
 
 }  // namespace dsdiag::trace

@@ -189,7 +189,8 @@ const simdjson::dom::object& Record::object() const { return *object_; }
 // ---- TraceReader ----
 
 struct TraceReader::State {
-  State(std::string p, int fd) : path(std::move(p)), lines(fd, simdjson::SIMDJSON_PADDING) {
+  State(std::string p, std::unique_ptr<ByteSource> source)
+      : path(std::move(p)), lines(std::move(source), simdjson::SIMDJSON_PADDING) {
     parser.threaded = false;  // parse_many's look-ahead thread: one batch per block anyway
   }
 
@@ -241,13 +242,23 @@ struct TraceReader::State {
   int64_t issue_count = 0;
   bool truncated_tail = false;
   bool read_error_reported = false;
+  bool tail_issue_reported = false;
 };
 
 bool TraceReader::State::NextLine(LineReader::Line* line) {
   if (lines.Next(line)) return true;
   if (lines.read_error() != 0 && !read_error_reported) {
     read_error_reported = true;
-    AddIssue(lines.lines() + 1, 1, "readable data", std::strerror(lines.read_error()));
+    std::string why = lines.source().error();  // what a decoder found wrong
+    if (why.empty()) why = std::strerror(lines.read_error());
+    AddIssue(lines.lines() + 1, 1, "readable data", std::move(why));
+  } else if (!lines.source().tail_issue().empty() && !tail_issue_reported) {
+    // A compressed trace cut inside a block (a short write, like a partial last line):
+    // every line before it was delivered.
+    tail_issue_reported = true;
+    truncated_tail = true;
+    AddIssue(lines.lines() + 1, 1, "a whole zstd block", std::string(lines.source().tail_issue()),
+             /*truncated_tail=*/true);
   }
   return false;
 }
@@ -407,18 +418,10 @@ void TraceReader::State::ReadHeaderLine() {
 }
 
 std::unique_ptr<TraceReader> TraceReader::Open(const std::string& path, std::string* error) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (error) *error = "cannot open trace " + path + ": " + std::strerror(errno);
-    return nullptr;
-  }
-  struct stat st;
-  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-    ::close(fd);
-    if (error) *error = "cannot read trace " + path + ": it is a directory";
-    return nullptr;
-  }
-  return std::unique_ptr<TraceReader>(new TraceReader(std::make_unique<State>(path, fd)));
+  auto source = OpenByteSource(path, error);  // plain, or .zst decoded on the fly
+  if (!source) return nullptr;
+  return std::unique_ptr<TraceReader>(
+      new TraceReader(std::make_unique<State>(path, std::move(source))));
 }
 
 TraceReader::TraceReader(std::unique_ptr<State> state) : state_(std::move(state)) {}

@@ -11,8 +11,15 @@
 
 #include "trace/clock.h"
 #include "trace/record_types.h"
+#include "trace/zstd_stream.h"
 
 namespace dsdiag::trace {
+
+#ifndef DSDIAG_HAVE_ZSTD
+// Never made without libzstd; complete only so that the writer's unique_ptr compiles.
+class ZstdCompressor {};
+#endif
+
 namespace {
 
 // Per-thread scratch strings for records being built. Usually one is in use at a time;
@@ -100,16 +107,33 @@ std::unique_ptr<TraceWriter> TraceWriter::Open(const std::string& path, const Op
                                                std::string* error) {
   // The opening thread is the main thread in practice: give it index 0 (no "tid").
   ThisThreadIndex();
+  std::unique_ptr<ZstdCompressor> compressor;
+  if (options.compression == TraceCompression::kZstd) {
+#ifdef DSDIAG_HAVE_ZSTD
+    std::string why;
+    compressor = ZstdCompressor::Create(options.zstd_level, options.buffer_bytes + 4096, &why);
+    if (!compressor) {
+      if (error) *error = "cannot compress trace " + path + ": " + why;
+      return nullptr;
+    }
+#else
+    if (error)
+      *error = "cannot compress trace " + path +
+               ": built without zstd (install libzstd-dev and rebuild, or write it uncompressed)";
+    return nullptr;
+#endif
+  }
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
     if (error) *error = "cannot open trace file " + path + ": " + std::strerror(errno);
     return nullptr;
   }
-  return std::unique_ptr<TraceWriter>(new TraceWriter(path, fd, options));
+  return std::unique_ptr<TraceWriter>(new TraceWriter(path, fd, options, std::move(compressor)));
 }
 
-TraceWriter::TraceWriter(std::string path, int fd, const Options& options)
-    : path_(std::move(path)), fd_(fd), options_(options) {
+TraceWriter::TraceWriter(std::string path, int fd, const Options& options,
+                         std::unique_ptr<ZstdCompressor> compressor)
+    : path_(std::move(path)), fd_(fd), options_(options), compressor_(std::move(compressor)) {
   // Reserved once so that appends never reallocate; a record larger than the whole
   // buffer still goes through (one reallocation, then it is written at once).
   buffer_.reserve(options_.buffer_bytes + 4096);
@@ -131,6 +155,13 @@ TraceWriter::~TraceWriter() {
   stop_cv_.notify_all();
   if (flusher_.joinable()) flusher_.join();
   Flush();
+#ifdef DSDIAG_HAVE_ZSTD
+  // Without the frame's end a reader reports a truncated tail, as for a killed writer.
+  if (compressor_ && !failed()) {
+    if (const int err = compressor_->End(&TraceWriter::WriteToFile, this))
+      ReportFailure(err, false);
+  }
+#endif
   ::close(fd_);
 }
 
@@ -217,20 +248,15 @@ void TraceWriter::FlushFromSignal() noexcept {
 void TraceWriter::WriteBufferLocked(bool in_signal) noexcept {
   int err = 0;
   if (!failed()) {
-    const char* data = buffer_.data();
-    size_t left = buffer_.size();
-    while (left > 0) {
-      const ssize_t n = ::write(fd_, data, left);
-      if (n > 0) {
-        data += n;
-        left -= static_cast<size_t>(n);
-      } else if (n < 0 && errno == EINTR) {
-        continue;
-      } else {
-        err = n < 0 ? errno : EIO;  // a zero-byte write would loop forever
-        break;
-      }
+#ifdef DSDIAG_HAVE_ZSTD
+    if (compressor_) {
+      err = compressor_->Compress(buffer_, &TraceWriter::WriteToFile, this);
+    } else {
+      err = WriteAll(buffer_.data(), buffer_.size());
     }
+#else
+    err = WriteAll(buffer_.data(), buffer_.size());
+#endif
   }
   if (err == 0 && !failed()) {
     written_.fetch_add(buffered_records_, std::memory_order_relaxed);
@@ -240,6 +266,25 @@ void TraceWriter::WriteBufferLocked(bool in_signal) noexcept {
   }
   buffer_.clear();
   buffered_records_ = 0;
+}
+
+int TraceWriter::WriteAll(const char* data, size_t size) noexcept {
+  while (size > 0) {
+    const ssize_t n = ::write(fd_, data, size);
+    if (n > 0) {
+      data += n;
+      size -= static_cast<size_t>(n);
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else {
+      return n < 0 ? errno : EIO;  // a zero-byte write would loop forever
+    }
+  }
+  return 0;
+}
+
+int TraceWriter::WriteToFile(void* writer, const char* data, size_t size) noexcept {
+  return static_cast<TraceWriter*>(writer)->WriteAll(data, size);
 }
 
 void TraceWriter::ReportFailure(int err, bool in_signal) noexcept {

@@ -6,6 +6,10 @@
 // step boundaries (Flush) and at least every `flush_interval_ms` from a flusher thread.
 // So a process killed at any instant leaves whole lines plus at most one partial last line.
 //
+// With Options::compression = kZstd each batch is compressed (zstd, one flushed block per
+// batch) just before its write(2): after a kill the file holds whole flushed blocks, which
+// decode to whole lines (see trace/zstd_stream.h); the destructor ends the zstd frame.
+//
 // Write errors (ENOSPC, EIO, ...) are reported once on stderr; from then on records are
 // counted as dropped and training goes on. Nothing here throws into the caller.
 //
@@ -23,16 +27,23 @@
 #include <string_view>
 #include <thread>
 
+#include "trace/compression.h"
 #include "trace/json_line.h"
 #include "trace/trace_header.h"
 
 namespace dsdiag::trace {
+
+class ZstdCompressor;
 
 class TraceWriter {
  public:
   struct Options {
     size_t buffer_bytes = size_t{1} << 20;  // a full buffer is written at once
     int flush_interval_ms = 100;            // 0: no flusher thread (tests)
+    // kZstd: name the file `rank-<R>.jsonl.zst` (RankTraceFileName). Open fails in a
+    // build without libzstd.
+    TraceCompression compression = TraceCompression::kNone;
+    int zstd_level = 1;  // 1..3: level 1 already gains most of the ratio, at little CPU
   };
 
   // One record being built; appends itself to the writer when it goes out of scope.
@@ -76,6 +87,9 @@ class TraceWriter {
   void Flush() noexcept;
   // Async-signal-safe: writes what is buffered unless another thread holds the buffer at
   // this instant (then that thread's flush will carry it). Never blocks, never allocates.
+  // Compressed, the batch is compressed here too: libzstd allocates its workspace when a
+  // frame starts, which Open does, and then compresses into the writer's preallocated
+  // buffer with no allocation, lock or I/O of its own.
   void FlushFromSignal() noexcept;
 
   const std::string& path() const { return path_; }
@@ -84,18 +98,23 @@ class TraceWriter {
   uint64_t records_dropped() const noexcept;
 
  private:
-  TraceWriter(std::string path, int fd, const Options& options);
+  TraceWriter(std::string path, int fd, const Options& options,
+              std::unique_ptr<ZstdCompressor> compressor);
   void Append(std::string_view line) noexcept;
   void Lock() noexcept;
   void Unlock() noexcept { lock_.clear(std::memory_order_release); }
   // Writes buffer_ with the lock held. `in_signal`: only async-signal-safe calls.
   void WriteBufferLocked(bool in_signal) noexcept;
+  // write(2) of all of `data`, retrying short writes; 0 or the errno.
+  int WriteAll(const char* data, size_t size) noexcept;
+  static int WriteToFile(void* writer, const char* data, size_t size) noexcept;
   void ReportFailure(int err, bool in_signal) noexcept;
   void FlusherLoop();
 
   const std::string path_;
   const int fd_;
   const Options options_;
+  const std::unique_ptr<ZstdCompressor> compressor_;  // null: plain JSON Lines
   std::atomic<int64_t> step_{0};
   std::atomic_flag lock_ = ATOMIC_FLAG_INIT;
   std::string buffer_;             // whole lines not yet written; guarded by lock_

@@ -19,17 +19,18 @@ struct TrainConfig {
   int batch_size = 8;   // per rank
   int workers = 0;      // data-loader worker threads
   int64_t seed = 1234;
-  std::string amp = "off";          // off | bf16 | fp16
-  double clip_norm = 0;             // 0: no clipping
-  int64_t ckpt_every = 0;           // 0: no periodic checkpoint
-  std::string resume;               // checkpoint path to resume from
-  std::string out;                  // run dir; default runs/<timestamp>
-  double timeout_s = 60;            // collective watchdog / process-group timeout
-  std::string device = "cpu";       // cpu | cuda
-  std::string backend = "";         // gloo | nccl; empty: gloo on cpu, nccl on cuda
-  std::string probes = "light";     // off | light | full
-  std::vector<std::string> inject;  // raw --inject specs
-  int64_t dataset_size = 1024;      // samples in the synthetic corpus
+  std::string amp = "off";              // off | bf16 | fp16
+  double clip_norm = 0;                 // 0: no clipping
+  int64_t ckpt_every = 0;               // 0: no periodic checkpoint
+  std::string resume;                   // checkpoint path to resume from
+  std::string out;                      // run dir; default runs/<timestamp>
+  double timeout_s = 60;                // collective watchdog / process-group timeout
+  std::string device = "cpu";           // cpu | cuda
+  std::string backend = "";             // gloo | nccl; empty: gloo on cpu, nccl on cuda
+  std::string probes = "light";         // off | light | full
+  std::string trace_compress = "none";  // none | zstd: rank-<R>.jsonl or rank-<R>.jsonl.zst
+  std::vector<std::string> inject;      // raw --inject specs
+  int64_t dataset_size = 1024;          // samples in the synthetic corpus
 
   // Model (DeepSeek-style MoE decoder).
   int vocab = 64;

@@ -10,6 +10,7 @@
 
 #include "cli/compare_command.h"
 #include "cli/subcommand.h"
+#include "trace/compression.h"
 
 namespace dsdiag::cli {
 namespace {
@@ -33,6 +34,7 @@ TEST(TrainOptionsTest, DefaultsWithoutALauncher) {
   EXPECT_EQ(a.config.steps, 50);
   EXPECT_EQ(a.config.epochs, -1);
   EXPECT_EQ(a.config.probes, "light");
+  EXPECT_EQ(a.config.trace_compress, "none");
   EXPECT_EQ(a.config.amp, "off");
   EXPECT_EQ(a.config.backend, "");
   EXPECT_FALSE(a.out_given);
@@ -111,6 +113,16 @@ TEST(TrainOptionsTest, EveryFlagLandsInItsField) {
   EXPECT_EQ(c.log_every, 2);
 }
 
+// zstd is optional at build time: without libzstd the flag is refused up front.
+TEST(TrainOptionsTest, TraceCompressZstdWhenBuiltWithLibzstd) {
+  if (trace::ZstdAvailable()) {
+    EXPECT_EQ(ParseTrainArgs({"--trace-compress", "zstd"}, 0).config.trace_compress, "zstd");
+  } else {
+    EXPECT_THROW(ParseTrainArgs({"--trace-compress", "zstd"}, 0), UsageError);
+  }
+  EXPECT_EQ(ParseTrainArgs({"--trace-compress", "none"}, 0).config.trace_compress, "none");
+}
+
 TEST(TrainOptionsTest, StepsAndEpochs) {
   TrainArgs a = ParseTrainArgs({"--epochs", "2"}, 0);
   EXPECT_EQ(a.config.steps, -1);  // only --epochs: steps do not bound the run
@@ -169,6 +181,7 @@ TEST(TrainOptionsTest, BadValuesNameTheFlag) {
       {{"--backend", "mpi"}, "--backend must be one of gloo, nccl, got 'mpi'"},
       {{"--backend", "nccl"}, "--backend nccl needs --device cuda"},
       {{"--probes", "max"}, "--probes must be one of off, light, full, got 'max'"},
+      {{"--trace-compress", "gzip"}, "--trace-compress must be one of none, zstd, got 'gzip'"},
       {{"--nproc", "4", "--dataset-size", "16"},
        "--dataset-size 16 is too small: 4 ranks x --batch-size 8 need at least 32 samples"},
       {{"--layers", "0"}, "--layers must be >= 1, got 0"},

@@ -143,7 +143,8 @@ TEST_F(BlockReadTest, OddLineReadsTheSameAmidGoodLinesAsAlone) {
         for (size_t i = 0; i < lines.size(); ++i) {
           if (i == at && alone.lines.empty()) continue;
           want_lines.push_back(static_cast<int64_t>(i) + 2);
-          want_seqs.push_back(i == at ? alone.seqs.at(0) : static_cast<int64_t>(i < at ? i : i - 1));
+          want_seqs.push_back(i == at ? alone.seqs.at(0)
+                                      : static_cast<int64_t>(i < at ? i : i - 1));
         }
         EXPECT_EQ(amid.lines, want_lines);
         EXPECT_EQ(amid.seqs, want_seqs);
@@ -193,7 +194,8 @@ TEST_F(BlockReadTest, FieldLookupsGiveTheFirstOfAName) {
       R"({"type":"custom","ts":1,"step":0,"abcdefgh1":1,"abcdefgh2":2,"abcdefgh":3,"abcdefg":4,"":5,"a\u0000":6,"a":7})",
       many,
   };
-  WriteFile(path_, std::string(kHeader) + "\n" + lines[0] + "\n" + lines[1] + "\n" + lines[2] + "\n");
+  WriteFile(path_,
+            std::string(kHeader) + "\n" + lines[0] + "\n" + lines[1] + "\n" + lines[2] + "\n");
   std::string error;
   auto reader = TraceReader::Open(path_, &error);
   ASSERT_NE(reader, nullptr) << error;
