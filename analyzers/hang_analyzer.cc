@@ -33,7 +33,16 @@
 // left waiting. The waiters' own rank-died findings (their timeouts) are turned into info
 // follow-ons of this finding by the hang follow-on pass (hang_follow_on_pass.cc), which
 // matches their `waiting_in` against this finding's `pg`, `seq` and culprits.
+// A cut link: when every rank waits (no culprit), the ranks that recorded that they could
+// not reach the rendezvous store after their timeout (an `error` record with
+// "store_unreachable": true, written by `dsdiag train` when publishing its error failed)
+// while other waiters that failed reached it (an `end` reason "error" and no such record)
+// are the culprits: their host's link or network is cut, the others only lost them. Not
+// when rank 0, the store's host, is among them. The finding's evidence then has `cut_off`
+// {ranks, reached, store}; the follow-on pass makes the cut ranks' own timeouts follow-ons.
 // Malformed or foreign dumps become trace-corrupt warnings (subject: the dump's file name).
+#include <simdjson.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -106,6 +115,40 @@ std::string Describe(const std::string& op, const CollectiveKey& k, const std::s
          std::to_string(k.seq) + (tag.empty() ? "" : " (" + tag + ")");
 }
 
+// A failing rank's `error` record saying it could not reach the rendezvous store.
+struct StoreUnreachable {
+  std::string store;  // "host:port"
+  std::optional<int64_t> tried_ms;
+  std::string error;
+};
+
+// The fields of a `coll` record the analyzer reads, in one pass over its members (the
+// first member of a name counts, as with Record::Int).
+struct CollFields {
+  std::optional<int64_t> pg, seq;
+};
+
+void TakeInt(simdjson::dom::element value, std::optional<int64_t>* out, bool* seen) {
+  if (*seen) return;
+  *seen = true;
+  int64_t v;
+  if (!value.get(v)) *out = v;
+}
+
+CollFields ReadCollFields(const trace::Record& r) {
+  CollFields f;
+  bool pg = false, seq = false;
+  for (simdjson::dom::key_value_pair kv : r.object()) {
+    const std::string_view k = kv.key;
+    if (k == "pg") {
+      TakeInt(kv.value, &f.pg, &pg);
+    } else if (k == "seq") {
+      TakeInt(kv.value, &f.seq, &seq);
+    }
+  }
+  return f;
+}
+
 struct TimeoutSignal {
   int64_t ts = 0;
   int64_t step = 0;
@@ -124,6 +167,7 @@ struct RankState {
   std::optional<CollectiveKey> last_coll;
   std::optional<TimeoutSignal> timeout;
   int64_t timeouts = 0;
+  std::optional<StoreUnreachable> store_unreachable;
   bool ended = false;
   RankEnd end;
   const FlightDumpData* dump = nullptr;
@@ -140,6 +184,9 @@ struct Witness {
 class HangAnalyzer : public Analyzer {
  public:
   std::string_view name() const override { return kind::kHang; }
+  std::vector<std::string_view> record_types() const override {
+    return {trace::rec::kCollective, trace::rec::kError, trace::rec::kStep, trace::rec::kClock};
+  }
 
   void Begin(const RunContext& run) override {
     run_id_ = run.run_id;
@@ -163,10 +210,9 @@ class HangAnalyzer : public Analyzer {
     RankState& s = ranks_[rank.rank];
     const std::string_view type = r.type();
     if (type == trace::rec::kCollective) {
-      const auto pg = r.Int("pg");
-      const auto seq = r.Int("seq");
-      if (!pg || !seq) return;
-      const CollectiveKey key{static_cast<int>(*pg), *seq};
+      const CollFields c = ReadCollFields(r);
+      if (!c.pg || !c.seq) return;
+      const CollectiveKey key{static_cast<int>(*c.pg), *c.seq};
       auto [it, fresh] = s.completed.try_emplace(key.pg, key.seq);
       if (!fresh) it->second = std::max(it->second, key.seq);
       s.last_coll = key;
@@ -250,6 +296,14 @@ class HangAnalyzer : public Analyzer {
   }
 
   static void OnError(RankState* s, const trace::Record& r) {
+    if (r.Bool("store_unreachable").value_or(false)) {
+      if (!s->store_unreachable) {
+        s->store_unreachable =
+            StoreUnreachable{std::string(r.Str("store").value_or("")), r.Int("tried_ms"),
+                             std::string(r.Str("store_error").value_or(""))};
+      }
+      return;
+    }
     const std::string where(r.Str("where").value_or(""));
     const std::string message(r.Str("message").value_or(""));
     if (where != "watchdog" && !IsTimeoutText(message)) return;
@@ -471,6 +525,36 @@ class HangAnalyzer : public Analyzer {
     return text;
   }
 
+  // The waiters cut off from the store's host: those that recorded the store unreachable,
+  // when others that failed too (end reason "error") reached it and rank 0, the store's
+  // host, is not among them. Empty otherwise; *reached gets the ones that reached it.
+  std::vector<int> CutOff(const std::vector<int>& waiters, std::vector<int>* reached) const {
+    std::vector<int> cut, ok;
+    for (int r : waiters) {
+      const RankState& s = ranks_[r];
+      if (s.store_unreachable) {
+        cut.push_back(r);
+      } else if (s.ended && s.end.end_seen && s.end.reason == "error") {
+        ok.push_back(r);
+      }
+    }
+    if (cut.empty() || ok.empty() || cut.front() == 0) return {};
+    *reached = std::move(ok);
+    return cut;
+  }
+
+  // A cut-off culprit's row and words: the store it could not reach, and for how long.
+  static std::string CutOffRow(const RankState& s, JsonValue* row) {
+    const StoreUnreachable& u = *s.store_unreachable;
+    row->Set("store_unreachable", true);
+    row->Set("store", u.store);
+    row->Set("store_tried_s",
+             u.tried_ms ? JsonValue(SecondsValue(double(*u.tried_ms) * 1e6)) : JsonValue());
+    if (!u.error.empty()) row->Set("store_error", Clip(u.error));
+    return "it could not reach the store at " + (u.store.empty() ? "rank 0" : u.store) +
+           " after its timeout";
+  }
+
   Finding MakeFinding(const std::vector<Witness>& witnesses) const {
     Stuck stuck = ChooseStuck(witnesses);
     std::vector<int> waiters, passed, culprits, no_trace;
@@ -500,6 +584,9 @@ class HangAnalyzer : public Analyzer {
       }
     }
     if (culprits.empty() && stuck.known && stuck.key.pg == 0) culprits = no_trace;
+    std::vector<int> reached;
+    if (culprits.empty() && stuck.known) culprits = CutOff(waiters, &reached);
+    const bool cut_off = !reached.empty();
     if (stuck.known) FillDetails(&stuck, waiters);
 
     Finding f;
@@ -544,6 +631,7 @@ class HangAnalyzer : public Analyzer {
     for (int r : culprits) {
       JsonValue row = JsonValue::Object();
       std::string text = Doing(r, stuck, since_min, &row);
+      if (cut_off) text = CutOffRow(ranks_[r], &row);
       if (doing.empty()) doing = text;
       if (culprit_rows.elements().size() < kMaxRows) culprit_rows.Push(std::move(row));
     }
@@ -553,7 +641,13 @@ class HangAnalyzer : public Analyzer {
                     : "a collective the traces do not name";
     std::string wait_text = OnRanks(waiters) + " waited in it";
     if (waited_max) wait_text += " for up to " + Seconds(double(*waited_max));
-    if (culprits.empty()) {
+    if (cut_off) {
+      const bool one = culprits.size() == 1;
+      f.summary = OnRanks(culprits) + (one ? " was" : " were") + " cut off from the others in " +
+                  at + ": " + (one ? "" : "rank " + std::to_string(culprits.front()) + ": ") +
+                  doing + " while " + OnRanks(reached) + " reached it: " + (one ? "its" : "their") +
+                  " host's link or network is cut; " + wait_text;
+    } else if (culprits.empty()) {
       f.summary = "every rank still running entered " + at + " and none completed it (" +
                   OnRanks(waiters) +
                   (waited_max ? " waited up to " + Seconds(double(*waited_max)) : "") + ")";
@@ -588,8 +682,21 @@ class HangAnalyzer : public Analyzer {
     e.Set("completed_count", static_cast<int64_t>(passed.size()));
     if (!no_trace.empty()) e.Set("ranks_without_trace", RankList(no_trace));
     e.Set("other_stuck", OtherStuck(witnesses, stuck));
+    if (cut_off) {
+      JsonValue cut = JsonValue::Object();
+      cut.Set("ranks", RankList(culprits));
+      cut.Set("reached", RankList(reached));
+      cut.Set("store", ranks_[culprits.front()].store_unreachable->store);
+      e.Set("cut_off", std::move(cut));
+    }
 
-    f.hint = culprits.empty()
+    f.hint = cut_off ? "Every rank entered the collective, but the culprits could not reach the "
+                       "rendezvous store (on rank 0's host) after they timed out, while the other "
+                       "ranks could: the link or network between the culprits' hosts and the rest "
+                       "is cut (NIC, cable, switch port, firewall, routing). Check those hosts' "
+                       "links (ip link, dmesg). With two hosts, a cut on the store host's side "
+                       "looks the same from the traces: check both."
+             : culprits.empty()
                  ? "Every rank reached the collective, so none of them is behind: the transport "
                    "or a device stalled (a dead NIC or link, a GPU fault, NCCL/Gloo "
                    "misconfiguration). Check the hosts' kernel logs and the backend's debug "

@@ -17,6 +17,9 @@
 // stopped by a stop signal (SIGTERM, SIGINT: evidence `signal`): that is the launcher
 // tearing the hung job down, and the hang finding already says where the culprit was. A
 // culprit that crashed (SIGSEGV, an error) keeps its error: then the crash is the cause.
+// A culprit cut off from the others (the hang's evidence `cut_off`: it could not reach the
+// store's host after its timeout) that timed out waiting in the stuck collective is a
+// follow-on too: its timeout is what the cut did to it, and the hang finding names the cut.
 // The finding keeps its kind, ranks, step and evidence; it gains `follow_on_of`
 // {"kind":"hang","subject":...,"culprits":[...]} and says so in its summary and hint.
 #include <algorithm>
@@ -37,6 +40,7 @@ struct StuckCollective {
   int64_t seq = 0;
   std::string subject;
   std::vector<int> culprits;
+  bool cut_off = false;  // the culprits entered the collective but lost the others
 };
 
 std::optional<int64_t> IntMember(const JsonValue& object, std::string_view key) {
@@ -51,7 +55,8 @@ std::optional<StuckCollective> StuckOf(const Finding& f) {
   const auto seq = IntMember(f.evidence, "seq");
   const auto culprits = IntMember(f.evidence, "culprit_count");
   if (!pg || !seq || culprits.value_or(0) <= 0) return std::nullopt;
-  return StuckCollective{*pg, *seq, f.subject.value_or(""), f.ranks};
+  const JsonValue* cut = f.evidence.Find("cut_off");
+  return StuckCollective{*pg, *seq, f.subject.value_or(""), f.ranks, cut && cut->is_object()};
 }
 
 bool IsCulprit(const StuckCollective& stuck, int rank) {
@@ -68,14 +73,22 @@ bool CulpritStopped(const Finding& f, const StuckCollective& stuck) {
   return std::all_of(f.ranks.begin(), f.ranks.end(), [&](int r) { return IsCulprit(stuck, r); });
 }
 
-bool WaitedIn(const Finding& f, const StuckCollective& stuck) {
+bool WaitsInStuck(const Finding& f, const StuckCollective& stuck) {
   if (f.kind != kind::kRankDied || f.severity == Severity::kInfo) return false;
   const JsonValue* waiting = f.evidence.Find("waiting_in");
   if (!waiting || !waiting->is_object()) return false;
-  if (IntMember(*waiting, "pg") != stuck.pg || IntMember(*waiting, "seq") != stuck.seq)
-    return false;
-  return std::none_of(f.ranks.begin(), f.ranks.end(),
-                      [&](int r) { return IsCulprit(stuck, r); });
+  return IntMember(*waiting, "pg") == stuck.pg && IntMember(*waiting, "seq") == stuck.seq;
+}
+
+bool WaitedIn(const Finding& f, const StuckCollective& stuck) {
+  return WaitsInStuck(f, stuck) &&
+         std::none_of(f.ranks.begin(), f.ranks.end(), [&](int r) { return IsCulprit(stuck, r); });
+}
+
+// A cut-off culprit that timed out in the collective it was cut off in.
+bool CutOffTimedOut(const Finding& f, const StuckCollective& stuck) {
+  return stuck.cut_off && WaitsInStuck(f, stuck) && !f.ranks.empty() &&
+         std::all_of(f.ranks.begin(), f.ranks.end(), [&](int r) { return IsCulprit(stuck, r); });
 }
 
 void SetFollowOnOf(const StuckCollective& stuck, Finding* f) {
@@ -98,13 +111,33 @@ void MarkCulpritStopped(const StuckCollective& stuck, Finding* f) {
       (stuck.subject.empty() ? std::string("the collective") : stuck.subject) + ".";
 }
 
+void MarkCutOff(const StuckCollective& stuck, Finding* f) {
+  f->severity = Severity::kInfo;
+  f->summary += "; a follow-on of the hang: its host was cut off from the others";
+  SetFollowOnOf(stuck, f);
+  f->hint = "The rank waited in " +
+            (stuck.subject.empty() ? std::string("the collective") : stuck.subject) +
+            " until it timed out because its link to the other ranks went down: the hang finding "
+            "says so. Check that host's network, not this rank's code.";
+}
+
 void MarkFollowOn(const StuckCollective& stuck, Finding* f) {
   const bool one = stuck.culprits.size() == 1;
   const std::string culprits = (one ? "rank " : "ranks ") + FormatRankRanges(stuck.culprits);
   f->severity = Severity::kInfo;
-  f->summary += "; a follow-on of the hang: " + culprits + " never entered " +
-                (stuck.subject.empty() ? "the collective" : stuck.subject);
+  const std::string subject = stuck.subject.empty() ? "the collective" : stuck.subject;
   SetFollowOnOf(stuck, f);
+  if (stuck.cut_off) {
+    f->summary += "; a follow-on of the hang: " + culprits + (one ? " was" : " were") +
+                  " cut off from the others in " + subject;
+    f->hint =
+        "A victim, not a cause: the rank waited in the collective the hang finding names "
+        "until it gave up, because the link to " +
+        culprits + " went down. Read the hang finding: check the network of " +
+        (one ? "that rank's" : "those ranks'") + " host.";
+    return;
+  }
+  f->summary += "; a follow-on of the hang: " + culprits + " never entered " + subject;
   f->hint =
       "A victim, not a cause: the rank waited in the collective the hang finding names "
       "until it gave up or was stopped, because " +
@@ -124,6 +157,7 @@ class HangFollowOnPass : public FindingsPass {
     for (const StuckCollective& stuck : hangs)
       for (Finding& f : *findings) {
         if (WaitedIn(f, stuck)) MarkFollowOn(stuck, &f);
+        if (CutOffTimedOut(f, stuck)) MarkCutOff(stuck, &f);
         if (CulpritStopped(f, stuck)) MarkCulpritStopped(stuck, &f);
       }
   }

@@ -7,6 +7,15 @@
 // with reason ok | signal (+ "signal": name) | error (+ "error": message) | peer-failure.
 // Fates and severities:
 //   no trace file at all              error   one finding for all missing ranks
+//   trace stops without `end`, in a   warning one per rank (grouped past kMaxPerRank): the
+//   partial last line ending at a             writer's write(2) came up short (disk full,
+//   block boundary (file size a               quota, I/O error). The writer writes whole
+//   multiple of kBlockBytes), no              lines in one write(2), so a killed process
+//   `signal` record                           leaves whole lines, and a file system refuses
+//                                             a write a block at a time; this rank's fate
+//                                             after the failed write is unknown, not a
+//                                             death. A partial line elsewhere is a rank
+//                                             killed mid-record (below)
 //   trace stops without `end`         error   one per rank (killed, crashed, lost node);
 //                                             one grouped finding when every rank stopped
 //                                             so (the job was killed from outside) or when
@@ -54,11 +63,14 @@ using trace::JsonValue;
 constexpr size_t kMaxPerRank = 8;    // silent deaths reported one by one up to this many
 constexpr size_t kMaxListed = 8;     // ranks detailed in a grouped finding
 constexpr size_t kMaxMessage = 160;  // error message length in a summary
+// A write refused for space or quota stops at a block the file system could not allocate.
+constexpr int64_t kBlockBytes = 4096;
 
 // kKilledAfterSignal: a `signal` record, then no `end` (killed while stopping).
 enum class Fate {
   kClean,
   kNoEnd,
+  kCutShort,  // no `end`, a partial last line: a failed write, not a death
   kKilledAfterSignal,
   kSignal,
   kError,
@@ -104,7 +116,11 @@ struct RankState {
 };
 
 Fate Classify(const RankEnd& end, const RankRecords& records) {
-  if (!end.end_seen) return records.signal ? Fate::kKilledAfterSignal : Fate::kNoEnd;
+  if (!end.end_seen) {
+    if (records.signal) return Fate::kKilledAfterSignal;
+    const bool at_block = end.bytes_read > 0 && end.bytes_read % kBlockBytes == 0;
+    return end.truncated_tail && at_block ? Fate::kCutShort : Fate::kNoEnd;
+  }
   if (end.reason == "ok") return end.status.value_or(0) == 0 ? Fate::kClean : Fate::kOkNonZero;
   if (end.reason == "signal") return Fate::kSignal;
   if (end.reason == "error") return Fate::kError;
@@ -211,6 +227,7 @@ class RankDiedAnalyzer : public Analyzer {
               [](const RankState& a, const RankState& b) { return a.rank < b.rank; });
     if (!run.missing_ranks.empty()) out->push_back(Missing(run));
     ReportSilentDeaths(out);
+    ReportCutShort(out);
     const std::vector<int> silently_dead = SilentlyDead(run);
     std::vector<Finding> announced;
     for (const auto& s : ranks_) {
@@ -416,6 +433,51 @@ class RankDiedAnalyzer : public Analyzer {
       return;
     }
     out->push_back(SilentDeaths(dead, everyone));
+  }
+
+  // Traces cut short by a failed write: one warning per rank, one for all past kMaxPerRank.
+  void ReportCutShort(std::vector<Finding>* out) const {
+    std::vector<const RankState*> cut;
+    for (const auto& s : ranks_)
+      if (s.fate == Fate::kCutShort) cut.push_back(&s);
+    if (cut.size() <= kMaxPerRank) {
+      for (const RankState* s : cut) out->push_back(CutShort(*s));
+      return;
+    }
+    Finding f = CutShort(*cut.front());
+    f.ranks.clear();
+    JsonValue listed = JsonValue::Array();
+    for (const RankState* s : cut) {
+      f.ranks.push_back(s->rank);
+      if (listed.elements().size() < kMaxListed) listed.Push(CutShort(*s).evidence);
+    }
+    f.summary = std::to_string(cut.size()) +
+                " ranks' traces were cut short by a failed write (disk full or quota?): what "
+                "the ranks did after that is unknown";
+    f.evidence = JsonValue::Object();
+    f.evidence.Set("count", static_cast<int64_t>(cut.size()));
+    f.evidence.Set("first", std::move(listed));
+    out->push_back(std::move(f));
+  }
+
+  Finding CutShort(const RankState& s) const {
+    Finding f = Base(s, Severity::kWarning);
+    f.evidence.Set("truncated_tail", true);
+    f.evidence.Set("bytes", s.end.bytes_read);
+    f.summary = "rank " + std::to_string(s.rank) +
+                "'s trace was cut short by a failed write at byte " +
+                std::to_string(s.end.bytes_read) +
+                (s.end.last_step_done ? ", after step " + std::to_string(*s.end.last_step_done)
+                                      : ", before its first step ended") +
+                " (disk full or quota?): what the rank did after that is unknown";
+    f.hint =
+        "The trace ends in a partial line and has no end record: the trace writer writes whole "
+        "lines with one write(2), so a kill leaves whole lines, and a partial one means a write "
+        "came up short (no space left, quota exceeded, an I/O error). Check free space and "
+        "quota on the trace directory (df, quota); dsdiag train says so once on stderr "
+        "(\"cannot write trace ...\"). The rank went on without its trace: its exit status is "
+        "in the launcher's log.";
+    return f;
   }
 
   // What the other ranks then saw: how each one ended, and with what message (a peer's

@@ -131,14 +131,18 @@ class TraceCorruptAnalyzer : public Analyzer {
     auto it = std::find_if(end.issues.begin(), end.issues.end(),
                            [](const trace::ReadIssue& i) { return i.truncated_tail; });
     const int64_t line = it != end.issues.end() ? it->line : end.lines_read;
-    f.summary = rank.file_name + " ends in a partial line (line " + std::to_string(line) +
-                "): its writer stopped mid-record";
+    const bool compressed = it != end.issues.end() && it->expected == "a whole zstd block";
+    f.summary = rank.file_name +
+                (compressed ? " ends inside a compressed block (after line "
+                            : " ends in a partial line (line ") +
+                std::to_string(line) + "): its writer stopped mid-record";
     f.evidence.Set("line", line);
     if (it != end.issues.end()) f.evidence.Set("found", it->found);
     f.evidence.Set("end_record", end.end_seen);
     f.hint =
-        "Expected when a rank is killed while writing; only that last record is lost. "
-        "See the rank-died finding for why the rank stopped.";
+        "A write that stopped half-way: the disk or quota filled up (the trainer then warns "
+        "once on stderr), or the rank was killed in the middle of a large write. Only that "
+        "last record is lost. See the rank-died finding for which it was.";
     return f;
   }
 

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -308,6 +309,96 @@ TEST(HangAnalyzerTest, WhenEveryRankWaitsThereIsNoCulprit) {
   EXPECT_NE(findings[0].hint.find("transport"), std::string::npos);
 }
 
+// A waiter as `dsdiag train` writes one when its collective times out: the error (a Gloo
+// timeout, naming no collective), then — when it could not publish it — the `error` record
+// saying the store was unreachable, then the end record.
+void WriteTrainWaiter(TestRun* run, int rank, int world, bool store_unreachable) {
+  auto w = WriteUpToStuckStep(run, rank, world);
+  WritePhase(w.get(), Local(rank, StepStart(kStuckStep) + 16 * kMs), "backward", 22 * kMs);
+  const std::string message = "[gloo] Timed out waiting 5000ms for recv operation to complete";
+  const int64_t fire = Enter(kStuckStep, 0) + 5 * kSec;
+  w->BeginAt(trace::rec::kError, Local(rank, fire))
+      .line()
+      .Field("where", "sync")
+      .Field("message", message);
+  int64_t end = fire + kMs;
+  if (store_unreachable) {
+    end = fire + 2 * kSec + kMs;
+    w->BeginAt(trace::rec::kError, Local(rank, fire + 2 * kSec))
+        .line()
+        .Field("where", "store")
+        .Field("message",
+               "could not reach the rendezvous store at 10.0.0.1:29500 to publish this rank's "
+               "error (gave up after 2.0 s)")
+        .Field("store_unreachable", true)
+        .Field("store", "10.0.0.1:29500")
+        .Field("tried_ms", int64_t{2001})
+        .Field("store_error", "no answer within the bound");
+  }
+  w->BeginAt(trace::rec::kEnd, Local(rank, end))
+      .line()
+      .Field("reason", "error")
+      .Field("status", 1)
+      .Field("error", message);
+}
+
+// Every rank waits in the stuck collective; `cut` are the ranks that could not reach the
+// store afterwards.
+void WriteCutLinkRun(TestRun* run, int world, const std::vector<int>& cut) {
+  const int64_t fire = Enter(kStuckStep, 0) + 5 * kSec;
+  for (int r = 0; r < world; ++r) {
+    const bool unreachable = std::find(cut.begin(), cut.end(), r) != cut.end();
+    WriteTrainWaiter(run, r, world, unreachable);
+    WriteDump(run, r, world, "error", fire + (unreachable ? 2 * kSec : kMs), kStuckStep, "sync",
+              WaiterEntries());
+  }
+}
+
+TEST(HangAnalyzerTest, ARankThatCouldNotReachTheStoreWhileTheOthersDidIsCutOff) {
+  TestRun run;
+  WriteCutLinkRun(&run, 2, {1});
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  const Finding& f = findings[0];
+  EXPECT_EQ(f.ranks, std::vector<int>{1});
+  EXPECT_EQ(Evidence(f, "culprit_count"), "1");
+  EXPECT_EQ(Evidence(f, "cut_off"), "{\"ranks\":[1],\"reached\":[0],\"store\":\"10.0.0.1:29500\"}");
+  EXPECT_EQ(f.summary.rfind("rank 1 was cut off from the others in allreduce pg 0 seq 15 "
+                            "(grad-bucket-0) in step 5: it could not reach the store at "
+                            "10.0.0.1:29500 after its timeout while rank 0 "
+                            "reached it: its host's link or network is cut; ",
+                            0),
+            0u)
+      << f.summary;
+  const std::string culprits = Evidence(f, "culprits");
+  EXPECT_NE(culprits.find("\"store_unreachable\":true"), std::string::npos) << culprits;
+  EXPECT_NE(culprits.find("\"store_tried_s\":2.001"), std::string::npos) << culprits;
+  EXPECT_NE(f.hint.find("link or network"), std::string::npos);
+  // Both ranks entered and waited in it.
+  EXPECT_NE(Evidence(f, "waiters").find("\"ranks\":[0,1]"), std::string::npos)
+      << Evidence(f, "waiters");
+}
+
+TEST(HangAnalyzerTest, AStoreNobodyReachedOrOnlyItsHostMissedNamesNoCutOffRank) {
+  for (const std::vector<int>& cut :
+       {std::vector<int>{0, 1, 2}, std::vector<int>{0}, std::vector<int>{0, 2}}) {
+    SCOPED_TRACE("unreachable from ranks " + FormatRankRanges(cut));
+    TestRun run;
+    WriteCutLinkRun(&run, 3, cut);
+    const auto findings = Analyze(run);
+    ASSERT_EQ(findings.size(), 1u);
+    EXPECT_EQ(findings[0].ranks, (std::vector<int>{0, 1, 2}));
+    EXPECT_EQ(Evidence(findings[0], "culprit_count"), "0");
+    EXPECT_EQ(Evidence(findings[0], "cut_off"), "");
+  }
+  // Without the store record, every rank waits: no culprit, as before.
+  TestRun run;
+  WriteCutLinkRun(&run, 2, {});
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(Evidence(findings[0], "culprit_count"), "0");
+}
+
 TEST(HangAnalyzerTest, ATimeoutThatNamesNoCollectiveIsInferredFromProgress) {
   TestRun run;
   for (int r : {0, 1}) {
@@ -475,6 +566,31 @@ TEST(HangFollowOnTest, WithoutACulpritEveryTimeoutStaysAnError) {
   }
   EXPECT_EQ(Serious(AnalyzeWithRankDied(run)),
             (std::vector<std::string>{"hang 0-2", "rank-died 0", "rank-died 1", "rank-died 2"}));
+}
+
+TEST(HangFollowOnTest, ACutOffRankLeavesOneErrorTheHangNamingIt) {
+  TestRun run;
+  WriteCutLinkRun(&run, 3, {1, 2});
+  const auto findings = AnalyzeWithRankDied(run);
+  EXPECT_EQ(Serious(findings), (std::vector<std::string>{"hang 1,2"}));
+  int cut_follow_ons = 0;
+  for (const Finding& f : findings) {
+    if (f.kind != kind::kRankDied) continue;
+    EXPECT_EQ(f.severity, Severity::kInfo) << f.summary;
+    if (f.ranks != std::vector<int>{0}) {
+      ++cut_follow_ons;
+      EXPECT_NE(f.summary.find("; a follow-on of the hang: its host was cut off from the others"),
+                std::string::npos)
+          << f.summary;
+    }
+    if (f.ranks == std::vector<int>{0}) {
+      EXPECT_NE(f.summary.find("; a follow-on of the hang: ranks 1,2 were cut off from the "
+                               "others in allreduce pg 0 seq 15 (grad-bucket-0)"),
+                std::string::npos)
+          << f.summary;
+    }
+  }
+  EXPECT_EQ(cut_follow_ons, 2);
 }
 
 Finding RankDied(int rank, Severity severity, std::optional<int64_t> seq) {

@@ -1,7 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analyzers/analyzer_factories.h"
@@ -395,6 +398,90 @@ TEST(RankDiedAnalyzerTest, ManyRanksLeftInTheSameCollectiveShareItInTheGroupedFi
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(findings[0].ranks.size(), 11u);
   EXPECT_EQ(findings[0].evidence.Find("waiting_in")->Find("seq")->as_int(), 9);
+}
+
+// --- a trace cut short by a failed write (disk full) ----------------------------------
+
+// A rank whose trace stops after `steps` steps in the middle of a line, as a short write
+// leaves it: at a 4096-byte block boundary unless `at_block` is false (then as a process
+// killed mid-record would). Returns the file's size.
+int64_t WriteCutShortRank(TestRun* run, int rank, int world_size, int steps, bool at_block = true) {
+  {
+    auto w = run->Open(TestRun::Header(rank, world_size));
+    TestRun::WriteSteps(w.get(), 0, steps);
+  }
+  const std::string file = trace::RankTraceFileName(rank);
+  const std::string path = run->dir() + "/" + file;
+  std::string partial = "{\"type\":\"step_begin\",\"ts\":123,\"st";
+  const size_t size = std::filesystem::file_size(path) + partial.size();
+  if (at_block) partial += std::string((4096 - size % 4096) % 4096, 'x');
+  if (!at_block && size % 4096 == 0) partial += "x";
+  run->AppendRaw(file, partial);
+  return static_cast<int64_t>(std::filesystem::file_size(path));
+}
+
+TEST(RankDiedAnalyzerTest, TracesEndingInAPartialLineAreCutShortWarningsNotDeaths) {
+  TestRun run;
+  const int64_t bytes0 = WriteCutShortRank(&run, 0, 2, 14);
+  const int64_t bytes1 = WriteCutShortRank(&run, 1, 2, 13);
+  auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 2u);
+  std::sort(findings.begin(), findings.end(),
+            [](const Finding& a, const Finding& b) { return a.ranks < b.ranks; });
+  for (int r = 0; r < 2; ++r) {
+    const Finding& f = findings[static_cast<size_t>(r)];
+    EXPECT_EQ(f.kind, kind::kRankDied);
+    EXPECT_EQ(f.severity, Severity::kWarning);
+    EXPECT_EQ(f.ranks, std::vector<int>{r});
+    EXPECT_EQ(Evidence(f, "truncated_tail"), "true");
+    EXPECT_NE(f.hint.find("free space"), std::string::npos) << f.hint;
+    EXPECT_NE(f.hint.find("quota"), std::string::npos) << f.hint;
+  }
+  EXPECT_EQ(findings[0].summary, "rank 0's trace was cut short by a failed write at byte " +
+                                     std::to_string(bytes0) +
+                                     ", after step 13 (disk full or quota?): what the rank did "
+                                     "after that is unknown");
+  EXPECT_EQ(findings[1].summary, "rank 1's trace was cut short by a failed write at byte " +
+                                     std::to_string(bytes1) +
+                                     ", after step 12 (disk full or quota?): what the rank did "
+                                     "after that is unknown");
+  EXPECT_EQ(Evidence(findings[0], "bytes"), std::to_string(bytes0));
+}
+
+TEST(RankDiedAnalyzerTest, AWholeLastLineOrARecordedSignalStillMeansTheRankDied) {
+  TestRun run;
+  const int64_t bytes = WriteCutShortRank(&run, 0, 4, 5);
+  EXPECT_EQ(bytes % 4096, 0);
+  WriteDeadRank(&run, 1, 4, 5, "forward");  // whole lines: killed
+  // A partial line off a block boundary: killed mid-record, not a refused write.
+  EXPECT_NE(WriteCutShortRank(&run, 3, 4, 5, /*at_block=*/false) % 4096, 0);
+  {
+    auto w = run.Open(TestRun::Header(2, 4));
+    TestRun::WriteSteps(w.get(), 0, 5);
+    w->Begin(trace::rec::kSignal).line().Field("signal", "SIGSEGV").Field("signo", 11);
+  }
+  run.AppendRaw(trace::RankTraceFileName(2), "{\"type\":\"ph");
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 4u);
+  std::vector<std::pair<int, Severity>> got;
+  for (const Finding& f : findings) got.emplace_back(f.ranks.front(), f.severity);
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, (std::vector<std::pair<int, Severity>>{{0, Severity::kWarning},
+                                                        {1, Severity::kError},
+                                                        {2, Severity::kError},
+                                                        {3, Severity::kError}}));
+}
+
+TEST(RankDiedAnalyzerTest, ManyCutShortTracesAreOneWarning) {
+  TestRun run;
+  for (int r = 0; r < 10; ++r) WriteCutShortRank(&run, r, 10, 3);
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].severity, Severity::kWarning);
+  EXPECT_EQ(findings[0].ranks.size(), 10u);
+  EXPECT_EQ(findings[0].summary.rfind("10 ranks' traces were cut short by a failed write", 0), 0u)
+      << findings[0].summary;
+  EXPECT_EQ(Evidence(findings[0], "count"), "10");
 }
 
 }  // namespace

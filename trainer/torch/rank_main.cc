@@ -9,7 +9,9 @@
 //                 when stuck); exit 128 + signo
 //   peer-failure  another rank failed (its error in the store, its connection gone, the
 //                 health check); exit 1
-//   error         this rank failed; the error is published for the others first; exit 1
+//   error         this rank failed; its error record is written (flushed), then published
+//                 for the others (bounded: a rank cut off from the store's host records
+//                 that it could not reach it), then the dump and the end record; exit 1
 // Failures end the process with _Exit after the trace is flushed: a process group with a
 // dead peer can block in its destructor, and nothing else is left to clean up.
 #include "trainer/rank_main.h"
@@ -17,6 +19,7 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -31,6 +34,8 @@
 #include "probes/torch/torch_info.h"
 #include "probes/watchdog.h"
 #include "trace/clock.h"
+#include "trace/record_types.h"
+#include "trace/trace_writer.h"
 #include "trainer/launcher.h"  // SignalName
 #include "trainer/torch/clock_sync.h"
 #include "trainer/torch/comm.h"
@@ -46,6 +51,16 @@ constexpr const char* kRunIdKey = "dsdiag/run_id";
 // Shorter than the launcher's SIGTERM -> SIGKILL grace, so that a stuck rank still writes
 // its own end record.
 constexpr auto kForceExitGrace = std::chrono::seconds(2);
+// The longest a failing rank tries to publish its error, and the watcher's store client
+// waits for an answer: a store host behind a cut link must not hold a rank for the
+// store's connect timeout (60 s). At most --timeout, but not so short that a loaded but
+// healthy store misses it.
+constexpr auto kStoreProbeTimeout = std::chrono::milliseconds(2000);
+constexpr auto kStoreProbeTimeoutMin = std::chrono::milliseconds(500);
+
+std::chrono::milliseconds StoreProbeTimeout(const Comm& comm) {
+  return std::clamp(comm.timeout(), kStoreProbeTimeoutMin, kStoreProbeTimeout);
+}
 
 std::string MakeRunId(const WallClock& clock) {
   const std::time_t now = static_cast<std::time_t>(clock.Now() / 1000000000);
@@ -82,6 +97,30 @@ void Fail(const char* what, const DistEnv& env, const std::string& message) {
   std::fprintf(stderr, "dsdiag train: rank %d: %s: %s\n", env.rank, what, message.c_str());
 }
 
+// The second `error` record of a rank whose failure could not be published: the store's
+// host did not answer, the sign (for the hang analyzer) of a link cut on this rank's side
+// when the other ranks reached it.
+void RecordStoreUnreachable(probes::Session* session, const Comm& comm,
+                            const RunControl::PublishOutcome& outcome) {
+  trace::TraceWriter* writer = session->writer();
+  if (!writer) return;
+  const std::string store = comm.store_host() + ":" + std::to_string(comm.store_port());
+  char tried[32];
+  std::snprintf(tried, sizeof tried, "%.1f s", static_cast<double>(outcome.tried.count()) / 1e3);
+  {
+    auto r = writer->Begin(trace::rec::kError);
+    r.line()
+        .Field("where", "store")
+        .Field("message", "could not reach the rendezvous store at " + store +
+                              " to publish this rank's error (gave up after " + tried + ")")
+        .Field("store_unreachable", true)
+        .Field("store", store)
+        .Field("tried_ms", static_cast<int64_t>(outcome.tried.count()));
+    if (!outcome.error.empty()) r.line().Field("store_error", outcome.error);
+  }
+  writer->Flush();
+}
+
 // Everything that lives as long as the probes do.
 struct Probes {
   std::unique_ptr<probes::Session> session;
@@ -95,6 +134,8 @@ Probes StartProbes(const TrainConfig& config, const DistEnv& env, const std::str
   probes::SessionConfig session_config;
   session_config.mode = probes::ParseMode(config.probes).value_or(probes::Mode::kLight);
   session_config.run_dir = config.out.empty() ? "runs/" + run_id : config.out;
+  session_config.compression =
+      trace::ParseTraceCompression(config.trace_compress).value_or(trace::TraceCompression::kNone);
   trace::TraceHeader& header = session_config.header;
   header.run_id = run_id;
   header.rank = env.rank;
@@ -158,9 +199,14 @@ void FinishRun(const DistEnv& env, Comm& comm, const WallClock& clock, probes::S
     Fail("stopping after a peer failed", env, detail);
     std::_Exit(1);
   }
-  // Tell the others first: they are likely blocked waiting for this rank.
-  RunControl::PublishError(comm.store(), env.rank, message);
+  // This rank's own error first (RecordError flushes): whatever happens while it tells
+  // the others, the trace says why it stopped.
   p.session->RecordError(probes::PhaseName(p.session->current_phase()), message);
+  // Then the others, likely blocked waiting for this rank; bounded, so that a rank cut off
+  // from the store's host ends a few seconds after its timeout, not a minute.
+  const RunControl::PublishOutcome published = RunControl::PublishError(
+      comm.store_host(), comm.store_port(), env.rank, message, StoreProbeTimeout(comm));
+  if (published.unreachable) RecordStoreUnreachable(p.session.get(), comm, published);
   p.watchdog->DumpNow("error");
   p.session->End("error", 1, message);
   Fail("failed", env, message);
@@ -203,7 +249,8 @@ int RunRank(const TrainConfig& config, const DistEnv& env) {
   try {
     p = StartProbes(config, env, run_id, clock, offset);
   } catch (const std::exception& e) {
-    RunControl::PublishError(comm->store(), env.rank, ErrorText(e));
+    RunControl::PublishError(comm->store_host(), comm->store_port(), env.rank, ErrorText(e),
+                             StoreProbeTimeout(*comm));
     Fail("startup failed", env, ErrorText(e));
     return 1;
   }
@@ -217,7 +264,7 @@ int RunRank(const TrainConfig& config, const DistEnv& env) {
   probes::Watchdog* watchdog = p.watchdog.get();
   control.SetForceExitHook(
       [watchdog](const std::string& reason) { watchdog->DumpNow(reason.c_str()); });
-  control.StartWatcher(comm->store_host(), comm->store_port(), env.rank, comm->store_timeout(),
+  control.StartWatcher(comm->store_host(), comm->store_port(), env.rank, StoreProbeTimeout(*comm),
                        kForceExitGrace);
 
   try {

@@ -3,6 +3,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -32,6 +34,16 @@ void OnSignal(int signo) {
 }
 
 constexpr auto kPollInterval = std::chrono::milliseconds(100);
+constexpr auto kReconnectEvery = std::chrono::seconds(1);
+
+// c10d 1.13 applies a client's timeout to its socket reads only in wait() and get():
+// before that a check() on a link that went dead blocks until TCP gives up (minutes). One
+// get() of a key the watcher sets itself arms the timeout for every later read.
+void ArmReadTimeout(c10d::TCPStore* store) {
+  const std::string key = "dsdiag/watcher/armed";
+  store->set(key, std::vector<uint8_t>{'1'});
+  store->get(key);
+}
 
 }  // namespace
 
@@ -100,15 +112,82 @@ void RunControl::Check() const {
   if (peer_failed_.load()) throw StopRun("peer-failure", 1, peer_error());
 }
 
-void RunControl::PublishError(c10d::Store& store, int rank, const std::string& message) noexcept {
+namespace {
+
+// A client of its own to the store at host:port (not a server, not counted as a worker).
+// c10d rounds its connect timeout down to whole seconds: at least one, the callers bound
+// the wait themselves.
+std::unique_ptr<c10d::TCPStore> ConnectStore(const std::string& host, int port,
+                                             std::chrono::milliseconds timeout) {
+  c10d::TCPStoreOptions options;
+  options.port = static_cast<uint16_t>(port);
+  options.isServer = false;
+  options.waitWorkers = false;
+  options.timeout = std::max<std::chrono::milliseconds>(timeout, std::chrono::seconds(1));
+  return std::make_unique<c10d::TCPStore>(host, options);
+}
+
+// c10d's socket reads end with "Socket Timeout" when SO_RCVTIMEO runs out.
+bool IsStoreTimeout(const std::string& error) {
+  return error.find("Socket Timeout") != std::string::npos ||
+         error.find("timed out") != std::string::npos ||
+         error.find("Timed out") != std::string::npos;
+}
+
+// What the publishing thread and the rank that waits for it share; the thread may outlive
+// the wait, so it holds its own reference.
+struct PublishState {
+  std::mutex mutex;
+  std::condition_variable done_cv;
+  bool done = false;
+  bool published = false;
+  std::string error;
+};
+
+void Publish(std::shared_ptr<PublishState> state, std::string host, int port, std::string value,
+             std::chrono::milliseconds bound) {
+  bool published = false;
+  std::string error;
   try {
+    std::unique_ptr<c10d::TCPStore> store = ConnectStore(host, port, bound);
     // First failure wins: a later one is usually a consequence of it.
-    if (store.check({kErrorKey})) return;
-    const std::string value = "rank " + std::to_string(rank) + ": " + message;
-    store.set(kErrorKey, std::vector<uint8_t>(value.begin(), value.end()));
-  } catch (const std::exception&) {
-    // The store is gone (rank 0 died): the others will notice that instead.
+    if (!store->check({kErrorKey})) {
+      store->set(kErrorKey, std::vector<uint8_t>(value.begin(), value.end()));
+    }
+    published = true;
+  } catch (const std::exception& e) {
+    error = ErrorText(e);
   }
+  std::lock_guard<std::mutex> lock(state->mutex);
+  state->done = true;
+  state->published = published;
+  state->error = std::move(error);
+  state->done_cv.notify_all();
+}
+
+}  // namespace
+
+RunControl::PublishOutcome RunControl::PublishError(const std::string& host, int port, int rank,
+                                                    const std::string& message,
+                                                    std::chrono::milliseconds bound) noexcept {
+  PublishOutcome outcome;
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    auto state = std::make_shared<PublishState>();
+    std::thread(Publish, state, host, port, "rank " + std::to_string(rank) + ": " + message, bound)
+        .detach();
+    std::unique_lock<std::mutex> lock(state->mutex);
+    state->done_cv.wait_for(lock, bound, [&] { return state->done; });
+    outcome.published = state->done && state->published;
+    outcome.unreachable = !outcome.published;
+    outcome.error = state->done ? state->error : "no answer within the bound";
+  } catch (const std::exception& e) {  // no thread to be had: nothing was published
+    outcome.unreachable = true;
+    outcome.error = ErrorText(e);
+  }
+  outcome.tried = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - start);
+  return outcome;
 }
 
 void RunControl::StartWatcher(const std::string& host, int port, int rank,
@@ -120,47 +199,76 @@ void RunControl::StartWatcher(const std::string& host, int port, int rank,
 
 void RunControl::WatchLoop(std::string host, int port, std::chrono::milliseconds store_timeout,
                            std::chrono::milliseconds grace) {
+  const std::string where = host + ":" + std::to_string(port);
   std::unique_ptr<c10d::TCPStore> store;
   try {
-    c10d::TCPStoreOptions options;
-    options.port = static_cast<uint16_t>(port);
-    options.isServer = false;
-    options.waitWorkers = false;
-    options.timeout = store_timeout;
-    store = std::make_unique<c10d::TCPStore>(host, options);
+    store = ConnectStore(host, port, store_timeout);
+    ArmReadTimeout(store.get());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "dsdiag: rank %d: failure watcher could not reach the store: %s\n", rank_,
                  ErrorText(e).c_str());
+    store.reset();
   }
   int64_t stop_since = 0;
+  int64_t reconnect_at = 0;  // after the store stopped answering
   while (!stop_watcher_.load()) {
     std::this_thread::sleep_for(kPollInterval);
-    if (store && !peer_failed_.load() && !finishing_.load()) {
+    const bool stopping = g_signal.load() != 0 || peer_failed_.load();
+    const int64_t now = trace::MonotonicNs();
+    if (!store && reconnect_at != 0 && now >= reconnect_at && !stopping && !finishing_.load()) {
       try {
-        if (store->check({kErrorKey})) {
-          std::vector<uint8_t> value = store->get(kErrorKey);
-          std::lock_guard<std::mutex> lock(mutex_);
-          peer_error_.assign(value.begin(), value.end());
-          peer_failed_.store(true);
-        }
+        store = ConnectStore(host, port, store_timeout);
+        ArmReadTimeout(store.get());
+        reconnect_at = 0;
       } catch (const std::exception&) {
-        if (!finishing_.load()) {
-          std::lock_guard<std::mutex> lock(mutex_);
-          peer_error_ = "lost the rendezvous store at " + host + ":" + std::to_string(port) +
-                        " (rank 0 is gone)";
-          peer_failed_.store(true);
-        }
         store.reset();
+        reconnect_at = trace::MonotonicNs() + std::chrono::nanoseconds(kReconnectEvery).count();
       }
     }
-    const bool stopping = g_signal.load() != 0 || peer_failed_.load();
-    if (!stopping || finishing_.load()) {
+    if (store && !peer_failed_.load() && !finishing_.load() && !PollStore(&store, where)) {
+      reconnect_at = trace::MonotonicNs() + std::chrono::nanoseconds(kReconnectEvery).count();
+    }
+    if (!(g_signal.load() != 0 || peer_failed_.load()) || finishing_.load()) {
       stop_since = 0;
       continue;
     }
-    const int64_t now = trace::MonotonicNs();
-    if (stop_since == 0) stop_since = now;
-    if (now - stop_since >= std::chrono::nanoseconds(grace).count()) ForceExit();
+    const int64_t t = trace::MonotonicNs();
+    if (stop_since == 0) stop_since = t;
+    if (t - stop_since >= std::chrono::nanoseconds(grace).count()) ForceExit();
+  }
+}
+
+bool RunControl::PollStore(std::unique_ptr<c10d::TCPStore>* store, const std::string& where) {
+  try {
+    if ((*store)->check({kErrorKey})) {
+      std::vector<uint8_t> value = (*store)->get(kErrorKey);
+      std::lock_guard<std::mutex> lock(mutex_);
+      peer_error_.assign(value.begin(), value.end());
+      peer_failed_.store(true);
+    }
+    return true;
+  } catch (const std::exception& e) {
+    const std::string error = ErrorText(e);
+    // A reply cut short leaves the client's stream mid-message: start over either way.
+    store->reset();
+    if (IsStoreTimeout(error)) {
+      // Silence is not a death: a cut link or a loaded host. This rank's own collective
+      // timeout says what happened; the watcher tries again later.
+      if (!silence_reported_) {
+        silence_reported_ = true;
+        std::fprintf(stderr,
+                     "dsdiag: rank %d: failure watcher: the store at %s did not answer; "
+                     "reconnecting\n",
+                     rank_, where.c_str());
+      }
+      return false;
+    }
+    if (!finishing_.load()) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      peer_error_ = "lost the rendezvous store at " + where + " (rank 0 is gone)";
+      peer_failed_.store(true);
+    }
+    return true;
   }
 }
 

@@ -6,9 +6,12 @@
 //   training loop calls Check() between phases and unwinds with StopRun. Repeated signals
 //   (a launcher forwarding what the terminal already sent the group) change nothing.
 // - Peer failures: a rank that fails publishes "rank R: message" under kErrorKey in the
-//   rendezvous store (PublishError). A watcher thread polls that key through its own
-//   store client (the main client may be blocked in a wait) and flags a peer failure;
-//   losing the store (rank 0 died) counts as one too.
+//   rendezvous store (PublishError, bounded: a rank cut off from the store's host gives up
+//   after a couple of seconds and says so). A watcher thread polls that key through its
+//   own store client (the main client may be blocked in a wait) and flags a peer failure;
+//   losing the store (its connection closed or refused: rank 0 died) counts as one too. A
+//   store that stops answering (a cut link) is not a peer failure: the rank's own
+//   collective timeout tells that story, and the watcher only reconnects.
 // - Blocked main thread: when a stop has been pending for `grace` and the main thread has
 //   not unwound (it is stuck in a collective or a hang), the watcher writes the end
 //   record itself and exits the process.
@@ -27,7 +30,7 @@
 #include <thread>
 
 namespace c10d {
-class Store;
+class TCPStore;
 }
 namespace dsdiag::probes {
 class Session;
@@ -92,18 +95,35 @@ class RunControl {
   // no longer forces an exit.
   void Finishing() { finishing_.store(true); }
 
-  // Publishes this rank's failure for the others; never throws.
-  static void PublishError(c10d::Store& store, int rank, const std::string& message) noexcept;
+  // What became of a PublishError.
+  struct PublishOutcome {
+    bool published = false;    // set, or another rank's failure was there first
+    bool unreachable = false;  // no connection or no answer from the store within the bound
+    std::chrono::milliseconds tried{0};  // how long it tried
+    std::string error;                   // the store client's error, when it raised one
+  };
+
+  // Publishes this rank's failure for the others through a client of its own to the store
+  // at host:port, giving up after `bound`; never throws. A thread does the talking: no
+  // socket option of c10d bounds a connect plus a check plus a set, and a thread still
+  // stuck past the bound is left behind (the caller is about to end the process).
+  static PublishOutcome PublishError(const std::string& host, int port, int rank,
+                                     const std::string& message,
+                                     std::chrono::milliseconds bound) noexcept;
 
  private:
   static void OnTerminate();
   void WatchLoop(std::string host, int port, std::chrono::milliseconds store_timeout,
                  std::chrono::milliseconds grace);
+  // One poll of kErrorKey. False when the store did not answer in time: `store` is then
+  // dropped (its stream is mid-reply) and the watcher reconnects later.
+  bool PollStore(std::unique_ptr<c10d::TCPStore>* store, const std::string& where);
   void ForceExit() noexcept;
 
   std::atomic<bool> peer_failed_{false};
   std::atomic<bool> finishing_{false};
   std::atomic<bool> stop_watcher_{false};
+  bool silence_reported_ = false;  // watcher thread only
   mutable std::mutex mutex_;
   std::string peer_error_;  // guarded by mutex_
   int rank_ = 0;
