@@ -6,12 +6,12 @@
 //
 //   dsdiag_bench_zstd OUT_DIR RANK_TRACE.jsonl...
 #include <sys/resource.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <fstream>
 #include <string>
-#include <sys/stat.h>
 
 #include "trace/zstd_stream.h"
 

@@ -117,9 +117,7 @@ bool IsCompressedName(std::string_view path) {
          path.substr(path.size() - kCompressedSuffix.size()) == kCompressedSuffix;
 }
 
-std::unique_ptr<ByteSource> MakeFdByteSource(int fd) {
-  return std::make_unique<FdByteSource>(fd);
-}
+std::unique_ptr<ByteSource> MakeFdByteSource(int fd) { return std::make_unique<FdByteSource>(fd); }
 
 std::unique_ptr<ByteSource> MakeZstdByteSource(std::unique_ptr<ByteSource> compressed,
                                                std::string* error) {

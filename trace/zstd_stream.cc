@@ -44,9 +44,9 @@ std::unique_ptr<ZstdCompressor> ZstdCompressor::Create(int level, size_t batch_b
   auto impl = std::make_unique<Impl>();
   impl->cctx = ZSTD_createCCtx();
   if (impl->cctx == nullptr) return fail("cannot create a compression context");
-  for (auto [param, value] : {std::pair{ZSTD_c_compressionLevel, level},
-                              std::pair{ZSTD_c_checksumFlag, 1},
-                              std::pair{ZSTD_c_windowLog, kWindowLog}}) {
+  for (auto [param, value] :
+       {std::pair{ZSTD_c_compressionLevel, level}, std::pair{ZSTD_c_checksumFlag, 1},
+        std::pair{ZSTD_c_windowLog, kWindowLog}}) {
     const size_t r = ZSTD_CCtx_setParameter(impl->cctx, param, value);
     if (ZSTD_isError(r)) return fail(ZSTD_getErrorName(r));
   }
@@ -68,9 +68,7 @@ int ZstdCompressor::Compress(std::string_view input, Sink sink, void* context) n
   return Run(input, false, sink, context);
 }
 
-int ZstdCompressor::End(Sink sink, void* context) noexcept {
-  return Run({}, true, sink, context);
-}
+int ZstdCompressor::End(Sink sink, void* context) noexcept { return Run({}, true, sink, context); }
 
 int ZstdCompressor::Run(std::string_view input, bool end, Sink sink, void* context) noexcept {
   ZSTD_inBuffer in{input.data(), input.size(), 0};

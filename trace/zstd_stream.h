@@ -32,8 +32,7 @@ class ZstdCompressor {
   // `batch_bytes`: the usual largest input of one Compress call; the output buffer is
   // sized for it once, so that such a batch leaves in one piece. Starts the frame here,
   // so that later calls never allocate. Null and *error on failure.
-  static std::unique_ptr<ZstdCompressor> Create(int level, size_t batch_bytes,
-                                                std::string* error);
+  static std::unique_ptr<ZstdCompressor> Create(int level, size_t batch_bytes, std::string* error);
   ~ZstdCompressor();
   ZstdCompressor(const ZstdCompressor&) = delete;
   ZstdCompressor& operator=(const ZstdCompressor&) = delete;

@@ -109,7 +109,8 @@ TEST(RunFilesTest, CompressedRankNames) {
 }
 
 TEST(RunFilesTest, PlainAndCompressedCopiesOfOneRankNameBoth) {
-  const std::string e = DuplicateRankTraceError(1, "run/rank-00001.jsonl", "run/rank-00001.jsonl.zst");
+  const std::string e =
+      DuplicateRankTraceError(1, "run/rank-00001.jsonl", "run/rank-00001.jsonl.zst");
   EXPECT_NE(e.find("'run/rank-00001.jsonl'"), std::string::npos) << e;
   EXPECT_NE(e.find("'run/rank-00001.jsonl.zst'"), std::string::npos) << e;
   EXPECT_NE(e.find("keep one"), std::string::npos) << e;
@@ -147,8 +148,8 @@ std::string Compress(const std::vector<std::string>& batches, bool end, size_t b
 
 std::unique_ptr<ByteSource> ZstdOver(std::string compressed, size_t chunk) {
   std::string error;
-  auto source = MakeZstdByteSource(std::make_unique<StringSource>(std::move(compressed), chunk),
-                                   &error);
+  auto source =
+      MakeZstdByteSource(std::make_unique<StringSource>(std::move(compressed), chunk), &error);
   EXPECT_NE(source, nullptr) << error;
   return source;
 }
@@ -326,7 +327,8 @@ TEST(CompressedWriterTest, ClosedWriterLeavesAWholeFrame) {
 TEST(CompressedWriterTest, KilledWriterLosesNothingItFlushed) {
   TempDir dir;
   for (bool from_signal : {false, true}) {
-    const std::string path = dir.File(from_signal ? "rank-00001.jsonl.zst" : "rank-00000.jsonl.zst");
+    const std::string path =
+        dir.File(from_signal ? "rank-00001.jsonl.zst" : "rank-00000.jsonl.zst");
     const pid_t pid = ::fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
