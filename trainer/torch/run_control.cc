@@ -200,41 +200,45 @@ void RunControl::StartWatcher(const std::string& host, int port, int rank,
 void RunControl::WatchLoop(std::string host, int port, std::chrono::milliseconds store_timeout,
                            std::chrono::milliseconds grace) {
   const std::string where = host + ":" + std::to_string(port);
-  std::unique_ptr<c10d::TCPStore> store;
-  try {
-    store = ConnectStore(host, port, store_timeout);
-    ArmReadTimeout(store.get());
-  } catch (const std::exception& e) {
+  const int64_t reconnect_every = std::chrono::nanoseconds(kReconnectEvery).count();
+  // A client whose reads time out; null (and `error` set) when the store cannot be reached.
+  auto connect = [&](std::string* error) -> std::unique_ptr<c10d::TCPStore> {
+    try {
+      auto client = ConnectStore(host, port, store_timeout);
+      ArmReadTimeout(client.get());
+      return client;
+    } catch (const std::exception& e) {
+      if (error) *error = ErrorText(e);
+      return nullptr;
+    }
+  };
+  auto stopping = [&] { return g_signal.load() != 0 || peer_failed_.load(); };
+
+  std::string error;
+  std::unique_ptr<c10d::TCPStore> store = connect(&error);
+  if (!store) {
     std::fprintf(stderr, "dsdiag: rank %d: failure watcher could not reach the store: %s\n", rank_,
-                 ErrorText(e).c_str());
-    store.reset();
+                 error.c_str());
   }
   int64_t stop_since = 0;
   int64_t reconnect_at = 0;  // after the store stopped answering
   while (!stop_watcher_.load()) {
     std::this_thread::sleep_for(kPollInterval);
-    const bool stopping = g_signal.load() != 0 || peer_failed_.load();
-    const int64_t now = trace::MonotonicNs();
-    if (!store && reconnect_at != 0 && now >= reconnect_at && !stopping && !finishing_.load()) {
-      try {
-        store = ConnectStore(host, port, store_timeout);
-        ArmReadTimeout(store.get());
-        reconnect_at = 0;
-      } catch (const std::exception&) {
-        store.reset();
-        reconnect_at = trace::MonotonicNs() + std::chrono::nanoseconds(kReconnectEvery).count();
-      }
+    if (!store && reconnect_at != 0 && trace::MonotonicNs() >= reconnect_at && !stopping() &&
+        !finishing_.load()) {
+      store = connect(nullptr);
+      reconnect_at = store ? 0 : trace::MonotonicNs() + reconnect_every;
     }
     if (store && !peer_failed_.load() && !finishing_.load() && !PollStore(&store, where)) {
-      reconnect_at = trace::MonotonicNs() + std::chrono::nanoseconds(kReconnectEvery).count();
+      reconnect_at = trace::MonotonicNs() + reconnect_every;
     }
-    if (!(g_signal.load() != 0 || peer_failed_.load()) || finishing_.load()) {
+    if (!stopping() || finishing_.load()) {
       stop_since = 0;
       continue;
     }
-    const int64_t t = trace::MonotonicNs();
-    if (stop_since == 0) stop_since = t;
-    if (t - stop_since >= std::chrono::nanoseconds(grace).count()) ForceExit();
+    const int64_t now = trace::MonotonicNs();
+    if (stop_since == 0) stop_since = now;
+    if (now - stop_since >= std::chrono::nanoseconds(grace).count()) ForceExit();
   }
 }
 
