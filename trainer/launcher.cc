@@ -405,7 +405,11 @@ std::vector<std::string> LaunchReport::FailureLines() const {
              cause;
     }
     if (r.signal_sent == SIGTERM) {
-      return who + " was stopped by the launcher (SIGTERM) after " + cause;
+      std::string line = who + " was stopped by the launcher (SIGTERM) after " + cause;
+      // Another signal ended it first (e.g. SIGPIPE writing to the failed peer): say so.
+      if (!r.exited && r.term_signal != SIGTERM)
+        line += ", but died of " + SignalName(r.term_signal);
+      return line;
     }
     if (r.exited) return who + " exited with status " + std::to_string(r.exit_status);
     return who + " was killed by " + SignalName(r.term_signal);

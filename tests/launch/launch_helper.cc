@@ -8,6 +8,7 @@
 //   sigkill       wait until every rank is ready, then SIGKILL itself
 //   sleep         sleep until killed (SIGTERM kills it: default disposition)
 //   ignore-term   ignore SIGTERM, then sleep until SIGKILLed
+//   term-pipe     on SIGTERM, die of SIGPIPE instead (a rank killed writing to a dead peer)
 //   grandchild    start a child that sleeps forever (pid in grandchild-R), then exit 0
 //   env           write the launcher's variables and argv to env-R, then exit 0
 // Every rank writes ready-R (holding its pid) to $HELPER_DIR once set up, so tests and the
@@ -77,6 +78,7 @@ int main(int argc, char** argv) {
   const std::string ready = "ready-" + std::to_string(rank);
 
   if (behaviour == "ignore-term") signal(SIGTERM, SIG_IGN);
+  if (behaviour == "term-pipe") signal(SIGTERM, [](int) { raise(SIGPIPE); });
   if (behaviour == "grandchild") {
     const pid_t child = fork();
     if (child == 0) SleepForever();
@@ -101,7 +103,9 @@ int main(int argc, char** argv) {
     WaitForAllReady(world_size);
     raise(SIGKILL);
   }
-  if (behaviour == "sleep" || behaviour == "ignore-term") SleepForever();
+  if (behaviour == "sleep" || behaviour == "ignore-term" || behaviour == "term-pipe") {
+    SleepForever();
+  }
   std::fprintf(stderr, "launch_helper: unknown behaviour '%s'\n", behaviour.c_str());
   return 101;
 }

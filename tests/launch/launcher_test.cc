@@ -189,6 +189,22 @@ TEST_F(LauncherTest, RankKilledBySignalIsNamed) {
   ExpectAllGone(report);
 }
 
+// A rank that the SIGTERM did not end: another signal did first. The line says which, so
+// that a rank lost without a trace (SIGPIPE from a dead peer) does not pass for a stopped one.
+TEST_F(LauncherTest, RankDyingOfAnotherSignalAfterSigtermSaysWhich) {
+  LaunchReport report;
+  EXPECT_EQ(Launch(Spec(2, {"term-pipe", "exit=3"}), &report), 3);
+  ASSERT_EQ(report.first_failure, 1);
+  EXPECT_EQ(report.ranks[0].signal_sent, SIGTERM);
+  EXPECT_EQ(report.ranks[0].term_signal, SIGPIPE);
+  const std::vector<std::string> lines = report.FailureLines();
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[1], "rank 0 (pid " + std::to_string(report.ranks[0].pid) +
+                          ") was stopped by the launcher (SIGTERM) after rank 1 failed, but "
+                          "died of SIGPIPE");
+  ExpectAllGone(report);
+}
+
 TEST_F(LauncherTest, RankIgnoringSigtermIsKilledAfterTheGrace) {
   LaunchSpec spec = Spec(2, {"ignore-term", "exit=2"});
   spec.grace = std::chrono::milliseconds(100);

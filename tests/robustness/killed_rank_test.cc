@@ -101,7 +101,7 @@ TEST_P(KilledRank, SurvivorsKeepTheirTracesAndTheDeadRankIsNamed) {
     const TraceSummary s = ReadSummary(trace_of(r));
     ASSERT_TRUE(s.opened);
     EXPECT_EQ(s.issue_count, 0) << (s.issues.empty() ? "" : s.issues.front());
-    EXPECT_EQ(s.last_type, "end");
+    EXPECT_EQ(s.last_type, "end") << train_log;
     const std::string after = ReadFile(trace_of(r));
     EXPECT_EQ(after.compare(0, before[r].size(), before[r]), 0)
         << "the first " << before[r].size() << " bytes changed after the kill";

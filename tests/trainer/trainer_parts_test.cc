@@ -1,10 +1,15 @@
 // The trainer's parts on their own, in-process: the distributed sampler's semantics, the
 // loss scaler's schedule, the corpus, the model's parameter names, checkpoint files and
-// the fault plan as one rank sees it.
+// the fault plan as one rank sees it, and the rank's signal set-up.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <torch/torch.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -16,6 +21,7 @@
 #include "trainer/torch/grad_sync.h"
 #include "trainer/torch/mixed_precision.h"
 #include "trainer/torch/moe_model.h"
+#include "trainer/torch/run_control.h"
 #include "trainer/torch/synthetic_corpus.h"
 #include "trainer/train_config.h"
 
@@ -163,6 +169,30 @@ TEST(Faults, AnswerForTheirRankAndStep) {
   EXPECT_TRUE(rank0.no_set_epoch() && rank1.no_set_epoch());
   EXPECT_FALSE(rank0.skip_shared_expert());
   EXPECT_TRUE(Faults().empty());
+}
+
+// What Gloo does when a peer has died: writev(2) to its socket. Under a RunControl that
+// must fail with EPIPE (Gloo then throws) instead of killing the rank with SIGPIPE; the
+// previous disposition comes back with the RunControl's end.
+TEST(RunControl, AWriteToADeadPeerFailsInsteadOfKillingTheRank) {
+  struct sigaction before = {};
+  ASSERT_EQ(sigaction(SIGPIPE, nullptr, &before), 0);
+  ASSERT_EQ(before.sa_handler, SIG_DFL) << "the test runner already ignores SIGPIPE";
+  {
+    RunControl control;
+    int fds[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+    close(fds[1]);  // the peer is gone
+    char byte = 'x';
+    iovec iov{&byte, 1};
+    errno = 0;
+    EXPECT_EQ(writev(fds[0], &iov, 1), -1);  // reached only if SIGPIPE did not kill us
+    EXPECT_EQ(errno, EPIPE);
+    close(fds[0]);
+  }
+  struct sigaction after = {};
+  ASSERT_EQ(sigaction(SIGPIPE, nullptr, &after), 0);
+  EXPECT_EQ(after.sa_handler, SIG_DFL);
 }
 
 }  // namespace

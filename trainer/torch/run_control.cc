@@ -26,6 +26,7 @@ std::atomic<RunControl*> g_control{nullptr};
 std::terminate_handler g_old_terminate = nullptr;
 struct sigaction g_old_term;
 struct sigaction g_old_int;
+struct sigaction g_old_pipe;
 
 void OnSignal(int signo) {
   int expected = 0;
@@ -57,6 +58,15 @@ RunControl::RunControl() {
   action.sa_flags = SA_RESTART;
   sigaction(SIGTERM, &action, &g_old_term);
   sigaction(SIGINT, &action, &g_old_int);
+  // Gloo sends with writev(2), which cannot be told MSG_NOSIGNAL: writing to a peer that
+  // just died raises SIGPIPE, whose default action kills this rank on the spot, without a
+  // word in its trace. Python ignores SIGPIPE at start-up, so PyTorch users never see this;
+  // a C++ rank must do the same, and then the write fails with EPIPE and Gloo throws
+  // ("Broken pipe"), which ends the rank through its error path like any lost peer.
+  struct sigaction ignore = {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGPIPE, &ignore, &g_old_pipe);
   g_control.store(this);
   g_old_terminate = std::set_terminate(&RunControl::OnTerminate);
 }
@@ -67,6 +77,7 @@ RunControl::~RunControl() {
   std::set_terminate(g_old_terminate);
   sigaction(SIGTERM, &g_old_term, nullptr);
   sigaction(SIGINT, &g_old_int, nullptr);
+  sigaction(SIGPIPE, &g_old_pipe, nullptr);
 }
 
 void RunControl::OnTerminate() {

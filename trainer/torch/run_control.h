@@ -2,6 +2,8 @@
 // failure on another rank — and stops promptly instead of waiting for a collective to
 // time out.
 //
+// - SIGPIPE is ignored while a RunControl lives (as Python does): Gloo's writes to a dead
+//   peer then fail with an error instead of killing the rank without a trace.
 // - Signals: the handler only sets a flag and flushes the trace (async-signal-safe); the
 //   training loop calls Check() between phases and unwinds with StopRun. Repeated signals
 //   (a launcher forwarding what the terminal already sent the group) change nothing.
@@ -60,8 +62,8 @@ class StopRun : public std::exception {
 
 class RunControl {
  public:
-  // Installs the SIGTERM / SIGINT and terminate handlers; the destructor stops the
-  // watcher and puts the previous handlers back. One per process.
+  // Installs the SIGTERM / SIGINT and terminate handlers and ignores SIGPIPE; the destructor stops
+  // the watcher and puts the previous handlers back. One per process.
   RunControl();
   ~RunControl();
   RunControl(const RunControl&) = delete;
