@@ -8,10 +8,9 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/torch_part.h"
 #include "trainer/loader_sweep_result.h"
-#ifdef DSDIAG_HAVE_TORCH
-#include "trainer/torch/loader_sweep.h"
-#endif
+#include "trainer/torch/loader_sweep.h"  // LoaderSweepOptions: a torch-free header
 
 namespace dsdiag::cli {
 namespace {
@@ -42,8 +41,8 @@ po::options_description VisibleOptions() {
   return options;
 }
 
-// The --out path: a directory gets loader-sweep.json inside it (LibTorch builds only).
-[[maybe_unused]] std::string OutPath(const std::string& out) {
+// The --out path: a directory gets loader-sweep.json inside it.
+std::string OutPath(const std::string& out) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::is_directory(out, ec) || (!out.empty() && out.back() == '/'))
@@ -127,10 +126,12 @@ int LoaderSweepCommand::Run(const std::vector<std::string>& args) {
     std::cout << Usage();
     return 0;
   }
-#ifndef DSDIAG_HAVE_TORCH
-  std::cerr << "dsdiag loader-sweep: this dsdiag was built without LibTorch; the sweep needs it\n";
-  return 2;
-#else
+  const TorchPart* torch = LinkedTorchPart();
+  if (torch == nullptr) {  // in dsdiag: the sweep runs in dsdiag-torch
+    std::vector<std::string> torch_args = {"loader-sweep"};
+    torch_args.insert(torch_args.end(), args.begin(), args.end());
+    return ExecTorchPart("loader-sweep", torch_args);
+  }
   trainer::LoaderSweepOptions o;
   o.workers = parsed.workers;
   o.batch_sizes = parsed.batch_sizes;
@@ -145,7 +146,7 @@ int LoaderSweepCommand::Run(const std::vector<std::string>& args) {
       std::fprintf(stderr, "\r\033[Kloader-sweep: %s", what.c_str());
       std::fflush(stderr);
     };
-  const trainer::LoaderSweepResult result = trainer::RunLoaderSweep(o);
+  const trainer::LoaderSweepResult result = torch->loader_sweep(o);
   if (live) std::fputs("\r\033[K", stderr);
   const std::string json = trainer::LoaderSweepJson(result);
   if (!parsed.out.empty()) {
@@ -157,7 +158,6 @@ int LoaderSweepCommand::Run(const std::vector<std::string>& args) {
   }
   std::cout << (parsed.format == "json" ? json : trainer::LoaderSweepTable(result));
   return 0;
-#endif
 }
 
 std::unique_ptr<Subcommand> CreateLoaderSweepCommand() {

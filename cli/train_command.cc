@@ -1,6 +1,6 @@
 // `dsdiag train`: picks the role (launcher or rank), resolves the run directory and hands
-// over to the launcher or to the trainer. The launcher path is torch-free; the rank path
-// exists only in a dsdiag built with LibTorch (DSDIAG_HAVE_TORCH).
+// over to the launcher or to the trainer. The launcher path is torch-free; a rank runs in
+// dsdiag-torch (cli/torch_part.h), which only a build with LibTorch has.
 #include "cli/train_command.h"
 
 #include <chrono>
@@ -13,13 +13,11 @@
 #include <stdexcept>
 
 #include "cli/commands.h"
+#include "cli/torch_part.h"
 #include "cli/train_options.h"
 #include "trace/run_files.h"
 #include "trainer/dist_env.h"
 #include "trainer/launcher.h"
-#ifdef DSDIAG_HAVE_TORCH
-#include "trainer/rank_main.h"
-#endif
 
 namespace dsdiag::cli {
 namespace {
@@ -52,8 +50,10 @@ void RemoveEarlierTraces(const std::string& dir) {
   }
 }
 
-// The path of this very executable, for the ranks (readable in `ps`, unlike /proc/self/exe).
-std::string SelfExecutable() {
+// The executable the ranks run: this one when it has the trainer linked in, else
+// dsdiag-torch beside it (a readable path in `ps`, unlike /proc/self/exe).
+std::string RankExecutable() {
+  if (LinkedTorchPart() == nullptr) return TorchExecutable();
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   return ec ? "/proc/self/exe" : self.string();
@@ -64,13 +64,13 @@ bool InsideLaunchedRank() {
   return std::getenv("DSDIAG_RUN_ID") != nullptr && std::getenv("RANK") != nullptr;
 }
 
-[[maybe_unused]] int LaunchRanks(TrainArgs& parsed) {
+int LaunchRanks(TrainArgs& parsed, const std::string& rank_executable) {
   trainer::TrainConfig& config = parsed.config;
   if (!parsed.out_given) config.out = FreshRunDir();
   RemoveEarlierTraces(config.out);
 
   trainer::LaunchSpec spec;
-  spec.executable = SelfExecutable();
+  spec.executable = rank_executable;
   spec.args = {"train"};
   spec.args.insert(spec.args.end(), parsed.rank_args.begin(), parsed.rank_args.end());
   spec.args.insert(spec.args.end(), {"--out", config.out});
@@ -106,16 +106,14 @@ bool InsideLaunchedRank() {
   return status;
 }
 
-#ifdef DSDIAG_HAVE_TORCH
-int RunOneRank(TrainArgs& parsed, const trainer::DistEnv& env) {
+int RunOneRank(TrainArgs& parsed, const trainer::DistEnv& env, const TorchPart& torch) {
   trainer::TrainConfig& config = parsed.config;
   if (!parsed.out_given) config.out = SharedRunDir(env, std::time(nullptr));
   std::error_code ec;
   fs::create_directories(config.out, ec);
   if (ec) throw InputError("cannot create run directory " + config.out + ": " + ec.message());
-  return trainer::RunRank(config, env);
+  return torch.run_rank(config, env);
 }
-#endif
 
 }  // namespace
 
@@ -147,13 +145,17 @@ int TrainCommand::Run(const std::vector<std::string>& args) {
   if (parsed.config.nproc == 0 && !env_error.empty()) {
     throw InputError("cannot tell which rank this is: " + env_error);
   }
-#ifndef DSDIAG_HAVE_TORCH
-  std::cerr << "dsdiag train: this dsdiag was built without LibTorch; `dsdiag train` needs it\n";
-  return 2;
-#else
-  if (parsed.config.nproc > 0) return LaunchRanks(parsed);
-  return RunOneRank(parsed, *env);
-#endif
+  if (const TorchPart* torch = LinkedTorchPart()) {
+    if (parsed.config.nproc > 0) return LaunchRanks(parsed, RankExecutable());
+    return RunOneRank(parsed, *env, *torch);
+  }
+  // In dsdiag, which does not link LibTorch: the ranks run dsdiag-torch.
+  const std::string rank_executable = RankExecutable();
+  if (parsed.config.nproc > 0 && !rank_executable.empty())
+    return LaunchRanks(parsed, rank_executable);
+  std::vector<std::string> torch_args = {"train"};
+  torch_args.insert(torch_args.end(), args.begin(), args.end());
+  return ExecTorchPart("train", torch_args);
 }
 
 std::unique_ptr<Subcommand> CreateTrainCommand() { return std::make_unique<TrainCommand>(); }
