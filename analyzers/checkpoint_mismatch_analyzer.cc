@@ -67,7 +67,7 @@ class CheckpointMismatchAnalyzer : public Analyzer {
   }
 
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
-    if (r.type() == trace::rec::kCheckpoint) {
+    if (r.type_id() == trace::rec_id::kCheckpoint) {
       if (r.Str("op") != kLoad) return;
       Load l;
       l.path = std::string(r.Str("path").value_or(""));
@@ -78,7 +78,8 @@ class CheckpointMismatchAnalyzer : public Analyzer {
       loads_[rank.rank].push_back(std::move(l));
       return;
     }
-    if (r.type() != trace::rec::kFingerprint || r.Str("what") != kParam || r.Str("why") != kResume)
+    if (r.type_id() != trace::rec_id::kFingerprint || r.Str("what") != kParam ||
+        r.Str("why") != kResume)
       return;
     auto fp = ReadFingerprint(r);
     if (!fp) return;

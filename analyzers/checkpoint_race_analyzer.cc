@@ -63,11 +63,11 @@ class CheckpointRaceAnalyzer : public Analyzer {
   }
 
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
-    if (r.type() == trace::rec::kClock) {
+    if (r.type_id() == trace::rec_id::kClock) {
       clocks_[rank.rank].Refine(r);
       return;
     }
-    if (r.type() != trace::rec::kCheckpoint) return;
+    if (r.type_id() != trace::rec_id::kCheckpoint) return;
     const auto op = r.Str("op");
     const auto path = r.Str("path");
     if (!op || !path || (*op != "save" && *op != "load")) return;

@@ -50,7 +50,7 @@ class ClipBeforeUnscaleAnalyzer : public Analyzer {
   }
 
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
-    if (r.type() == trace::rec::kClip) {
+    if (r.type_id() == trace::rec_id::kClip) {
       ClipObs c;
       c.unscaled = r.Bool("unscaled").value_or(true);
       c.norm = r.Double("norm").value_or(0);
@@ -58,7 +58,7 @@ class ClipBeforeUnscaleAnalyzer : public Analyzer {
       if (!c.unscaled) pending_[{r.step(), rank.rank}] = c;
       return;
     }
-    if (r.type() != trace::rec::kScaler) return;
+    if (r.type_id() != trace::rec_id::kScaler) return;
     const double scale = r.Double("scale").value_or(1);
     scale_[rank.rank] = scale;
     auto it = pending_.find({r.step(), rank.rank});

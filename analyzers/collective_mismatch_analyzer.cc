@@ -14,9 +14,9 @@
 // missing collective every later seq is shifted, so the first is the one that matters.
 // The tag (what the op is for) is shown but not compared: two buckets of equal size may
 // legitimately swap order between runs, never between ranks, but that is not visible here.
-#include <simdjson.h>
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <optional>
 #include <string>
@@ -86,53 +86,37 @@ struct PgMismatch {
 Signature ToOwned(const SignatureView& v) { return {std::string(v.op), std::string(v.dtype), v.n}; }
 std::string ToOwned(std::string_view v) { return std::string(v); }
 
-// The id of `key` in *ids, given the next one when new.
-template <typename Owned, typename Map, typename Key>
-int Intern(Map* ids, std::vector<const Owned*>* by_id, const Key& key) {
-  auto it = ids->find(key);
-  if (it == ids->end()) {
-    it = ids->emplace(ToOwned(key), static_cast<int>(by_id->size())).first;
-    by_id->push_back(&it->first);
-  }
-  return it->second;
+bool Same(const Signature& a, const SignatureView& b) {
+  return a.n == b.n && a.op == b.op && a.dtype == b.dtype;
 }
+bool Same(const std::string& a, std::string_view b) { return a == b; }
 
-// The fields of a `coll` record read here, as Record::Int / Str would give them (the first
-// member of a name counts), in one pass over the members rather than a scan per field.
-struct CollFields {
-  std::optional<int64_t> pg, seq, n;
-  std::optional<std::string_view> op, dtype, tag;
-};
-
-template <typename T>
-void TakeField(simdjson::dom::element value, std::optional<T>* out, bool* seen) {
-  if (*seen) return;
-  *seen = true;
-  T v;
-  if (!value.get(v)) *out = v;
-}
-
-CollFields ReadCollFields(const trace::Record& r) {
-  CollFields f;
-  bool pg = false, seq = false, n = false, op = false, dtype = false, tag = false;
-  for (simdjson::dom::key_value_pair kv : r.object()) {
-    const std::string_view k = kv.key;
-    if (k == "pg") {
-      TakeField(kv.value, &f.pg, &pg);
-    } else if (k == "seq") {
-      TakeField(kv.value, &f.seq, &seq);
-    } else if (k == "n") {
-      TakeField(kv.value, &f.n, &n);
-    } else if (k == "op") {
-      TakeField(kv.value, &f.op, &op);
-    } else if (k == "dtype") {
-      TakeField(kv.value, &f.dtype, &dtype);
-    } else if (k == "tag") {
-      TakeField(kv.value, &f.tag, &tag);
+// Ids for signatures or tags, given in order of first sight. A run has a handful of each and
+// they come round in turn (one per gradient bucket), so the last few ids handed out are
+// tried before the map: a map lookup compares strings at every level, per `coll` record.
+template <typename Owned, typename Less>
+class InternTable {
+ public:
+  template <typename Key>
+  int Id(const Key& key) {
+    for (int id : recent_)
+      if (id >= 0 && Same(*by_id_[static_cast<size_t>(id)], key)) return id;
+    auto it = ids_.find(key);
+    if (it == ids_.end()) {
+      it = ids_.emplace(ToOwned(key), static_cast<int>(by_id_.size())).first;
+      by_id_.push_back(&it->first);
     }
+    recent_[next_++ % recent_.size()] = it->second;
+    return it->second;
   }
-  return f;
-}
+  const Owned& operator[](int id) const { return *by_id_[static_cast<size_t>(id)]; }
+
+ private:
+  std::map<Owned, int, Less> ids_;
+  std::vector<const Owned*> by_id_;
+  std::array<int, 4> recent_ = {-1, -1, -1, -1};
+  size_t next_ = 0;
+};
 
 JsonValue RankList(const std::vector<int>& ranks) {
   JsonValue list = JsonValue::Array();
@@ -158,8 +142,7 @@ class CollectiveMismatchAnalyzer : public Analyzer {
       for (const FlightEntry& e : dump->entries) {
         if (!e.pending()) continue;
         const SignatureView sig{e.op, e.dtype, e.n.value_or(-1)};
-        const Issued issued{d.rank, Intern(&sigs_, &sig_by_id_, sig),
-                            Intern(&tags_, &tag_by_id_, std::string_view(e.tag)),
+        const Issued issued{d.rank, sigs_.Id(sig), tags_.Id(std::string_view(e.tag)),
                             e.step.value_or(0)};
         pending_.push_back({CollectiveKey{e.pg, e.seq}, issued});
       }
@@ -167,16 +150,15 @@ class CollectiveMismatchAnalyzer : public Analyzer {
   }
 
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
-    if (r.type() != trace::rec::kCollective) return;
-    const CollFields f = ReadCollFields(r);
-    if (!f.pg || !f.seq) return;
-    const auto pg = f.pg;
-    const auto seq = f.seq;
-    const SignatureView sig{f.op.value_or(""), f.dtype.value_or(""), f.n.value_or(-1)};
-    const std::string_view tag = f.tag.value_or("");
-    window_.Add(
-        {static_cast<int>(*pg), *seq}, r.step(),
-        {rank.rank, Intern(&sigs_, &sig_by_id_, sig), Intern(&tags_, &tag_by_id_, tag), r.step()});
+    if (r.type_id() != trace::rec_id::kCollective) return;
+    const auto pg = r.Int("pg");
+    const auto seq = r.Int("seq");
+    if (!pg || !seq) return;
+    const SignatureView sig{r.Str("op").value_or(""), r.Str("dtype").value_or(""),
+                            r.Int("n").value_or(-1)};
+    const std::string_view tag = r.Str("tag").value_or("");
+    window_.Add({static_cast<int>(*pg), *seq}, r.step(),
+                {rank.rank, sigs_.Id(sig), tags_.Id(tag), r.step()});
   }
 
   void OnStepDone(int64_t step) override {
@@ -238,11 +220,11 @@ class CollectiveMismatchAnalyzer : public Analyzer {
   }
 
   std::string SignatureText(int id, const std::vector<int>& tags) const {
-    const Signature& s = *sig_by_id_[id];
+    const Signature& s = sigs_[id];
     std::string text = (s.op.empty() ? "(no op)" : s.op) + (s.dtype.empty() ? "" : " " + s.dtype) +
                        " n=" + (s.n < 0 ? std::string("?") : std::to_string(s.n));
-    if (!tags.empty() && !tag_by_id_[tags.front()]->empty())
-      text += " (" + *tag_by_id_[tags.front()] + (tags.size() > 1 ? ", ..." : "") + ")";
+    if (!tags.empty() && !tags_[tags.front()].empty())
+      text += " (" + tags_[tags.front()] + (tags.size() > 1 ? ", ..." : "") + ")";
     return text;
   }
 
@@ -270,13 +252,13 @@ class CollectiveMismatchAnalyzer : public Analyzer {
 
     JsonValue groups = JsonValue::Array();
     for (size_t g = 0; g < m.groups.size() && g < kMaxGroupsListed; ++g) {
-      const Signature& s = *sig_by_id_[m.groups[g].value];
+      const Signature& s = sigs_[m.groups[g].value];
       JsonValue v = JsonValue::Object();
       v.Set("op", s.op);
       v.Set("dtype", s.dtype);
       v.Set("n", s.n < 0 ? JsonValue() : JsonValue(s.n));
       JsonValue tags = JsonValue::Array();
-      for (int t : m.group_tags[g]) tags.Push(*tag_by_id_[t]);
+      for (int t : m.group_tags[g]) tags.Push(tags_[t]);
       v.Set("tags", std::move(tags));
       v.Set("ranks", RankList(m.groups[g].ranks));
       v.Set("count", static_cast<int64_t>(m.groups[g].ranks.size()));
@@ -302,10 +284,8 @@ class CollectiveMismatchAnalyzer : public Analyzer {
   }
 
   CollectiveWindow<Issued> window_;
-  std::map<Signature, int, SignatureLess> sigs_;
-  std::vector<const Signature*> sig_by_id_;
-  std::map<std::string, int, std::less<>> tags_;
-  std::vector<const std::string*> tag_by_id_;
+  InternTable<Signature, SignatureLess> sigs_;
+  InternTable<std::string, std::less<>> tags_;
   std::vector<PendingEntry> pending_;
   std::map<int, PgMismatch> mismatches_;
 };

@@ -46,7 +46,7 @@ class EpochOrderRepeatAnalyzer : public Analyzer {
   std::vector<std::string_view> record_types() const override { return {trace::rec::kSampler}; }
 
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
-    if (r.type() != trace::rec::kSampler) return;
+    if (r.type_id() != trace::rec_id::kSampler) return;
     const auto epoch = r.Int("epoch");
     const auto order = r.Hex("order");
     if (!epoch || !order) return;

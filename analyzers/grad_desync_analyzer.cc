@@ -39,11 +39,11 @@ class GradDesyncAnalyzer : public Analyzer {
   }
 
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
-    if (r.type() == trace::rec::kParams) {
+    if (r.type_id() == trace::rec_id::kParams) {
       if (!table_) table_ = ParamTable::FromRecord(r);
       return;
     }
-    if (r.type() != trace::rec::kFingerprint || r.Str("what") != "grad") return;
+    if (r.type_id() != trace::rec_id::kFingerprint || r.Str("what") != "grad") return;
     if (auto fp = ReadFingerprint(r)) pending_[r.step()][rank.rank] = std::move(*fp);
   }
 

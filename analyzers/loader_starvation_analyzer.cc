@@ -74,12 +74,12 @@ class LoaderStarvationAnalyzer : public Analyzer {
   }
 
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
-    if (r.type() == trace::rec::kLoader) {
+    if (r.type_id() == trace::rec_id::kLoader) {
       if (auto wait = r.Int("wait"); wait && *wait >= 0)
         ranks_[rank.rank].wait_by_step[r.step()] += *wait;
       return;
     }
-    if (r.type() != trace::rec::kStep) return;
+    if (r.type_id() != trace::rec_id::kStep) return;
     auto it = ranks_.find(rank.rank);
     if (it == ranks_.end()) return;
     RankWaits& w = it->second;

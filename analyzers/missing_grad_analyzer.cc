@@ -50,11 +50,11 @@ class MissingGradAnalyzer : public Analyzer {
   }
 
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
-    if (r.type() == trace::rec::kParams) {
+    if (r.type_id() == trace::rec_id::kParams) {
       if (!table_) table_ = ParamTable::FromRecord(r);
       return;
     }
-    if (r.type() != trace::rec::kGradient) return;
+    if (r.type_id() != trace::rec_id::kGradient) return;
     auto& current = current_[rank.rank];
     std::vector<int> listed;
     if (ReadIntArray(r, "missing", &listed)) {

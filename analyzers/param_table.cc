@@ -2,16 +2,8 @@
 
 #include <simdjson.h>
 
-#include <charconv>
-
 namespace dsdiag::analyzers {
 namespace {
-
-bool ParseHex(std::string_view text, uint64_t* out) {
-  if (text.size() != 16) return false;
-  auto r = std::from_chars(text.data(), text.data() + text.size(), *out, 16);
-  return r.ec == std::errc() && r.ptr == text.data() + text.size();
-}
 
 bool ReadIntList(simdjson::dom::element element, std::vector<int>* out) {
   simdjson::dom::array array;
@@ -28,22 +20,14 @@ bool ReadIntList(simdjson::dom::element element, std::vector<int>* out) {
 }  // namespace
 
 bool ReadIntArray(const trace::Record& record, const char* key, std::vector<int>* out) {
+  // Has() answers from the record's member list: most `grad` records lack `missing`.
   simdjson::dom::element element;
-  if (record.object()[key].get(element)) return false;
+  if (!record.Has(key) || record.object()[key].get(element)) return false;
   return ReadIntList(element, out);
 }
 
 bool ReadHexArray(const trace::Record& record, const char* key, std::vector<uint64_t>* out) {
-  simdjson::dom::array array;
-  if (record.object()[key].get_array().get(array)) return false;
-  out->clear();
-  for (simdjson::dom::element e : array) {
-    std::string_view text;
-    uint64_t v;
-    if (e.get_string().get(text) || !ParseHex(text, &v)) return false;
-    out->push_back(v);
-  }
-  return true;
+  return record.HexArray(key, out);
 }
 
 std::optional<ParamTable> ParamTable::FromRecord(const trace::Record& record) {

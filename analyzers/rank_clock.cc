@@ -11,7 +11,7 @@ RankClock::RankClock(const trace::ClockReference& reference)
       offset_err_ns_(reference.offset_err_ns) {}
 
 bool RankClock::Refine(const trace::Record& record) {
-  if (record.type() != trace::rec::kClock) return false;
+  if (record.type_id() != trace::rec_id::kClock) return false;
   const std::optional<int64_t> offset = record.Int("offset");
   const int64_t err = record.Int("offset_err").value_or(-1);
   // A record that measured nothing (offset_err -1) does not undo a measured offset.

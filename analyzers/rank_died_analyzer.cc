@@ -136,9 +136,9 @@ bool IsFailure(Fate fate) {
 // SIGUSR1 asks the flight recorder for a dump; it stops nothing.
 bool EndsProcess(std::string_view signal) { return signal != "SIGUSR1"; }
 
-bool IsProgress(std::string_view type) {
-  return type == trace::rec::kStepBegin || type == trace::rec::kStep ||
-         type == trace::rec::kPhase || type == trace::rec::kCollective;
+bool IsProgress(int type) {
+  return type == trace::rec_id::kStepBegin || type == trace::rec_id::kStep ||
+         type == trace::rec_id::kPhase || type == trace::rec_id::kCollective;
 }
 
 // The collective an `error` record names: its pg/seq fields (synth, future probes), else
@@ -199,15 +199,15 @@ class RankDiedAnalyzer : public Analyzer {
   // Signals, errors, and how far the rank's progress records reach.
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
     RankRecords& t = records_[static_cast<size_t>(rank.rank)];
-    const std::string_view type = r.type();
+    const int type = r.type_id();
     if (IsProgress(type)) {
       const int64_t end = r.ts() + std::max<int64_t>(0, r.Int("dur").value_or(0));
       t.progress_end = std::max(t.progress_end.value_or(end), end);
-    } else if (type == trace::rec::kSignal) {
+    } else if (type == trace::rec_id::kSignal) {
       const std::string_view name = r.Str("signal").value_or("signal");
       if (!t.signal && EndsProcess(name))
         t.signal = RecordedSignal{std::string(name), r.step(), r.ts()};
-    } else if (type == trace::rec::kError && !t.error_collective) {
+    } else if (type == trace::rec_id::kError && !t.error_collective) {
       t.error_collective = NamedIn(r);
     }
   }

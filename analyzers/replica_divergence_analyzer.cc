@@ -46,11 +46,11 @@ class ReplicaDivergenceAnalyzer : public Analyzer {
   }
 
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
-    if (r.type() == trace::rec::kParams) {
+    if (r.type_id() == trace::rec_id::kParams) {
       if (!table_) table_ = ParamTable::FromRecord(r);
       return;
     }
-    if (r.type() != trace::rec::kFingerprint || r.Str("what") != "param") return;
+    if (r.type_id() != trace::rec_id::kFingerprint || r.Str("what") != "param") return;
     auto fp = ReadFingerprint(r);
     if (!fp) return;
     const int order = WhyOrder(fp->why);

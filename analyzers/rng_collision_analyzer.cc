@@ -49,7 +49,7 @@ class RngCollisionAnalyzer : public Analyzer {
   std::vector<std::string_view> record_types() const override { return {trace::rec::kRng}; }
 
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
-    if (r.type() != trace::rec::kRng) return;
+    if (r.type_id() != trace::rec_id::kRng) return;
     const auto stream = r.Str("stream");
     const auto hash = r.Hex("h");
     if (!stream || !hash) return;

@@ -47,7 +47,7 @@ class ScalerDesyncAnalyzer : public Analyzer {
   std::vector<std::string_view> record_types() const override { return {trace::rec::kScaler}; }
 
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
-    if (r.type() != trace::rec::kScaler) return;
+    if (r.type_id() != trace::rec_id::kScaler) return;
     Decision d;
     d.inf_global = r.Bool("inf_global").value_or(false);
     d.skipped = r.Bool("skipped").value_or(false);

@@ -83,7 +83,7 @@ class ScalerOverflowAnalyzer : public Analyzer {
   std::vector<std::string_view> record_types() const override { return {trace::rec::kScaler}; }
 
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
-    if (r.type() != trace::rec::kScaler) return;
+    if (r.type_id() != trace::rec_id::kScaler) return;
     ScalerObs obs;
     obs.scale = r.Double("scale").value_or(1);
     obs.inf_local = r.Bool("inf_local").value_or(false);

@@ -129,7 +129,7 @@ class ShardOverlapAnalyzer : public Analyzer {
   }
 
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
-    if (r.type() != trace::rec::kSampler) return;
+    if (r.type_id() != trace::rec_id::kSampler) return;
     const auto epoch = r.Int("epoch");
     if (!epoch) return;
     auto& shards = pending_[*epoch];

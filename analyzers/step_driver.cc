@@ -33,7 +33,7 @@ size_t AutoMaxOpenFiles() {
 }
 
 bool IsLineOneHeader(const trace::Record& r) {
-  return r.line() == 1 && r.type() == trace::rec::kHeader;
+  return r.line() == 1 && r.type_id() == trace::rec_id::kHeader;
 }
 
 // What a delivered record tells about how its rank ends.
@@ -42,14 +42,14 @@ void ObserveRecord(const trace::Record& r, RankEnd* end) {
   end->max_step = std::max(end->max_step, r.step());
   end->last_ts = r.ts();
   end->last_line = r.line();
-  const std::string_view type = r.type();
-  if (type == trace::rec::kStepBegin) {
+  const int type = r.type_id();
+  if (type == trace::rec_id::kStepBegin) {
     end->last_step_begun = std::max(end->last_step_begun.value_or(r.step()), r.step());
-  } else if (type == trace::rec::kStep) {
+  } else if (type == trace::rec_id::kStep) {
     end->last_step_done = std::max(end->last_step_done.value_or(r.step()), r.step());
-  } else if (type == trace::rec::kPhase) {
-    if (auto name = r.Str("name")) end->last_phase = std::string(*name);
-  } else if (type == trace::rec::kEnd) {
+  } else if (type == trace::rec_id::kPhase) {
+    if (auto name = r.Str("name")) end->last_phase.assign(name->data(), name->size());
+  } else if (type == trace::rec_id::kEnd) {
     end->end_seen = true;
     end->reason = std::string(r.Str("reason").value_or(""));
     end->status = r.Int("status");

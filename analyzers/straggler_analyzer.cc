@@ -43,6 +43,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analyzers/analyzer_factories.h"
@@ -109,7 +110,14 @@ struct RankStats {
 
   int64_t steps = 0;  // `step` records
   int64_t step_ns = 0;
-  std::map<std::string, int64_t, std::less<>> phase_ns;
+  // Per phase name, in order of first sight: a handful, looked up 5 times per `step` record,
+  // where a map compared strings at every level.
+  std::vector<std::pair<std::string, int64_t>> phase_ns;
+  int64_t* PhaseNs(std::string_view name) {
+    for (auto& [phase, ns] : phase_ns)
+      if (phase == name) return &ns;
+    return &phase_ns.emplace_back(std::string(name), 0).second;
+  }
 
   int64_t collectives = 0;
   int64_t last = 0;  // collectives it entered last
@@ -172,8 +180,9 @@ struct RankStats {
   double MeanLateness() const { return collectives ? double(lateness_ns) / collectives : 0; }
   double LastShare() const { return collectives ? double(last) / collectives : 0; }
   double MeanPhase(const std::string& phase) const {
-    auto it = phase_ns.find(phase);
-    return it == phase_ns.end() || steps == 0 ? 0 : double(it->second) / steps;
+    for (const auto& [name, ns] : phase_ns)
+      if (name == phase) return steps == 0 ? 0 : double(ns) / steps;
+    return 0;
   }
 
   double P95() const {
@@ -216,12 +225,18 @@ std::string PercentText(double share) {
   return buf;
 }
 
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+// Reorders *v. Selection, not a sort: called per collective with every rank's arrival.
+double MedianInPlace(std::vector<double>* v) {
+  if (v->empty()) return 0;
+  const size_t n = v->size();
+  const auto mid = v->begin() + static_cast<std::ptrdiff_t>(n / 2);
+  std::nth_element(v->begin(), mid, v->end());
+  if (n % 2) return *mid;
+  // The other middle value is the largest of the lower half.
+  return (*std::max_element(v->begin(), mid) + *mid) / 2;
 }
+
+double Median(std::vector<double> v) { return MedianInPlace(&v); }
 
 std::string PhaseLabel(const std::string& phase) {
   if (phase == trace::phase::kData) return "data wait";
@@ -267,18 +282,18 @@ class StragglerAnalyzer : public Analyzer {
 
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
     RankStats& s = ranks_[rank.rank];
-    const std::string_view type = r.type();
-    if (type == trace::rec::kCollective) {
+    const int type = r.type_id();
+    if (type == trace::rec_id::kCollective) {
       if (!s.stepping) return;
       const auto pg = r.Int("pg");
       const auto seq = r.Int("seq");
       if (!pg || !seq) return;
       window_.Add({static_cast<int>(*pg), *seq}, r.step(), {rank.rank, s.clock.ToRank0(r.ts())});
-    } else if (type == trace::rec::kStep) {
+    } else if (type == trace::rec_id::kStep) {
       AddStep(&s, r);
-    } else if (type == trace::rec::kStepBegin) {
+    } else if (type == trace::rec_id::kStepBegin) {
       s.stepping = true;
-    } else if (type == trace::rec::kClock) {
+    } else if (type == trace::rec_id::kClock) {
       s.clock.Refine(r);
     }
   }
@@ -315,19 +330,24 @@ class StragglerAnalyzer : public Analyzer {
       int64_t ns;
       if (kv.value.type() != simdjson::dom::element_type::INT64 || kv.value.get_int64().get(ns))
         continue;
-      auto it = s->phase_ns.find(name);
-      if (it == s->phase_ns.end()) it = s->phase_ns.emplace(std::string(name), 0).first;
-      it->second += std::max<int64_t>(0, ns);
+      *s->PhaseNs(name) += std::max<int64_t>(0, ns);
     }
   }
 
   void Measure(const CollectiveSlot<Arrival>& slot) {
-    std::vector<Arrival> a = slot.entries;
-    std::sort(a.begin(), a.end(),
-              [](const Arrival& x, const Arrival& y) { return x.rank < y.rank; });
-    a.erase(std::unique(a.begin(), a.end(),
-                        [](const Arrival& x, const Arrival& y) { return x.rank == y.rank; }),
-            a.end());
+    std::vector<Arrival>& a = arrivals_;  // reused: no allocation per collective
+    a.assign(slot.entries.begin(), slot.entries.end());
+    const auto by_rank = [](const Arrival& x, const Arrival& y) { return x.rank < y.rank; };
+    // The driver delivers rank by rank, so the entries are usually in order already; the
+    // sort (not stable) is left for the other cases, to keep which duplicate survives.
+    if (std::adjacent_find(a.begin(), a.end(), [](const Arrival& x, const Arrival& y) {
+          return x.rank >= y.rank;
+        }) != a.end()) {
+      std::sort(a.begin(), a.end(), by_rank);
+      a.erase(std::unique(a.begin(), a.end(),
+                          [](const Arrival& x, const Arrival& y) { return x.rank == y.rank; }),
+              a.end());
+    }
     if (a.size() < 2) return;
     int64_t earliest = a[0].enter;
     size_t last = 0;
@@ -336,10 +356,10 @@ class StragglerAnalyzer : public Analyzer {
       if (a[i].enter > a[last].enter) last = i;
     }
     // Relative to the earliest: wall-clock ns (~1.8e18) would lose precision as doubles.
-    std::vector<double> behind;
-    behind.reserve(a.size());
+    std::vector<double>& behind = behind_;
+    behind.clear();
     for (const Arrival& x : a) behind.push_back(double(x.enter - earliest));
-    const double median = Median(behind);
+    const double median = MedianInPlace(&behind);
     int64_t second = INT64_MIN;
     for (size_t i = 0; i < a.size(); ++i)
       if (i != last) second = std::max(second, a[i].enter);
@@ -549,6 +569,8 @@ class StragglerAnalyzer : public Analyzer {
   std::vector<RankStats> ranks_;  // by rank number
   CollectiveWindow<Arrival> window_;
   std::vector<std::string_view> phase_keys_;  // AddStep's scratch
+  std::vector<Arrival> arrivals_;             // Measure's scratch
+  std::vector<double> behind_;                // Measure's scratch
 };
 
 }  // namespace

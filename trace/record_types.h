@@ -54,15 +54,45 @@ inline constexpr std::string_view kRecordTypes[] = {
 inline constexpr int kRecordTypeCount = sizeof(kRecordTypes) / sizeof(kRecordTypes[0]);
 inline constexpr int kOtherRecordType = kRecordTypeCount;
 
-// Called once per record by the reader: the frequent types come first.
-inline int RecordTypeId(std::string_view type) {
+// Called once per record by the reader: the frequent types come first, and a name is
+// compared only with those of its length and first letter. constexpr, so that analyzers
+// name ids at compile time (rec_id below) and compare ints rather than strings per record.
+constexpr int RecordTypeId(std::string_view type) {
   constexpr int kByFrequency[] = {6,  7,  5,  4, 9, 8, 12, 13, 3,  10, 11,
                                   14, 15, 18, 1, 2, 0, 16, 17, 19, 20};
   static_assert(sizeof(kByFrequency) / sizeof(kByFrequency[0]) == kRecordTypeCount);
-  for (int id : kByFrequency)
-    if (kRecordTypes[id] == type) return id;
+  for (int id : kByFrequency) {
+    const std::string_view name = kRecordTypes[id];
+    if (name.size() == type.size() && name[0] == type[0] && name == type) return id;
+  }
   return kOtherRecordType;
 }
+
+// The ids of the types in rec, for Record::type_id() comparisons.
+namespace rec_id {
+inline constexpr int kHeader = RecordTypeId(rec::kHeader);
+inline constexpr int kEnd = RecordTypeId(rec::kEnd);
+inline constexpr int kThread = RecordTypeId(rec::kThread);
+inline constexpr int kParams = RecordTypeId(rec::kParams);
+inline constexpr int kStepBegin = RecordTypeId(rec::kStepBegin);
+inline constexpr int kStep = RecordTypeId(rec::kStep);
+inline constexpr int kPhase = RecordTypeId(rec::kPhase);
+inline constexpr int kCollective = RecordTypeId(rec::kCollective);
+inline constexpr int kGradient = RecordTypeId(rec::kGradient);
+inline constexpr int kFingerprint = RecordTypeId(rec::kFingerprint);
+inline constexpr int kRng = RecordTypeId(rec::kRng);
+inline constexpr int kSampler = RecordTypeId(rec::kSampler);
+inline constexpr int kLoader = RecordTypeId(rec::kLoader);
+inline constexpr int kScaler = RecordTypeId(rec::kScaler);
+inline constexpr int kClip = RecordTypeId(rec::kClip);
+inline constexpr int kCheckpoint = RecordTypeId(rec::kCheckpoint);
+inline constexpr int kSignal = RecordTypeId(rec::kSignal);
+inline constexpr int kError = RecordTypeId(rec::kError);
+inline constexpr int kClock = RecordTypeId(rec::kClock);
+inline constexpr int kMark = RecordTypeId(rec::kMark);
+inline constexpr int kCustom = RecordTypeId(rec::kCustom);
+static_assert(kCustom == kRecordTypeCount - 1 && kHeader == 0);
+}  // namespace rec_id
 
 // Phase names used in `phase` records and `step.phases`.
 namespace phase {

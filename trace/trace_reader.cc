@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cstdint>
 #include <cstring>
 
@@ -33,89 +32,189 @@ std::string FieldExpected(const char* kind, std::string_view key) {
   return std::string(kind) + " field \"" + std::string(key) + "\"";
 }
 
-// A key's first 8 bytes as one word, zero past its end: most keys fit, so comparing two
-// keys is comparing two words (and the lengths).
-uint64_t KeyHead(std::string_view key) {
-  const auto* p = reinterpret_cast<const unsigned char*>(key.data());
-  const size_t n = key.size();
-  uint64_t head;
-  if (n >= 8) {
-    std::memcpy(&head, p, 8);
-  } else if (n >= 4) {
-    // Two 4-byte loads that overlap: the shared bytes are the same either way.
-    uint32_t lo, hi;
-    std::memcpy(&lo, p, 4);
-    std::memcpy(&hi, p + n - 4, 4);
-    head = lo | uint64_t{hi} << (8 * (n - 4));
-  } else if (n > 0) {
-    head =
-        uint64_t{p[0]} | uint64_t{p[n / 2]} << (8 * (n / 2)) | uint64_t{p[n - 1]} << (8 * (n - 1));
-  } else {
-    head = 0;
-  }
-  return head;
-}
-
-// The same for a key in a parsed document's string buffer, which has room past every string
-// (SIMDJSON_PADDING): one load, then a mask.
-uint64_t ParsedKeyHead(std::string_view key) {
-  uint64_t head;
-  std::memcpy(&head, key.data(), 8);
-  return key.size() >= 8 ? head : head & ((uint64_t{1} << (8 * key.size())) - 1);
-}
-
-constexpr uint64_t LiteralHead(std::string_view key) {
-  uint64_t head = 0;
-  for (size_t i = 0; i < key.size() && i < 8; ++i)
-    head |= uint64_t{static_cast<unsigned char>(key[i])} << (8 * i);
-  return head;
-}
-
 }  // namespace
 
-// A record's top-level fields in order, the first kMaxFields of them.
+// The parsed document's tape (simdjson's DOM layout, doc/tape.md in simdjson): one 64-bit
+// word per scalar, key or bracket, the type in the top byte. Numbers take a second word;
+// '{' and '[' hold the index past their matching bracket; strings hold an offset into the
+// string buffer, where a 32-bit length precedes the unescaped bytes and a '\0' follows
+// them. The record is the root object, at index 1, each member a key word followed by its
+// value. Reading the tape directly finds a field for a fraction of what the element
+// iterators cost, and answers Int/Str lookups without building elements: records are read
+// by the million.
+namespace {
+namespace tape {
+
+constexpr uint64_t kValueMask = 0x00FFFFFFFFFFFFFF;  // the payload below the type byte
+constexpr uint32_t kNotListed = UINT32_MAX;          // Record::Locate: ask the object
+
+inline char Type(uint64_t word) { return static_cast<char>(word >> 56); }
+
+inline std::string_view String(const uint8_t* strings, uint64_t word) {
+  const uint8_t* at = strings + (word & kValueMask);
+  uint32_t length;
+  std::memcpy(&length, at, sizeof length);
+  return std::string_view(reinterpret_cast<const char*>(at + sizeof length), length);
+}
+
+// Words a value of each type takes; 0 for '{' and '[', which say where they end.
+struct Widths {
+  uint8_t of[256];
+  constexpr Widths() : of() {
+    for (int t = 0; t < 256; ++t) of[t] = 1;
+    of['l'] = of['u'] = of['d'] = 2;
+    of['{'] = of['['] = 0;
+  }
+};
+constexpr Widths kWidths;
+
+// The index of the word after the value at `i`.
+inline uint32_t After(const uint64_t* words, uint32_t i) {
+  const uint64_t word = words[i];
+  const uint32_t width = kWidths.of[word >> 56];
+  return width ? i + width : static_cast<uint32_t>(word);
+}
+
+// The head of the key `word` points at, as FieldKey::head() gives it: its length, then its
+// first bytes, up to 4. The buffer has room past every string (SIMDJSON_PADDING), so one
+// load reads them.
+inline uint64_t HeadOf(const uint8_t* strings, uint64_t word) {
+  uint64_t head;
+  std::memcpy(&head, strings + (word & kValueMask), sizeof head);
+  const uint32_t length = static_cast<uint32_t>(head);
+  return length >= 4 ? head : head & ((uint64_t{1} << (32 + 8 * length)) - 1);
+}
+
+// Whether the key `word` points at, whose head matched `key`'s, is `key`: the bytes past
+// the first 4 (keys are short: no library call).
+inline bool TailIs(const FieldKey& key, const uint8_t* strings, uint64_t word) {
+  const std::string_view name = key.name();
+  const uint8_t* at = strings + (word & kValueMask) + sizeof(uint32_t);
+  for (size_t i = 4; i < name.size(); ++i)
+    if (at[i] != static_cast<unsigned char>(name[i])) return false;
+  return true;
+}
+
+inline bool Is(const FieldKey& key, const uint8_t* strings, uint64_t word) {
+  return HeadOf(strings, word) == key.head() && TailIs(key, strings, word);
+}
+
+// The tape index of the first member named `key`'s value in the root object; 0 when none.
+inline uint32_t Find(const uint64_t* words, const uint8_t* strings, const FieldKey& key) {
+  const uint32_t close = static_cast<uint32_t>(words[1]) - 1;  // the object's '}'
+  for (uint32_t i = 2; i < close; i = After(words, i + 1))
+    if (Is(key, strings, words[i])) return i + 1;
+  return 0;
+}
+
+// As dom::element::get_int64 / get_double / get_bool / get_string read the value at `i`.
+inline bool Int(const uint64_t* words, uint32_t i, int64_t* out) {
+  const char type = Type(words[i]);
+  if (type == 'l') {
+    std::memcpy(out, &words[i + 1], sizeof *out);
+    return true;
+  }
+  if (type != 'u' || words[i + 1] > static_cast<uint64_t>(INT64_MAX)) return false;
+  *out = static_cast<int64_t>(words[i + 1]);
+  return true;
+}
+
+inline bool Double(const uint64_t* words, uint32_t i, double* out) {
+  switch (Type(words[i])) {
+    case 'd':
+      std::memcpy(out, &words[i + 1], sizeof *out);
+      return true;
+    case 'u':
+      *out = static_cast<double>(words[i + 1]);
+      return true;
+    case 'l':
+      *out = static_cast<double>(static_cast<int64_t>(words[i + 1]));
+      return true;
+    default:
+      return false;
+  }
+}
+
+inline bool Bool(const uint64_t* words, uint32_t i, bool* out) {
+  const char type = Type(words[i]);
+  if (type != 't' && type != 'f') return false;
+  *out = type == 't';
+  return true;
+}
+
+inline bool String(const uint64_t* words, const uint8_t* strings, uint32_t i,
+                   std::string_view* out) {
+  if (Type(words[i]) != '"') return false;
+  *out = String(strings, words[i]);
+  return true;
+}
+
+}  // namespace tape
+}  // namespace
+
+// A record's members, listed by one pass over them as the reader reads it: each
+// key's head (FieldKey) and where its value sits on the tape, plus a small table from a
+// head's slot (FieldKey::slot) to the member, so that most lookups compare one word. A slot
+// two members share (a clash, or a repeated key) sends its lookups down the list, which
+// keeps the first member of a name. Only the first kMaxFields members are listed; a key not
+// among them in a longer record is searched on the tape.
 class FieldIndex {
  public:
   static constexpr int kMaxFields = 24;
 
-  void Clear() {
-    count_ = 0;
-    complete_ = true;
-  }
-  // False once full (then complete() is false).
-  bool Add(std::string_view key, uint64_t head, const dom::element& value) {
-    if (count_ == kMaxFields) {
-      complete_ = false;
-      return false;
+  // Lists the members of `doc`'s root object (a record).
+  void Build(const dom::document& doc) {
+    words_ = doc.tape.get();
+    strings_ = doc.string_buf.get();
+    std::memset(slots_, kEmpty, sizeof slots_);
+    const uint32_t close = static_cast<uint32_t>(words_[1]) - 1;  // the object's '}'
+    int count = 0;  // a local: the byte stores to slots_ would make a member be reloaded
+    uint32_t i = 2;
+    for (; i < close && count < kMaxFields; i = tape::After(words_, i + 1), ++count) {
+      const uint64_t head = tape::HeadOf(strings_, words_[i]);
+      heads_[count] = head;
+      values_[count] = i + 1;
+      uint8_t& slot = slots_[FieldKey::SlotOf(head)];
+      slot = slot == kEmpty ? static_cast<uint8_t>(count) : kShared;
     }
-    heads_[count_] = head;
-    sizes_[count_] = static_cast<uint32_t>(key.size());
-    keys_[count_] = key.data();
-    values_[count_] = value;
-    ++count_;
-    return true;
+    count_ = count;
+    complete_ = i >= close;
   }
-  void MarkIncomplete() { complete_ = false; }
-  // The first field named `key`; null when not listed.
-  const dom::element* Find(std::string_view key) const {
-    const uint64_t head = KeyHead(key);
-    for (int i = 0; i < count_; ++i) {
-      if (heads_[i] == head && sizes_[i] == key.size() &&
-          (key.size() <= 8 || std::memcmp(keys_[i] + 8, key.data() + 8, key.size() - 8) == 0))
-        return &values_[i];
-    }
-    return nullptr;
+  const uint64_t* words() const { return words_; }
+  const uint8_t* strings() const { return strings_; }
+
+  // The tape index of the first member named `key`'s value; 0 when none.
+  uint32_t Locate(const FieldKey& key) const {
+    const uint8_t slot = slots_[key.slot()];
+    // A listed key would be in its slot: another key there (or none) means it is not listed.
+    if (slot < kShared && Matches(slot, key)) return values_[slot];
+    if (slot == kShared || !complete_) return Search(key);
+    return 0;
   }
-  // Every field is listed: a key Find misses is absent.
-  bool complete() const { return complete_; }
 
  private:
+  static constexpr uint8_t kEmpty = 0xFF;
+  static constexpr uint8_t kShared = 0xFE;
+  static_assert(kMaxFields < kShared);
+
+  // The key word sits just before its value.
+  bool Matches(int i, const FieldKey& key) const {
+    return heads_[i] == key.head() && tape::TailIs(key, strings_, words_[values_[i] - 1]);
+  }
+  // The slow way, out of line so that Locate inlines.
+  __attribute__((noinline)) uint32_t Search(const FieldKey& key) const {
+    for (int i = 0; i < count_; ++i)
+      if (Matches(i, key)) return values_[i];
+    return complete_ ? 0 : tape::Find(words_, strings_, key);
+  }
+
+  const uint64_t* words_ = nullptr;
+  const uint8_t* strings_ = nullptr;
   int count_ = 0;
   bool complete_ = true;
+  uint8_t slots_[FieldKey::kSlots];  // member index, kEmpty or kShared
   uint64_t heads_[kMaxFields];
-  uint32_t sizes_[kMaxFields];
-  const char* keys_[kMaxFields];
-  dom::element values_[kMaxFields];
+  uint32_t values_[kMaxFields];
 };
 
 std::string ReadIssue::ToString() const {
@@ -125,60 +224,137 @@ std::string ReadIssue::ToString() const {
 
 // ---- Record ----
 
-bool Record::Find(std::string_view key, dom::element* value) const {
-  if (fields_ != nullptr) {
-    if (const dom::element* e = fields_->Find(key)) {
-      *value = *e;
-      return true;
-    }
-    if (fields_->complete()) return false;
-  }
-  return !object_->at_key(key).get(*value);
+uint32_t Record::Locate(const FieldKey& key) const {
+  return fields_ ? fields_->Locate(key) : tape::kNotListed;
 }
 
-std::optional<int64_t> Record::Int(std::string_view key) const {
-  dom::element e;
+bool Record::Find(const FieldKey& key, dom::element* value) const {
+  // The tape gives no elements (simdjson builds them only from its iterators): it only
+  // says whether the object's own lookup, which also takes the first match, can be skipped.
+  if (Locate(key) == 0) return false;
+  return !object_->at_key(key.name()).get(*value);
+}
+
+std::optional<int64_t> Record::Int(FieldKey key) const {
   int64_t v;
+  if (const uint32_t at = Locate(key); at != tape::kNotListed) {
+    if (at == 0 || !tape::Int(fields_->words(), at, &v)) return std::nullopt;
+    return v;
+  }
+  dom::element e;
   if (!Find(key, &e) || e.get_int64().get(v)) return std::nullopt;
   return v;
 }
 
-std::optional<double> Record::Double(std::string_view key) const {
-  dom::element e;
+std::optional<double> Record::Double(FieldKey key) const {
   double v;
+  if (const uint32_t at = Locate(key); at != tape::kNotListed) {
+    if (at == 0 || !tape::Double(fields_->words(), at, &v)) return std::nullopt;
+    return v;
+  }
+  dom::element e;
   if (!Find(key, &e) || e.get_double().get(v)) return std::nullopt;
   return v;
 }
 
-std::optional<bool> Record::Bool(std::string_view key) const {
-  dom::element e;
+std::optional<bool> Record::Bool(FieldKey key) const {
   bool v;
+  if (const uint32_t at = Locate(key); at != tape::kNotListed) {
+    if (at == 0 || !tape::Bool(fields_->words(), at, &v)) return std::nullopt;
+    return v;
+  }
+  dom::element e;
   if (!Find(key, &e) || e.get_bool().get(v)) return std::nullopt;
   return v;
 }
 
-std::optional<std::string_view> Record::Str(std::string_view key) const {
-  dom::element e;
+std::optional<std::string_view> Record::Str(FieldKey key) const {
   std::string_view v;
+  if (const uint32_t at = Locate(key); at != tape::kNotListed) {
+    if (at == 0 || !tape::String(fields_->words(), fields_->strings(), at, &v)) return std::nullopt;
+    return v;
+  }
+  dom::element e;
   if (!Find(key, &e) || e.get_string().get(v)) return std::nullopt;
   return v;
 }
 
-std::optional<uint64_t> Record::Hex(std::string_view key) const {
-  const std::optional<std::string_view> s = Str(key);
-  if (!s || s->size() != 16) return std::nullopt;
+namespace {
+
+// Each byte's value as a hex digit; 0xFF for the bytes that are none.
+struct HexDigits {
+  uint8_t of[256];
+  constexpr HexDigits() : of() {
+    for (int c = 0; c < 256; ++c) of[c] = 0xFF;
+    for (int d = 0; d < 10; ++d) of['0' + d] = static_cast<uint8_t>(d);
+    for (int d = 0; d < 6; ++d) {
+      of['a' + d] = static_cast<uint8_t>(10 + d);
+      of['A' + d] = static_cast<uint8_t>(10 + d);
+    }
+  }
+};
+constexpr HexDigits kHexDigits;
+
+// 16 hex digits, as from_chars in base 16 takes them whole; false for anything else.
+bool ParseHex16(std::string_view s, uint64_t* out) {
+  if (s.size() != 16) return false;
   uint64_t v = 0;
-  auto r = std::from_chars(s->data(), s->data() + s->size(), v, 16);
-  if (r.ec != std::errc() || r.ptr != s->data() + s->size()) return std::nullopt;
+  uint8_t bad = 0;  // 0xFF's bits survive the OR when any byte is no digit
+  for (char c : s) {
+    const uint8_t digit = kHexDigits.of[static_cast<unsigned char>(c)];
+    bad |= digit;
+    v = v << 4 | (digit & 0xF);
+  }
+  if (bad & 0xF0) return false;
+  *out = v;
+  return true;
+}
+
+}  // namespace
+
+std::optional<uint64_t> Record::Hex(FieldKey key) const {
+  const std::optional<std::string_view> s = Str(key);
+  uint64_t v;
+  if (!s || !ParseHex16(*s, &v)) return std::nullopt;
   return v;
 }
 
-bool Record::Has(std::string_view key) const {
+bool Record::HexArray(FieldKey key, std::vector<uint64_t>* out) const {
+  out->clear();
+  if (const uint32_t at = Locate(key); at != tape::kNotListed) {
+    // Straight off the tape: the elements lie between the '[' and the ']' before the index
+    // the '[' holds.
+    const uint64_t* words = fields_->words();
+    if (at == 0 || tape::Type(words[at]) != '[') return false;
+    const uint32_t close = static_cast<uint32_t>(words[at]) - 1;
+    out->reserve(close - at - 1);  // at most: one word per string
+    for (uint32_t i = at + 1; i < close; ++i) {
+      std::string_view text;
+      uint64_t v;
+      if (!tape::String(words, fields_->strings(), i, &text) || !ParseHex16(text, &v)) return false;
+      out->push_back(v);
+    }
+    return true;
+  }
+  dom::element e;
+  dom::array array;
+  if (!Find(key, &e) || e.get_array().get(array)) return false;
+  for (dom::element item : array) {
+    std::string_view text;
+    uint64_t v;
+    if (item.get_string().get(text) || !ParseHex16(text, &v)) return false;
+    out->push_back(v);
+  }
+  return true;
+}
+
+bool Record::Has(FieldKey key) const {
+  if (const uint32_t at = Locate(key); at != tape::kNotListed) return at != 0;
   dom::element e;
   return Find(key, &e);
 }
 
-std::optional<JsonValue> Record::Value(std::string_view key) const {
+std::optional<JsonValue> Record::Value(FieldKey key) const {
   dom::element e;
   if (!Find(key, &e)) return std::nullopt;
   return ToJsonValue(e);
@@ -199,12 +375,14 @@ struct TraceReader::State {
   // fields; false after an issue.
   bool ParseLine(const LineReader::Line& line, dom::document* doc, dom::object* out,
                  CommonFields* common);
-  bool CheckCommonFields(const LineReader::Line& line, const dom::object& record,
+  // `doc`: the line's document, whose root is the record's object. Lists its members in
+  // *index.
+  bool CheckCommonFields(const LineReader::Line& line, const dom::document& doc,
                          CommonFields* common);
   // The index the checks fill: the one of the record being read.
   FieldIndex* index = nullptr;
-  // The next valid event record, parsed into `doc` and `*out`; fills *record but for raw_
-  // and object_.
+  // The next valid event record, parsed into `doc` (null: the parser's own) and `*out`;
+  // fills *record but for raw_ and object_.
   bool NextRecord(dom::document* doc, dom::object* out, FieldIndex* fields, Record* record,
                   LineReader::Line* line);
   // Splits off the open block's next line.
@@ -330,51 +508,18 @@ bool TraceReader::State::ParseLine(const LineReader::Line& line, dom::document* 
     IssueAt(line, first == std::string_view::npos ? 0 : first, "a JSON object ('{')");
     return false;
   }
-  return CheckCommonFields(line, *out, common);
+  return CheckCommonFields(line, doc ? *doc : parser.doc, common);
 }
 
-bool TraceReader::State::CheckCommonFields(const LineReader::Line& line, const dom::object& record,
+bool TraceReader::State::CheckCommonFields(const LineReader::Line& line, const dom::document& doc,
                                            CommonFields* common) {
-  // One pass over the members, listing them for the record's field lookups on the way
-  // ("tid" is absent from most records, so the pass goes to the end anyway).
-  constexpr uint64_t kTypeHead = LiteralHead(kFieldType), kTsHead = LiteralHead(kFieldTs),
-                     kStepHead = LiteralHead(kFieldStep), kTidHead = LiteralHead(kFieldTid);
-  dom::element type, ts, step, tid;
-  bool has_type = false, has_ts = false, has_step = false, has_tid = false;
-  index->Clear();
-  for (dom::key_value_pair kv : record) {
-    const std::string_view k = kv.key;
-    const uint64_t head = ParsedKeyHead(k);
-    const bool listed = index->Add(k, head, kv.value);
-    static_assert(kFieldTs.size() == 2 && kFieldTid.size() == 3 && kFieldType.size() == 4 &&
-                  kFieldStep.size() == 4);
-    switch (k.size()) {
-      case 2:
-        if (!has_ts && head == kTsHead) {
-          ts = kv.value;
-          has_ts = true;
-        }
-        break;
-      case 3:
-        if (!has_tid && head == kTidHead) {
-          tid = kv.value;
-          has_tid = true;
-        }
-        break;
-      case 4:
-        if (!has_type && head == kTypeHead) {
-          type = kv.value;
-          has_type = true;
-        } else if (!has_step && head == kStepHead) {
-          step = kv.value;
-          has_step = true;
-        }
-        break;
-      default:
-        break;
-    }
-    if (!listed && has_type && has_ts && has_step && has_tid) break;
-  }
+  // The members are listed once, for these checks and the record's lookups alike.
+  static constexpr FieldKey kType(kFieldType), kTs(kFieldTs), kStep(kFieldStep), kTid(kFieldTid);
+  index->Build(doc);
+  const uint64_t* words = doc.tape.get();
+  const uint8_t* strings = doc.string_buf.get();
+  const uint32_t type = index->Locate(kType), ts = index->Locate(kTs), step = index->Locate(kStep),
+                 tid = index->Locate(kTid);  // 0: absent
   const auto bad = [&](bool present, const char* kind, std::string_view key) {
     if (!present) {
       AddIssue(line.number, 1, FieldExpected(kind, key), "a record without it");
@@ -383,13 +528,13 @@ bool TraceReader::State::CheckCommonFields(const LineReader::Line& line, const d
     }
     return false;
   };
-  if (!has_type || type.get_string().get(common->type)) return bad(has_type, "string", kFieldType);
-  if (!has_ts || ts.get_int64().get(common->ts)) return bad(has_ts, "integer", kFieldTs);
-  if (!has_step || step.get_int64().get(common->step)) return bad(has_step, "integer", kFieldStep);
+  if (!type || !tape::String(words, strings, type, &common->type))
+    return bad(type, "string", kFieldType);
+  if (!ts || !tape::Int(words, ts, &common->ts)) return bad(ts, "integer", kFieldTs);
+  if (!step || !tape::Int(words, step, &common->step)) return bad(step, "integer", kFieldStep);
   common->tid = 0;
-  if (has_tid && (tid.get_int64().get(common->tid) || common->tid < 0 || common->tid > INT32_MAX)) {
+  if (tid && (!tape::Int(words, tid, &common->tid) || common->tid < 0 || common->tid > INT32_MAX))
     return bad(true, "small non-negative integer", kFieldTid);
-  }
   return true;
 }
 
@@ -441,7 +586,7 @@ bool TraceReader::State::NextRecord(dom::document* doc, dom::object* out, FieldI
     bool valid;
     // The stream parses into the parser's own document: not for an OwnedRecord.
     if (streaming && doc == nullptr && NextStreamLine(line, out)) {
-      valid = CheckCommonFields(*line, *out, &common);
+      valid = CheckCommonFields(*line, parser.doc, &common);
     } else {
       streaming = false;
       if (block_pos < block.size()) {
@@ -467,6 +612,7 @@ bool TraceReader::State::NextRecord(dom::document* doc, dom::object* out, FieldI
     record->step_ = common.step;
     record->tid_ = static_cast<int>(common.tid);
     record->line_ = line->number;
+    record->fields_ = fields;
     return true;
   }
 }
@@ -536,7 +682,6 @@ bool TraceReader::Next(Record* out) {
   if (!state_->NextRecord(nullptr, &state_->object, &state_->fields, out, &line)) return false;
   out->raw_ = line.text;
   out->object_ = &state_->object;
-  out->fields_ = &state_->fields;
   return true;
 }
 
@@ -565,7 +710,6 @@ bool TraceReader::NextOwned(OwnedRecord* out) {
   storage.raw.assign(line.text.data(), line.text.size());
   out->record_.raw_ = storage.raw;
   out->record_.object_ = &storage.object;
-  out->record_.fields_ = &storage.fields;
   return true;
 }
 

@@ -34,7 +34,7 @@ class object;
 
 namespace dsdiag::trace {
 
-class FieldIndex;  // a record's top-level fields, listed by the reader (trace_reader.cc)
+class FieldIndex;  // a record's members, listed by the reader (trace_reader.cc)
 
 struct ReadIssue {
   std::string file;
@@ -44,6 +44,36 @@ struct ReadIssue {
   std::string found;             // a short excerpt of what was there
   bool truncated_tail = false;   // the last line has no '\n': the writer died mid-line
   std::string ToString() const;  // "FILE:LINE:COL: expected X, found Y"
+};
+
+// A field name to look up in a record, with its head: its length and first 4 bytes as one
+// word, which the reader compares with each member's (trace_reader.cc). Made where the
+// name is known, so that a literal's head is the compiler's work, not the lookup's.
+class FieldKey {
+ public:
+  constexpr FieldKey(std::string_view name) : name_(name), head_(Head(name)) {}
+  constexpr FieldKey(const char* name) : FieldKey(std::string_view(name)) {}
+  FieldKey(const std::string& name) : FieldKey(std::string_view(name)) {}
+
+  constexpr std::string_view name() const { return name_; }
+  constexpr uint64_t head() const { return head_; }
+  // Where the reader's index of a record's members puts a key with this head.
+  static constexpr int kSlots = 64;
+  static constexpr uint32_t SlotOf(uint64_t head) {
+    return static_cast<uint32_t>((head * 0x9E3779B97F4A7C15ull) >> 58);  // the top 6 bits
+  }
+  constexpr uint32_t slot() const { return SlotOf(head_); }
+
+ private:
+  static constexpr uint64_t Head(std::string_view name) {
+    uint64_t head = name.size() & 0xFFFFFFFF;
+    for (size_t i = 0; i < name.size() && i < 4; ++i)
+      head |= uint64_t{static_cast<unsigned char>(name[i])} << (32 + 8 * i);
+    return head;
+  }
+
+  std::string_view name_;
+  uint64_t head_;
 };
 
 // A view of one parsed record, valid until the next TraceReader::Next().
@@ -58,14 +88,17 @@ class Record {
   int64_t line() const { return line_; }
 
   // Field access; nullopt when absent or of another type.
-  std::optional<int64_t> Int(std::string_view key) const;
-  std::optional<double> Double(std::string_view key) const;  // ints convert
-  std::optional<bool> Bool(std::string_view key) const;
-  std::optional<std::string_view> Str(std::string_view key) const;
-  std::optional<uint64_t> Hex(std::string_view key) const;  // a 16-hex-digit string
-  bool Has(std::string_view key) const;
+  std::optional<int64_t> Int(FieldKey key) const;
+  std::optional<double> Double(FieldKey key) const;  // ints convert
+  std::optional<bool> Bool(FieldKey key) const;
+  std::optional<std::string_view> Str(FieldKey key) const;
+  std::optional<uint64_t> Hex(FieldKey key) const;  // a 16-hex-digit string
+  // An array of such strings into *out (cleared first); false when absent, not an array,
+  // or holding anything else (then *out holds the elements before the odd one).
+  bool HexArray(FieldKey key, std::vector<uint64_t>* out) const;
+  bool Has(FieldKey key) const;
   // The whole field as a JsonValue tree (slower; for nested and rare fields).
-  std::optional<JsonValue> Value(std::string_view key) const;
+  std::optional<JsonValue> Value(FieldKey key) const;
   // The raw simdjson object, for analyzers that walk arrays without copies.
   const simdjson::dom::object& object() const;
   std::string_view raw_line() const { return raw_; }
@@ -78,13 +111,18 @@ class Record {
   int64_t step_ = 0;
   int tid_ = 0;
   int64_t line_ = 0;
-  // The value of the first field named `key`, from fields_ when it lists it.
-  bool Find(std::string_view key, simdjson::dom::element* value) const;
+  // Where the value of the first field named `key` sits on the parsed document's tape;
+  // 0 when there is none (trace_reader.cc reads the tape).
+  uint32_t Locate(const FieldKey& key) const;
+  // The value of the first field named `key` as an element (the object's own lookup,
+  // skipped when the tape says the key is absent).
+  bool Find(const FieldKey& key, simdjson::dom::element* value) const;
 
   std::string_view raw_;
   const simdjson::dom::object* object_ = nullptr;
-  // The fields, listed while the reader checked the common ones: a lookup compares a few
-  // words per field instead of walking the parsed tape and comparing strings.
+  // The record's members, listed while the reader checked the common ones: a lookup goes
+  // to the key's slot (FieldKey::slot) and compares one word for most keys, and
+  // Int/Str/... read the value straight off the parsed tape (no element built).
   const FieldIndex* fields_ = nullptr;
 };
 

@@ -4,6 +4,7 @@
 // bad line wherever it sits in a file, and every good line around it as a record.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -226,6 +227,131 @@ TEST_F(BlockReadTest, FieldLookupsGiveTheFirstOfAName) {
   EXPECT_EQ(r.Str("last"), "x");
   EXPECT_FALSE(r.Has("f40"));
   EXPECT_FALSE(reader->Next(&r));
+}
+
+// The reader indexes a record's members by a hash of their key's length and first bytes;
+// keys whose hashes share a slot ("type" and "why", "step" and "bytes", "lr" and "phases"
+// do) are looked up down the list instead, which must give the same answers.
+TEST_F(BlockReadTest, FieldLookupsWhereKeysShareASlot) {
+  const std::string lines[] = {
+      R"({"type":"fp","ts":1,"step":7,"why":"init","bytes":12,"lr":0.5,"phases":{"data":3}})",
+      R"({"why":"first","type":"fp","ts":1,"step":7,"why":"second","bytes":"s","bytes":9})",
+      R"({"type":"fp","ts":1,"step":7,"lr":1})",  // "phases" absent, its slot-mate present
+  };
+  WriteFile(path_,
+            std::string(kHeader) + "\n" + lines[0] + "\n" + lines[1] + "\n" + lines[2] + "\n");
+  std::string error;
+  auto reader = TraceReader::Open(path_, &error);
+  ASSERT_NE(reader, nullptr) << error;
+  Record r;
+  ASSERT_TRUE(reader->Next(&r));
+  EXPECT_EQ(r.type(), "fp");
+  EXPECT_EQ(r.step(), 7);
+  EXPECT_EQ(r.Str("why"), "init");
+  EXPECT_EQ(r.Int("bytes"), 12);
+  EXPECT_EQ(r.Double("lr"), 0.5);
+  EXPECT_TRUE(r.Has("phases"));
+  const std::optional<JsonValue> phases = r.Value("phases");
+  ASSERT_TRUE(phases && phases->Find("data"));
+  EXPECT_EQ(phases->Find("data")->as_int(), 3);
+
+  ASSERT_TRUE(reader->Next(&r));
+  EXPECT_EQ(r.type(), "fp");
+  EXPECT_EQ(r.Str("why"), "first");
+  EXPECT_EQ(r.Str("bytes"), "s");
+  EXPECT_EQ(r.Int("bytes"), std::nullopt);  // the first "bytes" is a string
+
+  ASSERT_TRUE(reader->Next(&r));
+  EXPECT_EQ(r.Int("lr"), 1);
+  EXPECT_FALSE(r.Has("phases"));
+  EXPECT_FALSE(r.Has("why"));
+  EXPECT_FALSE(reader->Next(&r));
+}
+
+// Int, Double, Bool and Str read values off the parsed document as simdjson's own getters
+// would: an unsigned past INT64_MAX is no Int but is a Double, an int is a Double too.
+TEST_F(BlockReadTest, TypedLookupsFollowTheParsersRules) {
+  WriteFile(
+      path_,
+      std::string(kHeader) + "\n" +
+          R"({"type":"custom","ts":1,"step":0,"big":18446744073709551615,"max":9223372036854775807,)"
+          R"("neg":-5,"d":2.5,"t":true,"f":false,"n":null,"s":"x","o":{"k":1},"a":[1]})" +
+          "\n");
+  std::string error;
+  auto reader = TraceReader::Open(path_, &error);
+  ASSERT_NE(reader, nullptr) << error;
+  Record r;
+  ASSERT_TRUE(reader->Next(&r));
+  EXPECT_EQ(r.Int("big"), std::nullopt);
+  EXPECT_EQ(r.Double("big"), 18446744073709551615.0);
+  EXPECT_EQ(r.Int("max"), INT64_MAX);
+  EXPECT_EQ(r.Int("neg"), -5);
+  EXPECT_EQ(r.Double("neg"), -5.0);
+  EXPECT_EQ(r.Int("d"), std::nullopt);
+  EXPECT_EQ(r.Double("d"), 2.5);
+  EXPECT_EQ(r.Bool("t"), true);
+  EXPECT_EQ(r.Bool("f"), false);
+  EXPECT_EQ(r.Bool("n"), std::nullopt);
+  EXPECT_TRUE(r.Has("n"));
+  EXPECT_EQ(r.Str("s"), "x");
+  EXPECT_EQ(r.Str("o"), std::nullopt);
+  EXPECT_EQ(r.Int("a"), std::nullopt);
+  EXPECT_EQ(r.Str("missing"), std::nullopt);
+}
+
+// Common fields past the members the reader lists are still found and checked.
+TEST_F(BlockReadTest, CommonFieldsAfterManyMembers) {
+  std::string head;
+  for (int i = 0; i < 30; ++i) head += "\"f" + std::to_string(i) + "\":" + std::to_string(i) + ",";
+  WriteFile(path_, std::string(kHeader) + "\n{" + head +
+                       R"("type":"mark","ts":5,"step":2,"tid":4})" + "\n{" + head +
+                       R"("type":"mark","ts":5,"step":2,"tid":-1})" + "\n");
+  std::string error;
+  auto reader = TraceReader::Open(path_, &error);
+  ASSERT_NE(reader, nullptr) << error;
+  Record r;
+  ASSERT_TRUE(reader->Next(&r));
+  EXPECT_EQ(r.type(), rec::kMark);
+  EXPECT_EQ(r.type_id(), rec_id::kMark);
+  EXPECT_EQ(r.step(), 2);
+  EXPECT_EQ(r.tid(), 4);
+  EXPECT_EQ(r.Int("f29"), 29);
+  EXPECT_FALSE(reader->Next(&r));
+  ASSERT_EQ(reader->issues().size(), 1u);
+  EXPECT_EQ(reader->issues()[0].line, 3);
+  EXPECT_EQ(reader->issues()[0].expected, "small non-negative integer field \"tid\"");
+}
+
+TEST_F(BlockReadTest, HexArrays) {
+  std::string many = R"({"type":"fp","ts":1,"step":0)";
+  for (int i = 0; i < 30; ++i) many += ",\"f" + std::to_string(i) + "\":" + std::to_string(i);
+  many += R"(,"h":["00000000000000Ff"]})";
+  const std::string lines[] = {
+      R"({"type":"fp","ts":1,"step":0,"h":["00000000000000ff","FFFFFFFFFFFFFFFF","0123456789abcdef"],"e":[]})",
+      R"({"type":"fp","ts":1,"step":0,"short":["ff"],"digit":["000000000000000g"],"num":[1],"obj":{"h":1},"nested":[["0000000000000000"]]})",
+      many,
+  };
+  WriteFile(path_,
+            std::string(kHeader) + "\n" + lines[0] + "\n" + lines[1] + "\n" + lines[2] + "\n");
+  std::string error;
+  auto reader = TraceReader::Open(path_, &error);
+  ASSERT_NE(reader, nullptr) << error;
+  Record r;
+  std::vector<uint64_t> h = {42};
+  ASSERT_TRUE(reader->Next(&r));
+  ASSERT_TRUE(r.HexArray("h", &h));
+  EXPECT_EQ(h, (std::vector<uint64_t>{0xff, 0xFFFFFFFFFFFFFFFFu, 0x0123456789abcdefu}));
+  ASSERT_TRUE(r.HexArray("e", &h));
+  EXPECT_TRUE(h.empty());
+  EXPECT_FALSE(r.HexArray("absent", &h));
+
+  ASSERT_TRUE(reader->Next(&r));
+  for (const char* key : {"short", "digit", "num", "obj", "nested"})
+    EXPECT_FALSE(r.HexArray(key, &h)) << key;
+
+  ASSERT_TRUE(reader->Next(&r));  // more members than the reader lists
+  ASSERT_TRUE(r.HexArray("h", &h));
+  EXPECT_EQ(h, std::vector<uint64_t>{0xff});
 }
 
 }  // namespace

@@ -152,6 +152,15 @@ TEST_F(ReaderTest, HexRejectsWrongLengthAndDigits) {
   EXPECT_EQ(r.Hex("d"), 0xFFFFFFFFFFFFFFFFu);
 }
 
+TEST(RecordTypesTest, IdsNameEachTypeOnce) {
+  for (int id = 0; id < kRecordTypeCount; ++id) EXPECT_EQ(RecordTypeId(kRecordTypes[id]), id);
+  EXPECT_EQ(RecordTypeId("collective"), kOtherRecordType);
+  EXPECT_EQ(RecordTypeId("Coll"), kOtherRecordType);
+  EXPECT_EQ(RecordTypeId(""), kOtherRecordType);
+  static_assert(rec_id::kCollective == RecordTypeId(rec::kCollective));
+  EXPECT_EQ(kRecordTypes[rec_id::kStepBegin], rec::kStepBegin);
+}
+
 TEST_F(ReaderTest, ToleratesCrLfAndUnknownFields) {
   const auto res = Read(std::string(kHeader) + "\r\n" +
                         R"({"future":[1,{"x":null}],"type":"mark","step":2,"ts":9,"tid":3})"
