@@ -36,12 +36,12 @@
 // A cut link: when every rank waits (no culprit), the ranks that recorded that they could
 // not reach the rendezvous store after their timeout (an `error` record with
 // "store_unreachable": true, written by `dsdiag train` when publishing its error failed)
-// while other waiters that failed reached it (an `end` reason "error" and no such record)
-// are the culprits: their host's link or network is cut, the others only lost them. Not
+// while other ranks that failed reached it (an `end` reason "error" and no such record;
+// waiters, or ranks that completed the collective and then waited in a later one) are the
+// culprits: their host's link or network is cut, the others only lost them. Not
 // when rank 0, the store's host, is among them. The finding's evidence then has `cut_off`
 // {ranks, reached, store}; the follow-on pass makes the cut ranks' own timeouts follow-ons.
 // Malformed or foreign dumps become trace-corrupt warnings (subject: the dump's file name).
-#include <simdjson.h>
 
 #include <algorithm>
 #include <cctype>
@@ -122,33 +122,6 @@ struct StoreUnreachable {
   std::string error;
 };
 
-// The fields of a `coll` record the analyzer reads, in one pass over its members (the
-// first member of a name counts, as with Record::Int).
-struct CollFields {
-  std::optional<int64_t> pg, seq;
-};
-
-void TakeInt(simdjson::dom::element value, std::optional<int64_t>* out, bool* seen) {
-  if (*seen) return;
-  *seen = true;
-  int64_t v;
-  if (!value.get(v)) *out = v;
-}
-
-CollFields ReadCollFields(const trace::Record& r) {
-  CollFields f;
-  bool pg = false, seq = false;
-  for (simdjson::dom::key_value_pair kv : r.object()) {
-    const std::string_view k = kv.key;
-    if (k == "pg") {
-      TakeInt(kv.value, &f.pg, &pg);
-    } else if (k == "seq") {
-      TakeInt(kv.value, &f.seq, &seq);
-    }
-  }
-  return f;
-}
-
 struct TimeoutSignal {
   int64_t ts = 0;
   int64_t step = 0;
@@ -208,19 +181,20 @@ class HangAnalyzer : public Analyzer {
 
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
     RankState& s = ranks_[rank.rank];
-    const std::string_view type = r.type();
-    if (type == trace::rec::kCollective) {
-      const CollFields c = ReadCollFields(r);
-      if (!c.pg || !c.seq) return;
-      const CollectiveKey key{static_cast<int>(*c.pg), *c.seq};
+    const int type = r.type_id();
+    if (type == trace::rec_id::kCollective) {
+      const auto pg = r.Int("pg");
+      const auto seq = r.Int("seq");
+      if (!pg || !seq) return;
+      const CollectiveKey key{static_cast<int>(*pg), *seq};
       auto [it, fresh] = s.completed.try_emplace(key.pg, key.seq);
       if (!fresh) it->second = std::max(it->second, key.seq);
       s.last_coll = key;
-    } else if (type == trace::rec::kError) {
+    } else if (type == trace::rec_id::kError) {
       OnError(&s, r);
-    } else if (type == trace::rec::kStep) {
+    } else if (type == trace::rec_id::kStep) {
       max_step_ns_ = std::max(max_step_ns_, r.Int("dur").value_or(0));
-    } else if (type == trace::rec::kClock) {
+    } else if (type == trace::rec_id::kClock) {
       s.clock.Refine(r);
     }
   }
@@ -527,17 +501,25 @@ class HangAnalyzer : public Analyzer {
 
   // The waiters cut off from the store's host: those that recorded the store unreachable,
   // when others that failed too (end reason "error") reached it and rank 0, the store's
-  // host, is not among them. Empty otherwise; *reached gets the ones that reached it.
-  std::vector<int> CutOff(const std::vector<int>& waiters, std::vector<int>* reached) const {
+  // host, is not among them. Empty otherwise; *reached gets the ones that reached it. The
+  // others may have `passed` the stuck collective: a link cut mid-allreduce can leave one
+  // side done with it and waiting in the next one, for a peer that will never come.
+  std::vector<int> CutOff(const std::vector<int>& waiters, const std::vector<int>& passed,
+                          std::vector<int>* reached) const {
     std::vector<int> cut, ok;
+    auto failed_but_reached = [&](const RankState& s) {
+      return !s.store_unreachable && s.ended && s.end.end_seen && s.end.reason == "error";
+    };
     for (int r : waiters) {
-      const RankState& s = ranks_[r];
-      if (s.store_unreachable) {
+      if (ranks_[r].store_unreachable) {
         cut.push_back(r);
-      } else if (s.ended && s.end.end_seen && s.end.reason == "error") {
+      } else if (failed_but_reached(ranks_[r])) {
         ok.push_back(r);
       }
     }
+    for (int r : passed)
+      if (failed_but_reached(ranks_[r])) ok.push_back(r);
+    std::sort(ok.begin(), ok.end());
     if (cut.empty() || ok.empty() || cut.front() == 0) return {};
     *reached = std::move(ok);
     return cut;
@@ -585,7 +567,7 @@ class HangAnalyzer : public Analyzer {
     }
     if (culprits.empty() && stuck.known && stuck.key.pg == 0) culprits = no_trace;
     std::vector<int> reached;
-    if (culprits.empty() && stuck.known) culprits = CutOff(waiters, &reached);
+    if (culprits.empty() && stuck.known) culprits = CutOff(waiters, passed, &reached);
     const bool cut_off = !reached.empty();
     if (stuck.known) FillDetails(&stuck, waiters);
 

@@ -8,10 +8,12 @@
 //   - a hang finding names the stuck collective (evidence `pg`, `seq`) and has culprits
 //     (`culprit_count` > 0: some rank never entered it; when every rank waits, the hang is
 //     the transport's and each rank's timeout stays what it is);
-//   - the rank-died finding says its ranks were left waiting in that same collective
-//     (evidence `waiting_in` {pg, seq}: the oldest pending entry of the rank's last flight
-//     dump, or the collective its error record names; a grouped finding carries it when all
-//     its ranks agree);
+//   - the rank-died finding says its ranks were left waiting in that same collective, or in
+//     a later one of the same process group (evidence `waiting_in` {pg, seq}: the oldest
+//     pending entry of the rank's last flight dump, or the collective its error record
+//     names; a grouped finding carries it when all its ranks agree). A later one: a rank can
+//     be done with the stuck collective before the others (a broadcast's root, one side of
+//     an allreduce whose link was cut) and then wait in the next one for the same culprits;
 //   - none of its ranks is a culprit of the hang, and it is a warning or an error.
 // A culprit's own rank-died finding is a follow-on too when it only says the culprit was
 // stopped by a stop signal (SIGTERM, SIGINT: evidence `signal`): that is the launcher
@@ -25,6 +27,7 @@
 #include <algorithm>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "analyzers/finding_kinds.h"
 #include "analyzers/findings_pass.h"
@@ -73,15 +76,26 @@ bool CulpritStopped(const Finding& f, const StuckCollective& stuck) {
   return std::all_of(f.ranks.begin(), f.ranks.end(), [&](int r) { return IsCulprit(stuck, r); });
 }
 
-bool WaitsInStuck(const Finding& f, const StuckCollective& stuck) {
-  if (f.kind != kind::kRankDied || f.severity == Severity::kInfo) return false;
+// The collective a rank-died finding says its ranks were left waiting in.
+std::optional<std::pair<int64_t, int64_t>> WaitingIn(const Finding& f) {
+  if (f.kind != kind::kRankDied || f.severity == Severity::kInfo) return std::nullopt;
   const JsonValue* waiting = f.evidence.Find("waiting_in");
-  if (!waiting || !waiting->is_object()) return false;
-  return IntMember(*waiting, "pg") == stuck.pg && IntMember(*waiting, "seq") == stuck.seq;
+  if (!waiting || !waiting->is_object()) return std::nullopt;
+  const auto pg = IntMember(*waiting, "pg");
+  const auto seq = IntMember(*waiting, "seq");
+  if (!pg || !seq) return std::nullopt;
+  return std::make_pair(*pg, *seq);
 }
 
+bool WaitsInStuck(const Finding& f, const StuckCollective& stuck) {
+  const auto waiting = WaitingIn(f);
+  return waiting && waiting->first == stuck.pg && waiting->second == stuck.seq;
+}
+
+// Waited in the stuck collective or a later one of its group, and is no culprit.
 bool WaitedIn(const Finding& f, const StuckCollective& stuck) {
-  return WaitsInStuck(f, stuck) &&
+  const auto waiting = WaitingIn(f);
+  return waiting && waiting->first == stuck.pg && waiting->second >= stuck.seq &&
          std::none_of(f.ranks.begin(), f.ranks.end(), [&](int r) { return IsCulprit(stuck, r); });
 }
 

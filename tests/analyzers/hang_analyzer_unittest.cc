@@ -312,8 +312,15 @@ TEST(HangAnalyzerTest, WhenEveryRankWaitsThereIsNoCulprit) {
 // A waiter as `dsdiag train` writes one when its collective times out: the error (a Gloo
 // timeout, naming no collective), then — when it could not publish it — the `error` record
 // saying the store was unreachable, then the end record.
-void WriteTrainWaiter(TestRun* run, int rank, int world, bool store_unreachable) {
+// `passed`: the rank completed the stuck step's first allreduce (its `coll` record is
+// there) and waits in the second.
+void WriteTrainWaiter(TestRun* run, int rank, int world, bool store_unreachable,
+                      bool passed = false) {
   auto w = WriteUpToStuckStep(run, rank, world);
+  if (passed) {
+    WriteColl(w.get(), Local(rank, Enter(kStuckStep, 0)), 0, kStuckSeq, "allreduce", "f32", 65536,
+              "grad-bucket-0");
+  }
   WritePhase(w.get(), Local(rank, StepStart(kStuckStep) + 16 * kMs), "backward", 22 * kMs);
   const std::string message = "[gloo] Timed out waiting 5000ms for recv operation to complete";
   const int64_t fire = Enter(kStuckStep, 0) + 5 * kSec;
@@ -593,6 +600,40 @@ TEST(HangFollowOnTest, ACutOffRankLeavesOneErrorTheHangNamingIt) {
   EXPECT_EQ(cut_follow_ons, 2);
 }
 
+// A link cut mid-allreduce can leave one side done with it: rank 0 completed seq 15 and
+// then waited in seq 16 for rank 1, which never finished seq 15 and could not reach the
+// store after its timeout. Rank 1 is still the one culprit, cut off, and rank 0's timeout in
+// the later collective is a follow-on of the hang like a waiter's in seq 15.
+TEST(HangFollowOnTest, ARankDoneWithTheStuckCollectiveBeforeTheCutIsAFollowOnToo) {
+  TestRun run;
+  const int64_t fire = Enter(kStuckStep, 0) + 5 * kSec;
+  WriteTrainWaiter(&run, 0, 2, /*store_unreachable=*/false, /*passed=*/true);
+  std::vector<DumpEntry> passed = WaiterEntries();
+  for (DumpEntry& e : passed) {
+    if (e.seq == kStuckSeq) e.state = "completed";
+    if (e.seq == kStuckSeq + 1) e.state = "started";
+  }
+  WriteDump(&run, 0, 2, "error", fire + kMs, kStuckStep, "sync", passed);
+  WriteTrainWaiter(&run, 1, 2, /*store_unreachable=*/true);
+  WriteDump(&run, 1, 2, "error", fire + 2 * kSec, kStuckStep, "sync", WaiterEntries());
+
+  const auto findings = AnalyzeWithRankDied(run);
+  EXPECT_EQ(Serious(findings), (std::vector<std::string>{"hang 1"}));
+  const auto hangs = OfKind(findings, kind::kHang);
+  ASSERT_EQ(hangs.size(), 1u);
+  EXPECT_EQ(Evidence(hangs[0], "seq"), std::to_string(kStuckSeq));
+  EXPECT_EQ(Evidence(hangs[0], "cut_off"),
+            "{\"ranks\":[1],\"reached\":[0],\"store\":\"10.0.0.1:29500\"}");
+  for (const Finding& f : OfKind(findings, kind::kRankDied)) {
+    if (f.ranks != std::vector<int>{0}) continue;
+    EXPECT_NE(Evidence(f, "waiting_in").find("\"seq\":16"), std::string::npos)
+        << Evidence(f, "waiting_in");
+    EXPECT_NE(f.summary.find("; a follow-on of the hang: rank 1 was cut off from the others"),
+              std::string::npos)
+        << f.summary;
+  }
+}
+
 Finding RankDied(int rank, Severity severity, std::optional<int64_t> seq) {
   Finding f;
   f.kind = std::string(kind::kRankDied);
@@ -619,7 +660,7 @@ TEST(HangFollowOnTest, OnlyRankDiedFindingsOfNonCulpritsWaitingInTheSameCollecti
   hang.evidence.Set("culprit_count", int64_t{1});
   std::vector<Finding> findings = {hang,
                                    RankDied(0, Severity::kError, 15),    // a victim
-                                   RankDied(1, Severity::kError, 14),    // another collective
+                                   RankDied(1, Severity::kError, 14),    // an earlier one
                                    RankDied(2, Severity::kError, 15),    // the culprit
                                    RankDied(3, Severity::kWarning, {}),  // says nothing
                                    RankDied(4, Severity::kWarning, 15)};
@@ -636,6 +677,17 @@ TEST(HangFollowOnTest, OnlyRankDiedFindingsOfNonCulpritsWaitingInTheSameCollecti
             "rank 0 failed; a follow-on of the hang: rank 2 never entered allreduce pg 0 seq 15 "
             "(grad-bucket-0)");
   EXPECT_EQ(Evidence(findings[2], "follow_on_of"), "");
+
+  // A later collective of the same group waits for the same culprit; another group's does not.
+  std::vector<Finding> later = {hang, RankDied(0, Severity::kError, 16),
+                                RankDied(1, Severity::kError, 16)};
+  trace::JsonValue other_group = trace::JsonValue::Object();
+  other_group.Set("pg", 1);
+  other_group.Set("seq", int64_t{16});
+  later[2].evidence.Set("waiting_in", std::move(other_group));
+  CreateHangFollowOnPass()->Apply(RunContext{}, &later);
+  EXPECT_EQ(later[1].severity, Severity::kInfo);
+  EXPECT_EQ(later[2].severity, Severity::kError);
 
   // The culprit stopped by SIGTERM once the job hung is a follow-on; one that crashed is not.
   std::vector<Finding> culprit = {hang, RankDied(2, Severity::kError, {}),
