@@ -62,8 +62,8 @@ struct Widths {
   uint8_t of[256];
   constexpr Widths() : of() {
     for (int t = 0; t < 256; ++t) of[t] = 1;
-    of['l'] = of['u'] = of['d'] = 2;
-    of['{'] = of['['] = 0;
+    for (unsigned char t : {'l', 'u', 'd'}) of[t] = 2;
+    for (unsigned char t : {'{', '['}) of[t] = 0;
   }
 };
 constexpr Widths kWidths;
