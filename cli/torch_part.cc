@@ -28,6 +28,7 @@ std::string TorchExecutable() {
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (LinkedTorchPart() != nullptr) return ec ? "/proc/self/exe" : self.string();
   if (ec) return "";
   const fs::path torch = self.parent_path() / kTorchExecutableName;
   return access(torch.c_str(), X_OK) == 0 ? torch.string() : "";

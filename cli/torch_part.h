@@ -31,8 +31,8 @@ void SetLinkedTorchPart(TorchPart part);
 // The TorchPart linked into this executable, or null (in `dsdiag`).
 const TorchPart* LinkedTorchPart();
 
-// The dsdiag-torch executable beside this one; empty when there is none (a build without
-// LibTorch).
+// The executable that has the TorchPart: this one when it is linked in (dsdiag-torch), else
+// dsdiag-torch beside it; empty when there is none (a build without LibTorch).
 std::string TorchExecutable();
 
 // Replaces this process by `dsdiag-torch ARGS...` (ARGS starts with the command name).

@@ -50,15 +50,6 @@ void RemoveEarlierTraces(const std::string& dir) {
   }
 }
 
-// The executable the ranks run: this one when it has the trainer linked in, else
-// dsdiag-torch beside it (a readable path in `ps`, unlike /proc/self/exe).
-std::string RankExecutable() {
-  if (LinkedTorchPart() == nullptr) return TorchExecutable();
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? "/proc/self/exe" : self.string();
-}
-
 // A rank started by `dsdiag train --nproc` must not launch ranks of its own.
 bool InsideLaunchedRank() {
   return std::getenv("DSDIAG_RUN_ID") != nullptr && std::getenv("RANK") != nullptr;
@@ -145,14 +136,12 @@ int TrainCommand::Run(const std::vector<std::string>& args) {
   if (parsed.config.nproc == 0 && !env_error.empty()) {
     throw InputError("cannot tell which rank this is: " + env_error);
   }
-  if (const TorchPart* torch = LinkedTorchPart()) {
-    if (parsed.config.nproc > 0) return LaunchRanks(parsed, RankExecutable());
-    return RunOneRank(parsed, *env, *torch);
-  }
-  // In dsdiag, which does not link LibTorch: the ranks run dsdiag-torch.
-  const std::string rank_executable = RankExecutable();
+  // The launcher is torch-free; its ranks run the executable with the trainer.
+  const std::string rank_executable = TorchExecutable();
   if (parsed.config.nproc > 0 && !rank_executable.empty())
     return LaunchRanks(parsed, rank_executable);
+  if (const TorchPart* torch = LinkedTorchPart()) return RunOneRank(parsed, *env, *torch);
+  // In dsdiag, which does not link LibTorch: this rank becomes dsdiag-torch (or says why not).
   std::vector<std::string> torch_args = {"train"};
   torch_args.insert(torch_args.end(), args.begin(), args.end());
   return ExecTorchPart("train", torch_args);

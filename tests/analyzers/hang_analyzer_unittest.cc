@@ -204,18 +204,23 @@ TEST(HangAnalyzerTest, WatchdogMessagesNameTheCollectiveAndTheSilentRankIsTheCul
             "watchdog error");
 }
 
-TEST(HangAnalyzerTest, FlightDumpsSaySinceWhenTheOthersWaitAndWhereTheCulpritWas) {
-  TestRun run;
+// Four ranks: 0, 1 and 3 wait in seq 15 until their watchdogs fire and dump; rank 2 never
+// entered it and was alive: its SIGTERM dump (the launcher tore the job down) has it loading
+// data of step 5, in no collective.
+void WriteDumpedCulpritRun(TestRun* run) {
   const int64_t fire = Enter(kStuckStep, 0) + 60 * kSec;
   for (int r : {0, 1, 3}) {
-    WriteWatchdogWaiter(&run, r, 4);
-    WriteDump(&run, r, 4, "timeout", fire, kStuckStep, "sync", WaiterEntries());
+    WriteWatchdogWaiter(run, r, 4);
+    WriteDump(run, r, 4, "timeout", fire, kStuckStep, "sync", WaiterEntries());
   }
-  WriteSilentCulprit(&run, 2, 4);
-  // The culprit was alive: its SIGTERM dump (the launcher tore the job down) has it loading
-  // data of step 5, in no collective.
-  WriteDump(&run, 2, 4, "SIGTERM", fire + 5 * kSec, kStuckStep, "data",
+  WriteSilentCulprit(run, 2, 4);
+  WriteDump(run, 2, 4, "SIGTERM", fire + 5 * kSec, kStuckStep, "data",
             {{0, 14, "allreduce", "grad-bucket-2", 4, "completed", Enter(4, 2)}});
+}
+
+TEST(HangAnalyzerTest, FlightDumpsSaySinceWhenTheOthersWaitAndWhereTheCulpritWas) {
+  TestRun run;
+  WriteDumpedCulpritRun(&run);
   const auto findings = Analyze(run);
   ASSERT_EQ(findings.size(), 1u);
   const Finding& f = findings[0];
@@ -533,14 +538,7 @@ std::vector<std::string> Serious(const std::vector<Finding>& findings) {
 
 TEST(HangFollowOnTest, TheWaitersTimeoutsAreFollowOnsAndTheCulpritKeepsItsOwnFinding) {
   TestRun run;
-  const int64_t fire = Enter(kStuckStep, 0) + 60 * kSec;
-  for (int r : {0, 1, 3}) {
-    WriteWatchdogWaiter(&run, r, 4);
-    WriteDump(&run, r, 4, "timeout", fire, kStuckStep, "sync", WaiterEntries());
-  }
-  WriteSilentCulprit(&run, 2, 4);
-  WriteDump(&run, 2, 4, "SIGTERM", fire + 5 * kSec, kStuckStep, "data",
-            {{0, 14, "allreduce", "grad-bucket-2", 4, "completed", Enter(4, 2)}});
+  WriteDumpedCulpritRun(&run);
   const auto findings = AnalyzeWithRankDied(run);
   // One error for the hang, the culprit's own death beside it; the waiters are victims.
   EXPECT_EQ(Serious(findings), (std::vector<std::string>{"hang 2", "rank-died 2"}));

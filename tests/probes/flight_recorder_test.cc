@@ -3,27 +3,23 @@
 
 #include <gtest/gtest.h>
 #include <simdjson.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <csignal>
-#include <filesystem>
-#include <fstream>
 #include <optional>
-#include <sstream>
 #include <stdexcept>
 #include <thread>
 #include <vector>
 
 #include "probes/collective_probe.h"
 #include "probes/watchdog.h"
+#include "tests/support/files.h"
+#include "tests/support/temp_dir.h"
 #include "trace/record_types.h"
 #include "trace/trace_reader.h"
 
 namespace dsdiag::probes {
 namespace {
-
-namespace fs = std::filesystem;
 
 trace::TraceHeader Header(int rank) {
   trace::TraceHeader h;
@@ -33,12 +29,22 @@ trace::TraceHeader Header(int rank) {
   return h;
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test_support::ReadFile;
+
+// A session of rank `rank` writing into a fresh run directory, removed with this object.
+struct SessionInTempDir {
+  explicit SessionInTempDir(int rank) : header(Header(rank)) {
+    SessionConfig c;
+    c.run_dir = dir.path();
+    c.header = header;
+    std::string error;
+    session = Session::Start(c, &error);
+    EXPECT_TRUE(session) << error;
+  }
+  test_support::TempDir dir{"flight"};
+  trace::TraceHeader header;
+  std::unique_ptr<Session> session;
+};
 
 TEST(FlightRecorderTest, DumpListsEntriesOldestFirstWithStates) {
   FlightRecorder rec(Header(1), "/tmp", 4);
@@ -66,16 +72,11 @@ TEST(FlightRecorderTest, DumpListsEntriesOldestFirstWithStates) {
 }
 
 TEST(CollectiveProbeTest, SequenceNumbersPerGroupAndCollRecords) {
-  fs::path dir = fs::temp_directory_path() / ("dsdiag-coll-" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  SessionConfig c;
-  c.run_dir = dir.string();
-  c.header = Header(0);
-  std::string error;
-  auto s = Session::Start(c, &error);
-  ASSERT_TRUE(s) << error;
-  FlightRecorder rec(Header(0), dir.string());
-  CollectiveProbe probe(s.get(), &rec);
+  SessionInTempDir run(0);
+  ASSERT_TRUE(run.session);
+  Session* s = run.session.get();
+  FlightRecorder rec(Header(0), run.dir.path());
+  CollectiveProbe probe(s, &rec);
   for (int i = 0; i < 3; ++i) {
     CollectiveScope scope(&probe, 0, "allreduce", "f32", 100, 400, "grad-bucket-0");
     scope.Started();
@@ -86,7 +87,8 @@ TEST(CollectiveProbeTest, SequenceNumbersPerGroupAndCollRecords) {
   EXPECT_EQ(probe.next_seq(1), 1);
   s->End("ok", 0);
 
-  auto reader = trace::TraceReader::Open((dir / "rank-00000.jsonl").string(), &error);
+  std::string error;
+  auto reader = trace::TraceReader::Open(run.dir / "rank-00000.jsonl", &error);
   ASSERT_TRUE(reader);
   trace::Record r;
   int colls = 0;
@@ -106,20 +108,14 @@ TEST(CollectiveProbeTest, SequenceNumbersPerGroupAndCollRecords) {
   EXPECT_EQ(colls, 4);
   FlightEntry pending;
   EXPECT_FALSE(rec.OldestPending(&pending));
-  fs::remove_all(dir);
 }
 
 TEST(CollectiveProbeTest, AnOpLeftByAnExceptionStaysPendingAndIsMarkedFailed) {
-  fs::path dir = fs::temp_directory_path() / ("dsdiag-coll-fail-" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  SessionConfig c;
-  c.run_dir = dir.string();
-  c.header = Header(0);
-  std::string error;
-  auto s = Session::Start(c, &error);
-  ASSERT_TRUE(s) << error;
-  FlightRecorder rec(Header(0), dir.string());
-  CollectiveProbe probe(s.get(), &rec);
+  SessionInTempDir run(0);
+  ASSERT_TRUE(run.session);
+  Session* s = run.session.get();
+  FlightRecorder rec(Header(0), run.dir.path());
+  CollectiveProbe probe(s, &rec);
   try {
     CollectiveScope scope(&probe, 0, "allreduce", "f32", 4, 16, "grad-bucket-3");
     scope.Started();
@@ -131,27 +127,22 @@ TEST(CollectiveProbeTest, AnOpLeftByAnExceptionStaysPendingAndIsMarkedFailed) {
   ASSERT_TRUE(rec.OldestPending(&pending));
   EXPECT_EQ(pending.seq, 0);
   EXPECT_EQ(pending.state, CollectiveState::kStarted);
-  auto reader = trace::TraceReader::Open((dir / "rank-00000.jsonl").string(), &error);
+  std::string error;
+  auto reader = trace::TraceReader::Open(run.dir / "rank-00000.jsonl", &error);
   trace::Record r;
   int failed = 0;
   while (reader->Next(&r))
     if (r.type() == trace::rec::kCollective && r.Bool("failed") == true) ++failed;
   EXPECT_EQ(failed, 1);
-  fs::remove_all(dir);
 }
 
 // The `step` record sums the step's collectives: count, bytes, time in them and time
 // waiting after the backend accepted them; collectives outside a step count nowhere.
 TEST(CollectiveProbeTest, TheStepRecordCarriesTheStepsCollectiveTotals) {
-  fs::path dir = fs::temp_directory_path() / ("dsdiag-coll-step-" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  SessionConfig c;
-  c.run_dir = dir.string();
-  c.header = Header(0);
-  std::string error;
-  auto s = Session::Start(c, &error);
-  ASSERT_TRUE(s) << error;
-  CollectiveProbe probe(s.get(), nullptr);
+  SessionInTempDir run(0);
+  ASSERT_TRUE(run.session);
+  Session* s = run.session.get();
+  CollectiveProbe probe(s, nullptr);
   { CollectiveScope before(&probe, 0, "broadcast", "f32", 1000, 4000, "init-broadcast"); }
   s->BeginStep(0, 0);
   for (int k = 0; k < 2; ++k) {
@@ -164,7 +155,8 @@ TEST(CollectiveProbeTest, TheStepRecordCarriesTheStepsCollectiveTotals) {
   s->EndStep({});
   s->End("ok", 0);
 
-  auto reader = trace::TraceReader::Open((dir / "rank-00000.jsonl").string(), &error);
+  std::string error;
+  auto reader = trace::TraceReader::Open(run.dir / "rank-00000.jsonl", &error);
   ASSERT_TRUE(reader) << error;
   trace::Record r;
   std::vector<std::optional<trace::JsonValue>> totals;
@@ -183,38 +175,32 @@ TEST(CollectiveProbeTest, TheStepRecordCarriesTheStepsCollectiveTotals) {
   EXPECT_GE(t.Find("wait")->as_int(), 0);
   EXPECT_LE(t.Find("wait")->as_int(), t.Find("dur")->as_int());
   EXPECT_FALSE(totals[1].has_value());  // no collective: no `coll` object
-  fs::remove_all(dir);
 }
 
 // A phase left by an exception stays the session's current phase, so that the handler's
 // error record and flight dump say where the failure happened; its record is still written.
 TEST(CollectiveProbeTest, APhaseLeftByAnExceptionStaysCurrentForTheHandler) {
-  fs::path dir = fs::temp_directory_path() / ("dsdiag-phase-throw-" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  SessionConfig c;
-  c.run_dir = dir.string();
-  c.header = Header(0);
-  std::string error;
-  auto s = Session::Start(c, &error);
-  ASSERT_TRUE(s) << error;
+  SessionInTempDir run(0);
+  ASSERT_TRUE(run.session);
+  Session* s = run.session.get();
   s->BeginStep(0, 0);
   try {
-    PhaseScope sync(s.get(), Phase::kSync);
+    PhaseScope sync(s, Phase::kSync);
     throw std::runtime_error("collective timed out");
   } catch (const std::runtime_error&) {
     EXPECT_EQ(s->current_phase(), Phase::kSync);
   }
-  { PhaseScope next(s.get(), Phase::kOptimizer); }
+  { PhaseScope next(s, Phase::kOptimizer); }
   EXPECT_EQ(s->current_phase(), Phase::kSync);  // restored to what it found
   s->BeginStep(1, 0);                           // a loop that handled the exception and went on
   EXPECT_EQ(s->current_phase(), Phase::kNone);
   s->End("error", 1);
-  auto reader = trace::TraceReader::Open((dir / "rank-00000.jsonl").string(), &error);
+  std::string error;
+  auto reader = trace::TraceReader::Open(run.dir / "rank-00000.jsonl", &error);
   trace::Record r;
   int phases = 0;
   while (reader->Next(&r)) phases += r.type() == trace::rec::kPhase;
   EXPECT_EQ(phases, 2);
-  fs::remove_all(dir);
 }
 
 // Waits (generously) for `pred`; the watchdog polls every few ms.
@@ -228,22 +214,17 @@ bool Eventually(Pred pred) {
 }
 
 TEST(WatchdogTest, DumpsWhenACollectiveOutlivesTheTimeoutAndOnSigusr1) {
-  fs::path dir = fs::temp_directory_path() / ("dsdiag-watchdog-" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  SessionConfig c;
-  c.run_dir = dir.string();
-  c.header = Header(1);
-  std::string error;
-  auto s = Session::Start(c, &error);
-  ASSERT_TRUE(s) << error;
-  FlightRecorder rec(c.header, dir.string());
-  CollectiveProbe probe(s.get(), &rec);
-  Watchdog watchdog(s.get(), &rec, /*timeout_s=*/0.05, /*poll_interval_ms=*/5);
+  SessionInTempDir run(1);
+  ASSERT_TRUE(run.session);
+  Session* s = run.session.get();
+  FlightRecorder rec(run.header, run.dir.path());
+  CollectiveProbe probe(s, &rec);
+  Watchdog watchdog(s, &rec, /*timeout_s=*/0.05, /*poll_interval_ms=*/5);
   Watchdog::InstallSigusr1Handler(&watchdog);
 
   s->BeginStep(7, 0);
   {
-    PhaseScope phase(s.get(), Phase::kSync);
+    PhaseScope phase(s, Phase::kSync);
     CollectiveScope hung(&probe, 0, "allreduce", "f32", 8, 32, "grad-bucket-1");
     hung.Started();
     ASSERT_TRUE(Eventually([&] { return watchdog.timed_out(); }));
@@ -260,7 +241,8 @@ TEST(WatchdogTest, DumpsWhenACollectiveOutlivesTheTimeoutAndOnSigusr1) {
   s->End("ok", 0);
 
   // The timeout also left an `error` record naming the collective.
-  auto reader = trace::TraceReader::Open(dir.string() + "/rank-00001.jsonl", &error);
+  std::string error;
+  auto reader = trace::TraceReader::Open(run.dir.path() + "/rank-00001.jsonl", &error);
   trace::Record r;
   bool found = false;
   while (reader->Next(&r))
@@ -269,7 +251,6 @@ TEST(WatchdogTest, DumpsWhenACollectiveOutlivesTheTimeoutAndOnSigusr1) {
       EXPECT_NE(std::string(*r.Str("message")).find("seq 0"), std::string::npos);
     }
   EXPECT_TRUE(found);
-  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -15,6 +15,10 @@ class TempDir : public test_support::TempDir {
   TempDir() : test_support::TempDir("trace") {}
 };
 
+// Line 1 of a minimal valid trace.
+inline constexpr char kHeader[] =
+    R"({"type":"header","ts":1,"step":0,"schema":"dsdiag.trace/1","run_id":"r","rank":0,"world_size":2})";
+
 using test_support::ReadFile;
 using test_support::SplitLines;
 using test_support::WriteFile;

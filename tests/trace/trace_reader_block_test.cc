@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,11 +16,9 @@
 namespace dsdiag::trace {
 namespace {
 
+using testing::kHeader;
 using testing::TempDir;
 using testing::WriteFile;
-
-constexpr char kHeader[] =
-    R"({"type":"header","ts":1,"step":0,"schema":"dsdiag.trace/1","run_id":"r","rank":0,"world_size":2})";
 
 std::string GoodRecord(int i) {
   return R"({"type":"coll","ts":)" + std::to_string(1000 + i) + R"(,"step":)" +
@@ -98,6 +97,16 @@ class BlockReadTest : public ::testing::Test {
     for (const std::string& l : lines) text += l + "\n";
     WriteFile(path_, text);
     return ReadFileWith(path_, owned);
+  }
+  // The header, then `lines`, each with its '\n'; a reader at its start (null on failure).
+  std::unique_ptr<TraceReader> OpenLines(const std::vector<std::string>& lines) {
+    std::string text = std::string(kHeader) + "\n";
+    for (const std::string& l : lines) text += l + "\n";
+    WriteFile(path_, text);
+    std::string error;
+    auto reader = TraceReader::Open(path_, &error);
+    EXPECT_NE(reader, nullptr) << error;
+    return reader;
   }
 
   TempDir dir_;
@@ -195,11 +204,8 @@ TEST_F(BlockReadTest, FieldLookupsGiveTheFirstOfAName) {
       R"({"type":"custom","ts":1,"step":0,"abcdefgh1":1,"abcdefgh2":2,"abcdefgh":3,"abcdefg":4,"":5,"a\u0000":6,"a":7})",
       many,
   };
-  WriteFile(path_,
-            std::string(kHeader) + "\n" + lines[0] + "\n" + lines[1] + "\n" + lines[2] + "\n");
-  std::string error;
-  auto reader = TraceReader::Open(path_, &error);
-  ASSERT_NE(reader, nullptr) << error;
+  auto reader = OpenLines({lines[0], lines[1], lines[2]});
+  ASSERT_NE(reader, nullptr);
   Record r;
   ASSERT_TRUE(reader->Next(&r));
   EXPECT_EQ(r.Int("a"), 1);
@@ -238,11 +244,8 @@ TEST_F(BlockReadTest, FieldLookupsWhereKeysShareASlot) {
       R"({"why":"first","type":"fp","ts":1,"step":7,"why":"second","bytes":"s","bytes":9})",
       R"({"type":"fp","ts":1,"step":7,"lr":1})",  // "phases" absent, its slot-mate present
   };
-  WriteFile(path_,
-            std::string(kHeader) + "\n" + lines[0] + "\n" + lines[1] + "\n" + lines[2] + "\n");
-  std::string error;
-  auto reader = TraceReader::Open(path_, &error);
-  ASSERT_NE(reader, nullptr) << error;
+  auto reader = OpenLines({lines[0], lines[1], lines[2]});
+  ASSERT_NE(reader, nullptr);
   Record r;
   ASSERT_TRUE(reader->Next(&r));
   EXPECT_EQ(r.type(), "fp");
@@ -271,15 +274,10 @@ TEST_F(BlockReadTest, FieldLookupsWhereKeysShareASlot) {
 // Int, Double, Bool and Str read values off the parsed document as simdjson's own getters
 // would: an unsigned past INT64_MAX is no Int but is a Double, an int is a Double too.
 TEST_F(BlockReadTest, TypedLookupsFollowTheParsersRules) {
-  WriteFile(
-      path_,
-      std::string(kHeader) + "\n" +
-          R"({"type":"custom","ts":1,"step":0,"big":18446744073709551615,"max":9223372036854775807,)"
-          R"("neg":-5,"d":2.5,"t":true,"f":false,"n":null,"s":"x","o":{"k":1},"a":[1]})" +
-          "\n");
-  std::string error;
-  auto reader = TraceReader::Open(path_, &error);
-  ASSERT_NE(reader, nullptr) << error;
+  auto reader = OpenLines(
+      {R"({"type":"custom","ts":1,"step":0,"big":18446744073709551615,"max":9223372036854775807,)"
+       R"("neg":-5,"d":2.5,"t":true,"f":false,"n":null,"s":"x","o":{"k":1},"a":[1]})"});
+  ASSERT_NE(reader, nullptr);
   Record r;
   ASSERT_TRUE(reader->Next(&r));
   EXPECT_EQ(r.Int("big"), std::nullopt);
@@ -303,12 +301,9 @@ TEST_F(BlockReadTest, TypedLookupsFollowTheParsersRules) {
 TEST_F(BlockReadTest, CommonFieldsAfterManyMembers) {
   std::string head;
   for (int i = 0; i < 30; ++i) head += "\"f" + std::to_string(i) + "\":" + std::to_string(i) + ",";
-  WriteFile(path_, std::string(kHeader) + "\n{" + head +
-                       R"("type":"mark","ts":5,"step":2,"tid":4})" + "\n{" + head +
-                       R"("type":"mark","ts":5,"step":2,"tid":-1})" + "\n");
-  std::string error;
-  auto reader = TraceReader::Open(path_, &error);
-  ASSERT_NE(reader, nullptr) << error;
+  auto reader = OpenLines({"{" + head + R"("type":"mark","ts":5,"step":2,"tid":4})",
+                           "{" + head + R"("type":"mark","ts":5,"step":2,"tid":-1})"});
+  ASSERT_NE(reader, nullptr);
   Record r;
   ASSERT_TRUE(reader->Next(&r));
   EXPECT_EQ(r.type(), rec::kMark);
@@ -331,11 +326,8 @@ TEST_F(BlockReadTest, HexArrays) {
       R"({"type":"fp","ts":1,"step":0,"short":["ff"],"digit":["000000000000000g"],"num":[1],"obj":{"h":1},"nested":[["0000000000000000"]]})",
       many,
   };
-  WriteFile(path_,
-            std::string(kHeader) + "\n" + lines[0] + "\n" + lines[1] + "\n" + lines[2] + "\n");
-  std::string error;
-  auto reader = TraceReader::Open(path_, &error);
-  ASSERT_NE(reader, nullptr) << error;
+  auto reader = OpenLines({lines[0], lines[1], lines[2]});
+  ASSERT_NE(reader, nullptr);
   Record r;
   std::vector<uint64_t> h = {42};
   ASSERT_TRUE(reader->Next(&r));

@@ -15,11 +15,9 @@
 namespace dsdiag::trace {
 namespace {
 
+using testing::kHeader;
 using testing::TempDir;
 using testing::WriteFile;
-
-constexpr char kHeader[] =
-    R"({"type":"header","ts":1,"step":0,"schema":"dsdiag.trace/1","run_id":"r","rank":0,"world_size":2})";
 
 struct ReadAllResult {
   std::optional<TraceHeader> header;
