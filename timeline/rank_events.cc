@@ -143,6 +143,7 @@ class RankEventWriter {
     const auto gloss = r.Double("gloss");
     const auto lr = r.Double("lr");
     const auto samples = r.Int("samples");
+    const CollectiveTotals coll = StepCollectives(r);
     {
       auto e = out_->Complete("step " + std::to_string(r.step()), "step", pid_, r.tid(), t, dur);
       auto& a = e.Args().Field("step", r.step());
@@ -151,14 +152,42 @@ class RankEventWriter {
       if (gloss) a.Field("gloss", *gloss);
       if (lr) a.Field("lr", *lr);
       if (samples) a.Field("samples", *samples);
+      if (coll.n) a.Field("coll_n", *coll.n);
+      if (coll.bytes) a.Field("coll_bytes", *coll.bytes);
       e.EndArgs();
     }
+    // Time in collectives, and of it the time spent waiting for the others, per step: the
+    // rank whose wait stays low while the others' climbs is the one they wait for.
+    if (coll.dur_ns) out_->Counter("collectives ms", pid_, t, *coll.dur_ns / 1e6);
+    if (coll.wait_ns) out_->Counter("collective wait ms", pid_, t, *coll.wait_ns / 1e6);
     if (loss) out_->Counter("loss", pid_, t, *loss);
     if (gloss) out_->Counter("gloss", pid_, t, *gloss);
     if (lr) out_->Counter("lr", pid_, t, *lr);
     if (samples && dur > 0)
       out_->Counter("samples/s", pid_, t,
                     static_cast<double>(*samples) * 1e9 / static_cast<double>(dur));
+  }
+
+  // The step record's `coll` totals (trace-format.md); each part absent when not a number.
+  struct CollectiveTotals {
+    std::optional<int64_t> n, bytes;
+    std::optional<double> dur_ns, wait_ns;
+  };
+  static CollectiveTotals StepCollectives(const trace::Record& r) {
+    CollectiveTotals totals;
+    const std::optional<trace::JsonValue> coll = r.Value("coll");
+    if (!coll || !coll->is_object()) return totals;
+    const auto number = [&](const char* key) -> const trace::JsonValue* {
+      const trace::JsonValue* v = coll->Find(key);
+      const bool numeric = v && (v->kind() == trace::JsonValue::Kind::kInt ||
+                                 v->kind() == trace::JsonValue::Kind::kDouble);
+      return numeric ? v : nullptr;
+    };
+    if (const auto* v = number("n")) totals.n = v->as_int();
+    if (const auto* v = number("bytes")) totals.bytes = v->as_int();
+    if (const auto* v = number("dur")) totals.dur_ns = v->as_double();
+    if (const auto* v = number("wait")) totals.wait_ns = v->as_double();
+    return totals;
   }
 
   void Collective(const trace::Record& r, int64_t t, int64_t dur) {

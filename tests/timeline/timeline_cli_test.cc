@@ -146,7 +146,8 @@ TEST_F(TimelineCliTest, CleanRunHasEveryRankThreadSpanAndCounter) {
   }
   std::set<std::string> counters;
   for (const JsonValue* c : t.Phase("C")) counters.insert(Timeline::Str(*c, "name"));
-  EXPECT_EQ(counters, (std::set<std::string>{"grad norm", "loss", "lr", "samples/s"}));
+  EXPECT_EQ(counters, (std::set<std::string>{"grad norm", "loss", "lr", "samples/s",
+                                             "collectives ms", "collective wait ms"}));
   EXPECT_TRUE(Cat(t, "finding").empty());  // a clean run has no finding
   // Timestamps start near 0.
   double earliest = 1e300;

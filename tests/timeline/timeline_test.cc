@@ -215,6 +215,16 @@ TEST_F(TimelineTest, CountersAndInstants) {
   ASSERT_EQ(norm.size(), 1u);
   EXPECT_DOUBLE_EQ(Timeline::Num(Timeline::Args(*norm[0]), "value"), 1.75);
   EXPECT_EQ(counter("loss scale", 0).size(), 1u);
+  // Rank 0 entered each allreduce first and spent 0.5 ms in it, 0.4 of it waiting.
+  auto in_coll = counter("collectives ms", 0);
+  ASSERT_EQ(in_coll.size(), 3u);
+  EXPECT_DOUBLE_EQ(Timeline::Num(Timeline::Args(*in_coll[2]), "value"), 0.5);
+  auto waited = counter("collective wait ms", 1);
+  ASSERT_EQ(waited.size(), 3u);
+  EXPECT_DOUBLE_EQ(Timeline::Num(Timeline::Args(*waited[0]), "value"), 0.2);
+  const JsonValue& step_args = Timeline::Args(*t.One("X", "step 1", 0));
+  EXPECT_EQ(Timeline::Int(step_args, "coll_n"), 1);
+  EXPECT_EQ(Timeline::Int(step_args, "coll_bytes"), 4096);
   EXPECT_TRUE(counter("gloss", 0).empty());  // no record had one
 
   const JsonValue* error = t.One("i", "error (watchdog)", 0);

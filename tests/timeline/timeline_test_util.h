@@ -77,7 +77,8 @@ class RankTrace {
   }
   // step_begin at t, then phases data/forward/backward/sync/optimizer of `phase` ns each,
   // one allreduce (pg 0, seq `seq`) entered at t + 2*phase + enter_delay lasting `coll`,
-  // then the step record (loss, lr, samples 32).
+  // then the step record (loss, lr, samples 32; its collective totals say the allreduce
+  // waited all but its last 0.1 ms).
   void Step(int64_t step, int64_t t, int64_t phase, int64_t seq, int64_t enter_delay, int64_t coll,
             double loss) {
     At(trace::rec::kStepBegin, t, step).line().Field("epoch", int64_t{0});
@@ -104,7 +105,13 @@ class RankTrace {
         .Field("epoch", int64_t{0})
         .Field("loss", loss)
         .Field("lr", 0.01)
-        .Field("samples", int64_t{32});
+        .Field("samples", int64_t{32})
+        .BeginObject("coll")
+        .Field("n", int64_t{1})
+        .Field("bytes", int64_t{4096})
+        .Field("dur", coll)
+        .Field("wait", coll - 100000)
+        .EndObject();
   }
   void End(int64_t ts, int64_t step) {
     At(trace::rec::kEnd, ts, step).line().Field("reason", "ok").Field("status", 0);
