@@ -4,6 +4,7 @@
 #include <exception>
 
 #include "probes/nvtx.h"
+#include "probes/probe_timer.h"
 #include "trace/clock.h"
 #include "trace/record_types.h"
 
@@ -23,6 +24,7 @@ CollectiveScope::CollectiveScope(CollectiveProbe* probe, int pg, std::string_vie
       exceptions_at_entry_(std::uncaught_exceptions()) {
   Session* s = probe_->session_;
   if (!s->on()) return;
+  ProbeTimer timer(s);
   enter_ns_ = trace::MonotonicNs();
   // "allreduce seq 17 grad-bucket-2": the same key the analyzers align ranks on.
   char name[96];
@@ -36,6 +38,7 @@ CollectiveScope::CollectiveScope(CollectiveProbe* probe, int pg, std::string_vie
 
 void CollectiveScope::Started() noexcept {
   if (!probe_->session_->on()) return;
+  ProbeTimer timer(probe_->session_);
   started_ns_ = trace::MonotonicNs();
   if (handle_) probe_->recorder_->Start(handle_);
 }
@@ -46,6 +49,7 @@ void CollectiveScope::Started() noexcept {
 CollectiveScope::~CollectiveScope() {
   Session* s = probe_->session_;
   if (!s->on()) return;
+  ProbeTimer timer(s);
   const bool failed = std::uncaught_exceptions() > exceptions_at_entry_;
   if (handle_ && !failed) probe_->recorder_->Complete(handle_);
   nvtx::PopRange();

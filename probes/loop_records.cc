@@ -1,5 +1,6 @@
 #include "probes/loop_records.h"
 
+#include "probes/probe_timer.h"
 #include "probes/session.h"
 #include "trace/clock.h"
 #include "trace/record_types.h"
@@ -33,6 +34,7 @@ std::string MembershipBitmap(const std::vector<uint64_t>& members, int64_t size)
 
 void WriteSampler(probes::Session* session, const SamplerRecord& r) noexcept {
   if (!session->on()) return;
+  ProbeTimer timer(session);
   auto record = session->writer()->Begin(trace::rec::kSampler);
   trace::JsonLine& line = record.line();
   line.Field("epoch", r.epoch)
@@ -54,6 +56,7 @@ void WriteSampler(probes::Session* session, const SamplerRecord& r) noexcept {
 void WriteLoader(probes::Session* session, int64_t wait, int64_t produce,
                  int64_t samples) noexcept {
   if (!session->on()) return;
+  ProbeTimer timer(session);
   auto record = session->writer()->Begin(trace::rec::kLoader);
   trace::JsonLine& line = record.line();
   line.Field("wait", wait);
@@ -63,6 +66,7 @@ void WriteLoader(probes::Session* session, int64_t wait, int64_t produce,
 
 void WriteScaler(probes::Session* session, const ScalerRecord& r) noexcept {
   if (!session->on()) return;
+  ProbeTimer timer(session);
   auto record = session->writer()->Begin(trace::rec::kScaler);
   trace::JsonLine& line = record.line();
   line.Field("scale", r.scale)
@@ -75,12 +79,14 @@ void WriteScaler(probes::Session* session, const ScalerRecord& r) noexcept {
 
 void WriteClip(probes::Session* session, bool unscaled, double norm, double max) noexcept {
   if (!session->on()) return;
+  ProbeTimer timer(session);
   auto record = session->writer()->Begin(trace::rec::kClip);
   record.line().Field("unscaled", unscaled).Field("norm", norm).Field("max", max);
 }
 
 void WriteCheckpoint(probes::Session* session, const CheckpointRecord& r) noexcept {
   if (!session->on()) return;
+  ProbeTimer timer(session);
   {
     // A span record: `ts` is the start, so that checkpoint-race can see overlapping writes.
     auto record = session->writer()->BeginAt(trace::rec::kCheckpoint, trace::MonotonicNs() - r.dur);
@@ -108,6 +114,7 @@ void WriteCheckpoint(probes::Session* session, const CheckpointRecord& r) noexce
 void WriteRng(probes::Session* session, std::string_view stream, std::string_view why, int64_t seed,
               uint64_t state_hash) noexcept {
   if (!session->on()) return;
+  ProbeTimer timer(session);
   auto record = session->writer()->Begin(trace::rec::kRng);
   record.line().Field("stream", stream).Field("why", why).Field("seed", seed).Hex("h", state_hash);
 }

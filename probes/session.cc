@@ -10,6 +10,7 @@
 #include <exception>
 
 #include "probes/nvtx.h"
+#include "probes/probe_timer.h"
 #include "trace/clock.h"
 #include "trace/record_types.h"
 #include "trace/run_files.h"
@@ -104,6 +105,7 @@ void Session::BeginStep(int64_t step, int64_t epoch) noexcept {
   // A phase an exception left current (PhaseScope) ends with its step.
   phase_.store(Phase::kNone, std::memory_order_relaxed);
   if (!on()) return;
+  ProbeTimer timer(this);
   epoch_ = epoch;
   phase_ns_.fill(0);
   coll_ = CollectiveTotals();
@@ -122,7 +124,9 @@ void Session::BeginStep(int64_t step, int64_t epoch) noexcept {
 
 void Session::EndStep(const StepSummary& s) noexcept {
   if (!on()) return;
+  ProbeTimer timer(this);  // counted in the next step's probe_ns (this one's is being written)
   const int64_t now = trace::MonotonicNs();
+  const int64_t probe_ns = probe_ns_.load(std::memory_order_relaxed);
   {
     auto r = writer_->BeginAt(trace::rec::kStep, step_start_ns_);
     auto& l = r.line();
@@ -143,6 +147,8 @@ void Session::EndStep(const StepSummary& s) noexcept {
           .Field("wait", coll_.wait_ns)
           .EndObject();
     }
+    l.Field("probe_ns", probe_ns - probe_ns_at_last_step_);
+    probe_ns_at_last_step_ = probe_ns;
   }
   nvtx::PopRange();
   writer_->Flush();  // step boundary: the trace is whole up to here
@@ -150,6 +156,7 @@ void Session::EndStep(const StepSummary& s) noexcept {
 
 void Session::CountCollective(int64_t bytes, int64_t dur_ns, int64_t wait_ns) noexcept {
   if (!on()) return;
+  ProbeTimer timer(this);
   ++coll_.n;
   coll_.bytes += bytes;
   coll_.dur_ns += dur_ns;
@@ -170,6 +177,7 @@ void Session::ExitPhase(Phase phase, Phase previous, int64_t start_ns, bool unwi
 
 void Session::RecordError(std::string_view where, std::string_view message) noexcept {
   if (!on()) return;
+  ProbeTimer timer(this);
   {
     auto r = writer_->Begin(trace::rec::kError);
     r.line().Field("where", where).Field("message", message);
@@ -179,6 +187,7 @@ void Session::RecordError(std::string_view where, std::string_view message) noex
 
 void Session::RecordSignal(int signo) noexcept {
   if (!on()) return;
+  ProbeTimer timer(this);
   {
     auto r = writer_->Begin(trace::rec::kSignal);
     r.line().Field("signal", SignalName(signo)).Field("signo", signo);
@@ -189,6 +198,7 @@ void Session::RecordSignal(int signo) noexcept {
 void Session::RecordClock(std::string_view when, int64_t offset_ns, int64_t err_ns,
                           int64_t rtt_ns) noexcept {
   if (!on()) return;
+  ProbeTimer timer(this);
   auto r = writer_->Begin(trace::rec::kClock);
   r.line()
       .Field("when", when)
@@ -198,6 +208,7 @@ void Session::RecordClock(std::string_view when, int64_t offset_ns, int64_t err_
 }
 
 void Session::Mark(std::string_view name, std::string_view message) noexcept {
+  ProbeTimer timer(this);
   nvtx::Mark(std::string(name).c_str());
   if (!on()) return;
   auto r = writer_->Begin(trace::rec::kMark);
@@ -211,6 +222,7 @@ void Session::End(std::string_view reason, int status, std::string_view detail) 
     auto& l = r.line();
     l.Field("reason", reason).Field("status", status);
     if (!detail.empty()) l.Field(reason == "signal" ? "signal" : "error", detail);
+    l.Field("probe_ns", probe_ns());
   }
   writer_->Flush();
 }
@@ -227,6 +239,7 @@ PhaseScope::PhaseScope(Session* session, Phase phase) noexcept
       start_ns_(0),
       exceptions_at_entry_(0) {
   if (!session_) return;
+  ProbeTimer timer(session_);
   exceptions_at_entry_ = std::uncaught_exceptions();
   previous_ = session_->current_phase();
   start_ns_ = trace::MonotonicNs();
@@ -236,6 +249,7 @@ PhaseScope::PhaseScope(Session* session, Phase phase) noexcept
 
 PhaseScope::~PhaseScope() {
   if (!session_) return;
+  ProbeTimer timer(session_);
   session_->ExitPhase(phase_, previous_, start_ns_,
                       std::uncaught_exceptions() > exceptions_at_entry_);
   nvtx::PopRange();

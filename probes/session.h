@@ -69,6 +69,11 @@ class Session {
   // completion.
   void CountCollective(int64_t bytes, int64_t dur_ns, int64_t wait_ns) noexcept;
 
+  // Time spent inside probe calls (ProbeTimer adds it, from any thread); the `step` record
+  // carries what was added since the previous one, the `end` record the total.
+  void AddProbeTime(int64_t ns) noexcept { probe_ns_.fetch_add(ns, std::memory_order_relaxed); }
+  int64_t probe_ns() const noexcept { return probe_ns_.load(std::memory_order_relaxed); }
+
   // Where the main thread is now (read by the watchdog / flight recorder from any thread).
   int64_t current_step() const noexcept { return step_.load(std::memory_order_relaxed); }
   Phase current_phase() const noexcept { return phase_.load(std::memory_order_relaxed); }
@@ -107,6 +112,8 @@ class Session {
     int64_t n = 0, bytes = 0, dur_ns = 0, wait_ns = 0;
   };
   CollectiveTotals coll_;  // the current step's collectives
+  std::atomic<int64_t> probe_ns_{0};
+  int64_t probe_ns_at_last_step_ = 0;  // probe_ns_ when the last step record was written
   std::atomic<bool> ended_{false};
 };
 

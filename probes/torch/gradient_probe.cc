@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "probes/fingerprint.h"
+#include "probes/probe_timer.h"
 #include "trace/record_types.h"
 
 namespace dsdiag::probes {
@@ -94,6 +95,7 @@ void GradientProbe::WriteParamTable() noexcept {
 
 void GradientProbe::AfterBackward() noexcept {
   if (!session_->on()) return;
+  ProbeTimer timer(session_);
   try {
     missing_.clear();
     double sum_sq = 0;
@@ -184,14 +186,19 @@ void GradientProbe::WriteFingerprints(std::string_view what, std::string_view wh
   }
 }
 
-void GradientProbe::AfterSync() noexcept { WriteFingerprints("grad", "after-sync", true); }
+void GradientProbe::AfterSync() noexcept {
+  ProbeTimer timer(session_);
+  WriteFingerprints("grad", "after-sync", true);
+}
 
 void GradientProbe::FingerprintParams(std::string_view why) noexcept {
+  ProbeTimer timer(session_);
   WriteFingerprints("param", why, false);
 }
 
 void GradientProbe::AfterOptimizerStep(int64_t step) noexcept {
   if (!session_->on()) return;
+  ProbeTimer timer(session_);
   if (session_->full() || (options_.param_fp_every > 0 && step % options_.param_fp_every == 0))
     FingerprintParams("periodic");
 }

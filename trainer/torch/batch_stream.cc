@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "probes/loop_records.h"
+#include "probes/probe_timer.h"
 #include "probes/session.h"
 #include "trace/clock.h"
 #include "trainer/torch/distributed_sampler.h"
@@ -101,6 +102,7 @@ Batch BatchStream::Next() {
 
 void BatchStream::WriteSamplerRecord(int64_t skip) const {
   if (!session_->on()) return;
+  probes::ProbeTimer timer(session_);  // drawing and hashing the shard is the probe's work
   const std::vector<size_t> order = DistributedShuffleSampler::RankOrder(
       static_cast<size_t>(options_.corpus.size), options_.world_size, options_.rank,
       options_.shuffle_seed, sampler_epoch_);

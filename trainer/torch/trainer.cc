@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "probes/loop_records.h"
+#include "probes/probe_timer.h"
 #include "probes/session.h"
 #include "probes/torch/gradient_probe.h"
 #include "trace/clock.h"
@@ -405,6 +406,7 @@ void Trainer::State::OptimizerStep(int64_t step, bool skip) {
 }
 
 void Trainer::State::RecordRngStreams(const char* why) {
+  probes::ProbeTimer timer(session);  // hashing the generators is the probe's work too
   probes::records::WriteRng(session, "dropout", why, static_cast<int64_t>(dropout_seed),
                             GeneratorHash(dropout_rng));
   probes::records::WriteRng(session, "cpu", why, config.seed,
