@@ -43,10 +43,9 @@ int main(int argc, char** argv) {
   }
   if (!reader->issues().empty() || steps == 0 || probe_ns >= step_ns) {
     std::fprintf(stderr, "%s: %s\n", argv[1],
-                 steps == 0 ? "no step past the warm-up"
-                 : reader->issues().empty()
-                     ? "probe time not below step time"
-                     : reader->issues().front().ToString().c_str());
+                 steps == 0                 ? "no step past the warm-up"
+                 : reader->issues().empty() ? "probe time not below step time"
+                                            : reader->issues().front().ToString().c_str());
     return 1;
   }
   std::fprintf(stderr, "probe self-time: %lld steps, %.1f us of probes in %.3f ms steps\n",
