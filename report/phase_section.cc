@@ -133,6 +133,34 @@ void AppendLegend(const RunCollector& data, const std::vector<int>& order, std::
               "</span></div>");
 }
 
+// "Probes (dsdiag's own cost): 1.2% of step time, at most 1.4% (rank 3)": from the step
+// records' probe_ns; nothing when no rank wrote it (synth runs, older traces).
+void AppendProbeCost(const RunCollector& data, std::string* out) {
+  double probe = 0, steps = 0, worst = -1;
+  int worst_rank = -1, ranks = 0;
+  for (size_t i = 0; i < data.rank_steps().size(); ++i) {
+    const RankSteps& s = data.rank_steps()[i];
+    if (s.probe_steps == 0 || s.probe_step_ns <= 0) continue;
+    ++ranks;
+    probe += s.probe_ns;
+    steps += s.probe_step_ns;
+    const double share = s.probe_ns / s.probe_step_ns;
+    if (share > worst) {
+      worst = share;
+      worst_rank = data.rows().ranks()[i];
+    }
+  }
+  if (ranks == 0) return;
+  out->append(
+      "<p class=\"note\" id=\"probe-cost\">The probes' own time (each step record's "
+      "<code>probe_ns</code>): " +
+      Num(100 * probe / steps, 3) + "% of step time over " + std::to_string(ranks) +
+      (ranks == 1 ? " rank" : " ranks"));
+  if (ranks > 1)
+    out->append(", at most " + Num(100 * worst, 3) + "% (rank " + std::to_string(worst_rank) + ")");
+  out->append(".</p>");
+}
+
 }  // namespace
 
 void AppendPhaseSection(const RunCollector& data, std::string* out) {
@@ -172,6 +200,7 @@ void AppendPhaseSection(const RunCollector& data, std::string* out) {
   AppendAxis(max_ns, ns_per_px, kTop + plot_h, out);
   out->append("</svg>");
   AppendLegend(data, order, out);
+  AppendProbeCost(data, out);
   out->append("</section>");
 }
 

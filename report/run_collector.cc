@@ -90,6 +90,11 @@ void RunCollector::OnStep(int index, const trace::Record& r) {
   RankSteps& steps = rank_steps_[index];
   ++steps.steps;
   steps.dur_ns += static_cast<double>(*dur);
+  if (const auto probe_ns = r.Int("probe_ns"); probe_ns && *probe_ns >= 0) {
+    ++steps.probe_steps;
+    steps.probe_ns += static_cast<double>(*probe_ns);
+    steps.probe_step_ns += static_cast<double>(*dur);
+  }
   simdjson::dom::object phases;
   if (r.object().at_key("phases").get_object().get(phases)) return;
   for (const auto field : phases) {

@@ -2,7 +2,8 @@
 // streaming pass as the findings (it runs next to `dsdiag compare`'s analyzers).
 //
 // Records it reads (docs/trace-format.md):
-//   step    dur, phases (mean per rank: the phase bars), loss (the loss curves)
+//   step    dur, phases (mean per rank: the phase bars), loss (the loss curves),
+//           probe_ns (the probes' own share of the step, under the phase bars)
 //   coll    pg, seq, ts (enter), dur: collective waits and arrival delays per rank and
 //           step (collective_waits.h), and the rank-local time in collectives
 //   scaler  scale (the loss-scale curves)
@@ -37,6 +38,10 @@ struct RankSteps {
   int64_t steps = 0;             // step records with a dur
   double dur_ns = 0;             // summed
   std::vector<double> phase_ns;  // summed, by phase index (RunCollector::phases())
+  // The probes' own time (`probe_ns`) and the dur of the step records that carry it.
+  int64_t probe_steps = 0;
+  double probe_ns = 0;
+  double probe_step_ns = 0;
 };
 
 // Curves of one per-step value (loss, loss scale): lines of ranks plus the envelope of all.

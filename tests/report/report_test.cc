@@ -51,6 +51,7 @@ const Row* FindRow(const std::vector<Row>& rows, const std::string& ranks) {
 // offset yet (a `clock` record gives it), rank 2's does. Each step has one allreduce that
 // rank 1 enters 3 ms and rank 2 10 ms after rank 0 (true time); it completes for everyone
 // 0.1 ms after rank 2 enters. Rank 1 runs with another NCCL_DEBUG, whose value needs escaping.
+// The probes took 1 ms of rank 0's steps and 3 ms of rank 1's; rank 2's trace does not say.
 class ReportTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -69,7 +70,9 @@ class ReportTest : public ::testing::Test {
       for (int64_t s = 0; s < kSteps; ++s) {
         const int64_t t0 = kBoot[r] + 20 * kMs + s * kStepNs;
         const int64_t dur = (r == 2 ? 90 : 80) * kMs;
-        t.Step(s, t0, dur, s, kEnterNs + kLate[r], kLate[2] - kLate[r] + kMs / 10, Loss(r, s));
+        const int64_t probe_ns = r == 2 ? -1 : (r == 0 ? 1 : 3) * kMs;
+        t.Step(s, t0, dur, s, kEnterNs + kLate[r], kLate[2] - kLate[r] + kMs / 10, Loss(r, s),
+               probe_ns);
         t.At(trace::rec::kScaler, t0 + 60 * kMs, s)
             .line()
             .Field("scale", s < 2 ? 65536.0 : 32768.0)
@@ -171,6 +174,14 @@ TEST_F(ReportTest, PhaseBarsAreTheMeansOfTheStepRecords) {
   EXPECT_LT(phases.find("data-phase=\"backward\""), phases.find("data-phase=\"sync\""));
 }
 
+// Under the phase bars: the probes' own share of the steps of the ranks that recorded it.
+TEST_F(ReportTest, ProbeCostIsTheShareOfStepTimeInProbes) {
+  const std::string phases = Section(html_, "phases");
+  // (1 + 3) ms of (80 + 80) ms; rank 1: 3 of 80.
+  EXPECT_TRUE(Contains(phases, "</code>): 2.5% of step time over 2 ranks, at most 3.75% (rank 1)."))
+      << phases;
+}
+
 TEST_F(ReportTest, LossAndScaleValuesAreOnTheCurves) {
   const std::string loss = Section(html_, "loss");
   EXPECT_EQ(Count(loss, "<circle"), 3u * kSteps);
@@ -257,6 +268,8 @@ TEST(ReportBinningTest, ManyStepsAreBinned) {
   const std::string loss = Section(html, "loss");
   EXPECT_EQ(Count(loss, "<circle"), 2u * 125);
   EXPECT_TRUE(Contains(loss, "class=\"band\""));
+  // No step record says what the probes took: no line about it.
+  EXPECT_FALSE(Contains(html, "probe-cost"));
 }
 
 TEST(ReportBinningTest, ManyRanksShareRows) {

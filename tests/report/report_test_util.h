@@ -111,8 +111,9 @@ class RankTrace {
   }
   // step_begin at t; one allreduce (pg 0, seq `seq`) entered at t + enter lasting `coll`;
   // the step record (dur `dur`, phases data = dur/4, backward = dur/2, sync = dur/4, loss).
+  // `probe_ns` >= 0 adds the probes' own time to the step record.
   void Step(int64_t step, int64_t t, int64_t dur, int64_t seq, int64_t enter, int64_t coll,
-            double loss) {
+            double loss, int64_t probe_ns = -1) {
     At(trace::rec::kStepBegin, t, step).line().Field("epoch", int64_t{0});
     At(trace::rec::kCollective, t + enter, step)
         .line()
@@ -136,6 +137,7 @@ class RankTrace {
         .Field("backward", dur / 2)
         .Field("sync", dur / 4)
         .EndObject();
+    if (probe_ns >= 0) r.line().Field("probe_ns", probe_ns);
   }
   void End(int64_t ts, int64_t step) {
     At(trace::rec::kEnd, ts, step).line().Field("reason", "ok").Field("status", 0);
