@@ -144,6 +144,7 @@ class RankEventWriter {
     const auto lr = r.Double("lr");
     const auto samples = r.Int("samples");
     const CollectiveTotals coll = StepCollectives(r);
+    const auto probe_ns = r.Int("probe_ns");
     {
       auto e = out_->Complete("step " + std::to_string(r.step()), "step", pid_, r.tid(), t, dur);
       auto& a = e.Args().Field("step", r.step());
@@ -160,6 +161,8 @@ class RankEventWriter {
     // rank whose wait stays low while the others' climbs is the one they wait for.
     if (coll.dur_ns) out_->Counter("collectives ms", pid_, t, *coll.dur_ns / 1e6);
     if (coll.wait_ns) out_->Counter("collective wait ms", pid_, t, *coll.wait_ns / 1e6);
+    // What the probes themselves took (periodic fingerprints show as spikes).
+    if (probe_ns) out_->Counter("probes ms", pid_, t, static_cast<double>(*probe_ns) / 1e6);
     if (loss) out_->Counter("loss", pid_, t, *loss);
     if (gloss) out_->Counter("gloss", pid_, t, *gloss);
     if (lr) out_->Counter("lr", pid_, t, *lr);

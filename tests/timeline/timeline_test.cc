@@ -222,6 +222,9 @@ TEST_F(TimelineTest, CountersAndInstants) {
   auto waited = counter("collective wait ms", 1);
   ASSERT_EQ(waited.size(), 3u);
   EXPECT_DOUBLE_EQ(Timeline::Num(Timeline::Args(*waited[0]), "value"), 0.2);
+  auto probes = counter("probes ms", 1);
+  ASSERT_EQ(probes.size(), 3u);
+  EXPECT_DOUBLE_EQ(Timeline::Num(Timeline::Args(*probes[2]), "value"), 0.15);
   const JsonValue& step_args = Timeline::Args(*t.One("X", "step 1", 0));
   EXPECT_EQ(Timeline::Int(step_args, "coll_n"), 1);
   EXPECT_EQ(Timeline::Int(step_args, "coll_bytes"), 4096);

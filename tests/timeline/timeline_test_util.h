@@ -78,7 +78,7 @@ class RankTrace {
   // step_begin at t, then phases data/forward/backward/sync/optimizer of `phase` ns each,
   // one allreduce (pg 0, seq `seq`) entered at t + 2*phase + enter_delay lasting `coll`,
   // then the step record (loss, lr, samples 32; its collective totals say the allreduce
-  // waited all but its last 0.1 ms).
+  // waited all but its last 0.1 ms; the probes took (step + 1) x 0.05 ms).
   void Step(int64_t step, int64_t t, int64_t phase, int64_t seq, int64_t enter_delay, int64_t coll,
             double loss) {
     At(trace::rec::kStepBegin, t, step).line().Field("epoch", int64_t{0});
@@ -111,7 +111,8 @@ class RankTrace {
         .Field("bytes", int64_t{4096})
         .Field("dur", coll)
         .Field("wait", coll - 100000)
-        .EndObject();
+        .EndObject()
+        .Field("probe_ns", int64_t{50000} * (step + 1));
   }
   void End(int64_t ts, int64_t step) {
     At(trace::rec::kEnd, ts, step).line().Field("reason", "ok").Field("status", 0);
