@@ -1,7 +1,5 @@
 #include "analyzers/fingerprints.h"
 
-#include "analyzers/param_table.h"
-
 namespace dsdiag::analyzers {
 
 std::optional<FingerprintRecord> ReadFingerprint(const trace::Record& record) {
@@ -13,7 +11,7 @@ std::optional<FingerprintRecord> ReadFingerprint(const trace::Record& record) {
   fp.what = std::string(*what);
   fp.why = std::string(*why);
   fp.per_param = *gran == "param";
-  if (!ReadHexArray(record, "h", &fp.hashes)) return std::nullopt;
+  if (!record.HexArray("h", &fp.hashes)) return std::nullopt;
   return fp;
 }
 

@@ -26,10 +26,6 @@ bool ReadIntArray(const trace::Record& record, const char* key, std::vector<int>
   return ReadIntList(element, out);
 }
 
-bool ReadHexArray(const trace::Record& record, const char* key, std::vector<uint64_t>* out) {
-  return record.HexArray(key, out);
-}
-
 std::optional<ParamTable> ParamTable::FromRecord(const trace::Record& record) {
   ParamTable table;
   simdjson::dom::array names;

@@ -29,8 +29,8 @@ struct ParamTable {
   std::string Describe(bool per_param, int index) const;
 };
 
-// Reads an array field of ints / 16-hex-digit hashes; false when absent or malformed.
+// Reads an array field of ints; false when absent or malformed. (Arrays of 16-hex-digit
+// hashes: trace::Record::HexArray.)
 bool ReadIntArray(const trace::Record& record, const char* key, std::vector<int>* out);
-bool ReadHexArray(const trace::Record& record, const char* key, std::vector<uint64_t>* out);
 
 }  // namespace dsdiag::analyzers

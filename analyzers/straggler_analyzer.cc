@@ -113,9 +113,13 @@ struct RankStats {
   // Per phase name, in order of first sight: a handful, looked up 5 times per `step` record,
   // where a map compared strings at every level.
   std::vector<std::pair<std::string, int64_t>> phase_ns;
-  int64_t* PhaseNs(std::string_view name) {
-    for (auto& [phase, ns] : phase_ns)
+  const int64_t* FindPhaseNs(std::string_view name) const {
+    for (const auto& [phase, ns] : phase_ns)
       if (phase == name) return &ns;
+    return nullptr;
+  }
+  int64_t* PhaseNs(std::string_view name) {
+    if (const int64_t* ns = FindPhaseNs(name)) return const_cast<int64_t*>(ns);
     return &phase_ns.emplace_back(std::string(name), 0).second;
   }
 
@@ -180,9 +184,8 @@ struct RankStats {
   double MeanLateness() const { return collectives ? double(lateness_ns) / collectives : 0; }
   double LastShare() const { return collectives ? double(last) / collectives : 0; }
   double MeanPhase(const std::string& phase) const {
-    for (const auto& [name, ns] : phase_ns)
-      if (name == phase) return steps == 0 ? 0 : double(ns) / steps;
-    return 0;
+    const int64_t* ns = FindPhaseNs(phase);
+    return ns == nullptr || steps == 0 ? 0 : double(*ns) / steps;
   }
 
   double P95() const {

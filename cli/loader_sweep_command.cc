@@ -127,11 +127,7 @@ int LoaderSweepCommand::Run(const std::vector<std::string>& args) {
     return 0;
   }
   const TorchPart* torch = LinkedTorchPart();
-  if (torch == nullptr) {  // in dsdiag: the sweep runs in dsdiag-torch
-    std::vector<std::string> torch_args = {"loader-sweep"};
-    torch_args.insert(torch_args.end(), args.begin(), args.end());
-    return ExecTorchPart("loader-sweep", torch_args);
-  }
+  if (torch == nullptr) return ExecTorchPart("loader-sweep", args);  // runs in dsdiag-torch
   trainer::LoaderSweepOptions o;
   o.workers = parsed.workers;
   o.batch_sizes = parsed.batch_sizes;

@@ -43,6 +43,7 @@ int ExecTorchPart(const std::string& command, const std::vector<std::string>& ar
   }
   std::vector<char*> argv;
   argv.push_back(const_cast<char*>(torch.c_str()));
+  argv.push_back(const_cast<char*>(command.c_str()));
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   std::cout.flush();

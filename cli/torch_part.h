@@ -35,8 +35,8 @@ const TorchPart* LinkedTorchPart();
 // dsdiag-torch beside it; empty when there is none (a build without LibTorch).
 std::string TorchExecutable();
 
-// Replaces this process by `dsdiag-torch ARGS...` (ARGS starts with the command name).
-// Returns only when that is impossible: says why on stderr, naming `command`, and returns 2.
+// Replaces this process by `dsdiag-torch COMMAND ARGS...`. Returns only when that is
+// impossible: says why on stderr, naming `command`, and returns 2.
 int ExecTorchPart(const std::string& command, const std::vector<std::string>& args);
 
 }  // namespace dsdiag::cli

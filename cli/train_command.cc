@@ -142,9 +142,7 @@ int TrainCommand::Run(const std::vector<std::string>& args) {
     return LaunchRanks(parsed, rank_executable);
   if (const TorchPart* torch = LinkedTorchPart()) return RunOneRank(parsed, *env, *torch);
   // In dsdiag, which does not link LibTorch: this rank becomes dsdiag-torch (or says why not).
-  std::vector<std::string> torch_args = {"train"};
-  torch_args.insert(torch_args.end(), args.begin(), args.end());
-  return ExecTorchPart("train", torch_args);
+  return ExecTorchPart("train", args);
 }
 
 std::unique_ptr<Subcommand> CreateTrainCommand() { return std::make_unique<TrainCommand>(); }

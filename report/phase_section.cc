@@ -140,7 +140,7 @@ void AppendProbeCost(const RunCollector& data, std::string* out) {
   int worst_rank = -1, ranks = 0;
   for (size_t i = 0; i < data.rank_steps().size(); ++i) {
     const RankSteps& s = data.rank_steps()[i];
-    if (s.probe_steps == 0 || s.probe_step_ns <= 0) continue;
+    if (s.probe_step_ns <= 0) continue;
     ++ranks;
     probe += s.probe_ns;
     steps += s.probe_step_ns;

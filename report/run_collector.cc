@@ -91,7 +91,6 @@ void RunCollector::OnStep(int index, const trace::Record& r) {
   ++steps.steps;
   steps.dur_ns += static_cast<double>(*dur);
   if (const auto probe_ns = r.Int("probe_ns"); probe_ns && *probe_ns >= 0) {
-    ++steps.probe_steps;
     steps.probe_ns += static_cast<double>(*probe_ns);
     steps.probe_step_ns += static_cast<double>(*dur);
   }

@@ -39,7 +39,6 @@ struct RankSteps {
   double dur_ns = 0;             // summed
   std::vector<double> phase_ns;  // summed, by phase index (RunCollector::phases())
   // The probes' own time (`probe_ns`) and the dur of the step records that carry it.
-  int64_t probe_steps = 0;
   double probe_ns = 0;
   double probe_step_ns = 0;
 };
