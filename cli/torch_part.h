@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "trainer/dist_env.h"
+#include "launch/dist_env.h"
 #include "trainer/loader_sweep_result.h"
 #include "trainer/torch/loader_sweep.h"  // LoaderSweepOptions: a torch-free header
 #include "trainer/train_config.h"
@@ -22,7 +22,7 @@
 namespace dsdiag::cli {
 
 struct TorchPart {
-  std::function<int(const trainer::TrainConfig&, const trainer::DistEnv&)> run_rank;
+  std::function<int(const trainer::TrainConfig&, const launch::DistEnv&)> run_rank;
   std::function<trainer::LoaderSweepResult(const trainer::LoaderSweepOptions&)> loader_sweep;
 };
 

@@ -15,9 +15,10 @@
 #include "cli/commands.h"
 #include "cli/torch_part.h"
 #include "cli/train_options.h"
+#include "launch/dist_env.h"
+#include "launch/launcher.h"
 #include "trace/run_files.h"
-#include "trainer/dist_env.h"
-#include "trainer/launcher.h"
+#include "trace/signal_name.h"
 
 namespace dsdiag::cli {
 namespace {
@@ -60,7 +61,7 @@ int LaunchRanks(TrainArgs& parsed, const std::string& rank_executable) {
   if (!parsed.out_given) config.out = FreshRunDir();
   RemoveEarlierTraces(config.out);
 
-  trainer::LaunchSpec spec;
+  launch::LaunchSpec spec;
   spec.executable = rank_executable;
   spec.args = {"train"};
   spec.args.insert(spec.args.end(), parsed.rank_args.begin(), parsed.rank_args.end());
@@ -70,11 +71,11 @@ int LaunchRanks(TrainArgs& parsed, const std::string& rank_executable) {
   spec.log = &std::cerr;
 
   const auto start = std::chrono::steady_clock::now();
-  trainer::LaunchReport report;
+  launch::LaunchReport report;
   int status = 0;
   try {
-    status = trainer::Launch(spec, &report);
-  } catch (const trainer::LaunchError& e) {
+    status = launch::Launch(spec, &report);
+  } catch (const launch::LaunchError& e) {
     throw InputError(e.what());
   }
   const double seconds =
@@ -84,7 +85,7 @@ int LaunchRanks(TrainArgs& parsed, const std::string& rank_executable) {
     std::cerr << "dsdiag train: " << line << "\n";
   std::string outcome = "finished cleanly";
   if (report.launcher_signal != 0) {
-    outcome = "stopped by " + trainer::SignalName(report.launcher_signal);
+    outcome = "stopped by " + trace::SignalName(report.launcher_signal);
   } else if (report.first_failure) {
     outcome = "FAILED (rank " + std::to_string(*report.first_failure) + " first)";
   } else if (status != 0) {
@@ -97,7 +98,7 @@ int LaunchRanks(TrainArgs& parsed, const std::string& rank_executable) {
   return status;
 }
 
-int RunOneRank(TrainArgs& parsed, const trainer::DistEnv& env, const TorchPart& torch) {
+int RunOneRank(TrainArgs& parsed, const launch::DistEnv& env, const TorchPart& torch) {
   trainer::TrainConfig& config = parsed.config;
   if (!parsed.out_given) config.out = SharedRunDir(env, std::time(nullptr));
   std::error_code ec;
@@ -115,10 +116,10 @@ std::string_view TrainCommand::description() const {
 std::string TrainCommand::Usage() const { return TrainUsage(); }
 
 int TrainCommand::Run(const std::vector<std::string>& args) {
-  std::optional<trainer::DistEnv> env;
+  std::optional<launch::DistEnv> env;
   std::string env_error;
   try {
-    env = trainer::ReadDistEnv();
+    env = launch::ReadDistEnv();
   } catch (const std::invalid_argument& e) {
     env_error = e.what();
   }

@@ -1,7 +1,7 @@
 // `dsdiag train [options]`: runs the instrumented reference trainer (CONTRACT.md).
-//   --nproc N         launch N local ranks of this same executable (trainer/launcher.h),
+//   --nproc N         launch N local ranks of this same executable (launch/launcher.h),
 //                     supervise them, print a summary and return the launcher's status
-//   under a launcher  (trainer/dist_env.h) run as that one rank: trainer::RunRank
+//   under a launcher  (launch/dist_env.h) run as that one rank: trainer::RunRank
 //   neither           as --nproc 1
 // The options are parsed and checked first (cli/train_options.h), so a bad command line
 // reports exit 2 even in a dsdiag built without LibTorch, which then says it cannot train.

@@ -26,7 +26,7 @@ constexpr int kMaxLocalRanks = 1024;  // a typo guard: --nproc 40000 would fork-
 // One option per paragraph: the formatter's call chains would hide which help goes with
 // which flag.
 // clang-format off
-po::options_description RunOptions(trainer::TrainConfig* c) {
+po::options_description RunOptions(trainer::TrainConfig* c, std::vector<std::string>* injects) {
   po::options_description o("run");
   o.add_options()
       ("nproc", po::value<int>()->value_name("N"),
@@ -70,7 +70,7 @@ po::options_description RunOptions(trainer::TrainConfig* c) {
       ("trace-compress", po::value<std::string>(&c->trace_compress)
                              ->default_value(c->trace_compress)->value_name("none|zstd"),
        "zstd: write rank-<R>.jsonl.zst, 3-5x smaller; every dsdiag reader decodes it")
-      ("inject", po::value<std::vector<std::string>>(&c->inject)->composing()
+      ("inject", po::value<std::vector<std::string>>(injects)->composing()
                      ->value_name("SPEC"),
        "inject a fault, KIND[:key=value,...] (repeatable; kinds below)")
       ("dataset-size", po::value<int64_t>(&c->dataset_size)->default_value(c->dataset_size)
@@ -113,9 +113,9 @@ po::options_description ModelOptions(trainer::TrainConfig* c) {
 }
 // clang-format on
 
-po::options_description AllOptions(trainer::TrainConfig* c) {
+po::options_description AllOptions(trainer::TrainConfig* c, std::vector<std::string>* injects) {
   po::options_description all;
-  all.add(RunOptions(c)).add(ModelOptions(c));
+  all.add(RunOptions(c, injects)).add(ModelOptions(c));
   all.add_options()("help,h", "show this help");
   return all;
 }
@@ -203,16 +203,17 @@ void CheckModel(const trainer::TrainConfig& c) {
   AtLeast<int64_t>("log-every", c.log_every, 1);
 }
 
-// Parses every spec against the run's world size; a step the run never reaches is an error
-// too, since the fault would silently not happen.
-void CheckInjects(const trainer::TrainConfig& c, int world_size) {
+// Parses every spec against the run's world size into c->inject, the plan the rank runs
+// with (nothing parses the specs again); a step the run never reaches is an error too, since
+// the fault would silently not happen.
+void ParseInjects(const std::vector<std::string>& texts, int world_size, trainer::TrainConfig* c) {
   try {
-    const inject::InjectPlan plan = inject::InjectPlan::Parse(c.inject, world_size);
-    for (const inject::InjectSpec& spec : plan.specs()) {
-      if (spec.step && c.steps > 0 && *spec.step >= c.steps) {
+    c->inject = inject::InjectPlan::Parse(texts, world_size);
+    for (const inject::InjectSpec& spec : c->inject.specs()) {
+      if (spec.step && c->steps > 0 && *spec.step >= c->steps) {
         throw UsageError("--inject " + spec.text + ": step " + std::to_string(*spec.step) +
                          " is never reached: the run stops after --steps " +
-                         std::to_string(c.steps) + " (steps 0.." + std::to_string(c.steps - 1) +
+                         std::to_string(c->steps) + " (steps 0.." + std::to_string(c->steps - 1) +
                          ")");
       }
     }
@@ -254,7 +255,8 @@ std::string Env(const char* name) {
 TrainArgs ParseTrainArgs(const std::vector<std::string>& args, int env_world_size) {
   TrainArgs result;
   trainer::TrainConfig& c = result.config;
-  po::options_description options = AllOptions(&c);
+  std::vector<std::string> injects;
+  po::options_description options = AllOptions(&c, &injects);
   po::variables_map vm;
   try {
     const po::parsed_options parsed = po::command_line_parser(args).options(options).run();
@@ -286,7 +288,7 @@ TrainArgs ParseTrainArgs(const std::vector<std::string>& args, int env_world_siz
 
   CheckRun(c, world_size);
   CheckModel(c);
-  CheckInjects(c, world_size);
+  ParseInjects(injects, world_size, &c);
   return result;
 }
 
@@ -308,7 +310,7 @@ std::string TrainUsage() {
         "                    rank the same --out)\n"
         "  neither           as --nproc 1\n"
         "\n"
-     << AllOptions(&defaults)
+     << AllOptions(&defaults, nullptr)
      << "\n"
         "Fault injection, --inject KIND[:key=value,...]: each reproduces a real failure;\n"
         "rank R is 0..ranks-1, step S is 0-based, MS in milliseconds.\n"
@@ -332,7 +334,7 @@ std::string TimestampRunDir(std::time_t now) {
   return std::string("runs/") + stamp;
 }
 
-std::string SharedRunDir(const trainer::DistEnv& env, std::time_t now) {
+std::string SharedRunDir(const launch::DistEnv& env, std::time_t now) {
   if (!env.run_id.empty()) return "runs/" + env.run_id;
   const std::string elastic = Env("TORCHELASTIC_RUN_ID");
   if (!elastic.empty() && elastic != "none") return "runs/" + elastic;

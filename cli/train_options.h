@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "trainer/dist_env.h"
+#include "launch/dist_env.h"
 #include "trainer/train_config.h"
 
 namespace dsdiag::cli {
@@ -40,6 +40,6 @@ std::string TimestampRunDir(std::time_t now);
 // so it comes from an id the launcher shares: DSDIAG_RUN_ID, TORCHELASTIC_RUN_ID or
 // SLURM_JOB_ID(.SLURM_STEP_ID); a one-rank job may use the timestamp. Throws UsageError
 // (asking for --out) when the ranks cannot agree on one.
-std::string SharedRunDir(const trainer::DistEnv& env, std::time_t now);
+std::string SharedRunDir(const launch::DistEnv& env, std::time_t now);
 
 }  // namespace dsdiag::cli

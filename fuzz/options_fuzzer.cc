@@ -29,7 +29,7 @@
 #include "fuzz/fuzz_check.h"
 #include "inject/inject_spec.h"
 #include "synth/faults.h"
-#include "trainer/dist_env.h"
+#include "launch/dist_env.h"
 
 namespace {
 
@@ -78,7 +78,7 @@ void FuzzTrain(const Words& args, int env_world_size) {
   }
   FUZZ_CHECK(!rank.help && rank.config.nproc == 0, "a rank would launch ranks");
   FUZZ_CHECK(rank.config.steps == c.steps && rank.config.epochs == c.epochs &&
-                 rank.config.seed == c.seed && rank.config.inject == c.inject &&
+                 rank.config.seed == c.seed && rank.config.inject.texts() == c.inject.texts() &&
                  rank.config.batch_size == c.batch_size,
              "a rank's config differs from its launcher's");
 }
@@ -192,9 +192,9 @@ void FuzzEnvironment(const Words& assignments) {
       if (name == known) setenv(known, a.c_str() + eq + 1, 1);
     }
   }
-  std::optional<dsdiag::trainer::DistEnv> env;
+  std::optional<dsdiag::launch::DistEnv> env;
   try {
-    env = dsdiag::trainer::ReadDistEnv();
+    env = dsdiag::launch::ReadDistEnv();
   } catch (const std::invalid_argument& e) {
     FUZZ_CHECK(e.what()[0] != '\0', "invalid_argument without a message");
     return;

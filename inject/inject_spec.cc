@@ -377,4 +377,10 @@ const InjectSpec* InjectPlan::FindFor(Kind kind, int rank) const {
   return nullptr;
 }
 
+std::vector<std::string> InjectPlan::texts() const {
+  std::vector<std::string> out;
+  for (const InjectSpec& spec : specs_) out.push_back(spec.text);
+  return out;
+}
+
 }  // namespace dsdiag::inject

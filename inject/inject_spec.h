@@ -65,6 +65,8 @@ class InjectPlan {
   const InjectSpec* Find(Kind kind) const;
   // The first spec of `kind` that targets `rank` (a spec without a rank key targets all).
   const InjectSpec* FindFor(Kind kind, int rank) const;
+  // The specs as given, in order.
+  std::vector<std::string> texts() const;
 
  private:
   std::vector<InjectSpec> specs_;

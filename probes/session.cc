@@ -14,6 +14,7 @@
 #include "trace/clock.h"
 #include "trace/record_types.h"
 #include "trace/run_files.h"
+#include "trace/signal_name.h"
 
 namespace dsdiag::probes {
 namespace {
@@ -50,29 +51,6 @@ void CompleteHeader(trace::TraceHeader* h) {
   if (h->clock.mono_ns == 0) {
     h->clock.mono_ns = trace::MonotonicNs();
     h->clock.wall_ns = trace::WallNs();
-  }
-}
-
-const char* SignalName(int signo) {
-  switch (signo) {
-    case SIGTERM:
-      return "SIGTERM";
-    case SIGINT:
-      return "SIGINT";
-    case SIGUSR1:
-      return "SIGUSR1";
-    case SIGUSR2:
-      return "SIGUSR2";
-    case SIGHUP:
-      return "SIGHUP";
-    case SIGKILL:
-      return "SIGKILL";
-    case SIGSEGV:
-      return "SIGSEGV";
-    case SIGABRT:
-      return "SIGABRT";
-    default:
-      return "signal";
   }
 }
 
@@ -190,7 +168,7 @@ void Session::RecordSignal(int signo) noexcept {
   ProbeTimer timer(this);
   {
     auto r = writer_->Begin(trace::rec::kSignal);
-    r.line().Field("signal", SignalName(signo)).Field("signo", signo);
+    r.line().Field("signal", trace::SignalName(signo)).Field("signo", signo);
   }
   writer_->Flush();
 }

@@ -8,15 +8,12 @@
 
 #include <cstdint>
 
+#include "trace/split_mix64.h"
+
 namespace dsdiag::synth {
 
-// SplitMix64's finaliser: a bijection on 64 bits that scatters nearby inputs.
-constexpr uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+// A bijection on 64 bits that scatters nearby inputs.
+constexpr uint64_t Mix(uint64_t x) { return trace::SplitMix64(x); }
 
 class Noise {
  public:

@@ -2,11 +2,11 @@
 // Returns the process exit status (0 clean; non-zero on failure, see trainer docs).
 #pragma once
 
-#include "trainer/dist_env.h"
+#include "launch/dist_env.h"
 #include "trainer/train_config.h"
 
 namespace dsdiag::trainer {
 
-int RunRank(const TrainConfig& config, const DistEnv& env);
+int RunRank(const TrainConfig& config, const launch::DistEnv& env);
 
 }  // namespace dsdiag::trainer

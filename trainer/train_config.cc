@@ -14,11 +14,11 @@ std::string ResolvedBackend(const TrainConfig& c) {
 }
 
 // The --inject specs in one scalar, space-separated (a spec never holds a space).
-std::string JoinedInjects(const std::vector<std::string>& specs) {
+std::string JoinedInjects(const inject::InjectPlan& plan) {
   std::string out;
-  for (const std::string& s : specs) {
+  for (const inject::InjectSpec& spec : plan.specs()) {
     if (!out.empty()) out += ' ';
-    out += s;
+    out += spec.text;
   }
   return out;
 }

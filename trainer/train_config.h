@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "inject/inject_spec.h"
 #include "trace/json_value.h"
 
 namespace dsdiag::trainer {
@@ -29,7 +30,7 @@ struct TrainConfig {
   std::string backend = "";             // gloo | nccl; empty: gloo on cpu, nccl on cuda
   std::string probes = "light";         // off | light | full
   std::string trace_compress = "none";  // none | zstd: rank-<R>.jsonl or rank-<R>.jsonl.zst
-  std::vector<std::string> inject;      // raw --inject specs
+  inject::InjectPlan inject;            // the --inject specs, parsed once by the CLI
   int64_t dataset_size = 1024;          // samples in the synthetic corpus
 
   // Model (DeepSeek-style MoE decoder).

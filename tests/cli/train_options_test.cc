@@ -97,7 +97,7 @@ TEST(TrainOptionsTest, EveryFlagLandsInItsField) {
   EXPECT_EQ(c.device, "cuda");
   EXPECT_EQ(c.backend, "nccl");
   EXPECT_EQ(c.probes, "full");
-  EXPECT_EQ(c.inject, (std::vector<std::string>{"no-set-epoch", "straggler:rank=3,ms=9"}));
+  EXPECT_EQ(c.inject.texts(), (std::vector<std::string>{"no-set-epoch", "straggler:rank=3,ms=9"}));
   EXPECT_EQ(c.dataset_size, 512);
   EXPECT_EQ(c.n_layers, 3);
   EXPECT_EQ(c.d_model, 48);
@@ -278,7 +278,7 @@ TEST(TrainOptionsTest, SharedRunDirComesFromALauncherId) {
   unsetenv("TORCHELASTIC_RUN_ID");
   unsetenv("SLURM_JOB_ID");
   unsetenv("SLURM_STEP_ID");
-  trainer::DistEnv env;
+  launch::DistEnv env;
   env.rank = 1;
   env.world_size = 2;
   env.source = "torchrun";

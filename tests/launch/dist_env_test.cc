@@ -1,6 +1,6 @@
 // ReadDistEnv: torchrun, Slurm and Open MPI variables, their defaults, their precedence, and
 // messages that name the variable at fault.
-#include "trainer/dist_env.h"
+#include "launch/dist_env.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace dsdiag::trainer {
+namespace dsdiag::launch {
 namespace {
 
 const char* const kAllVars[] = {"RANK",
@@ -186,4 +186,4 @@ TEST_F(DistEnvTest, OpenMpiNeedsBoth) {
 }
 
 }  // namespace
-}  // namespace dsdiag::trainer
+}  // namespace dsdiag::launch

@@ -68,8 +68,12 @@ std::string EnvLine(const char* name) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int rank = EnvInt("RANK");
-  const int world_size = EnvInt("WORLD_SIZE");
+  int rank = EnvInt("RANK");
+  int world_size = EnvInt("WORLD_SIZE");
+  if (rank < 0 && world_size < 0) {  // started without rank variables: a job of one process
+    rank = 0;
+    world_size = 1;
+  }
   if (argc < 2 || rank < 0 || world_size < 1) {
     std::fprintf(stderr, "launch_helper: needs RANK, WORLD_SIZE and a behaviour\n");
     return 100;

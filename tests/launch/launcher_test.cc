@@ -4,7 +4,7 @@
 //
 // No assertion depends on timing: "stopped by SIGTERM, not SIGKILL" is read from how each
 // rank died, with a grace period far longer than any test may take.
-#include "trainer/launcher.h"
+#include "launch/launcher.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -20,7 +20,10 @@
 #include <sstream>
 #include <thread>
 
-namespace dsdiag::trainer {
+#include "launch/rendezvous.h"
+#include "trace/signal_name.h"
+
+namespace dsdiag::launch {
 namespace {
 
 namespace fs = std::filesystem;
@@ -132,6 +135,43 @@ TEST_F(LauncherTest, RanksGetTheirEnvironmentAndArgs) {
         std::to_string(report.master_port) +
         "\nDSDIAG_RUN_ID=test-run\nOMP_NUM_THREADS=1\nHELPER_EXTRA=x\narg=env\narg=env\n";
     EXPECT_EQ(Read("env-" + std::to_string(r)), expected);
+  }
+}
+
+// `dsdiag run` without --nproc: one process that numbers its ranks itself.
+TEST_F(LauncherTest, AProcessThatStartsItsOwnRanksGetsNoRankVariables) {
+  unsetenv("OMP_NUM_THREADS");
+  LaunchSpec spec = Spec(1, {"env"});
+  spec.assign_ranks = false;
+  LaunchReport report;
+  ASSERT_EQ(Launch(spec, &report), 0);
+  EXPECT_EQ(Read("env-0"),
+            "RANK=<unset>\nWORLD_SIZE=<unset>\nLOCAL_RANK=<unset>\nLOCAL_WORLD_SIZE=<unset>\n"
+            "MASTER_ADDR=<unset>\nMASTER_PORT=<unset>\nDSDIAG_RUN_ID=test-run\n"
+            "OMP_NUM_THREADS=1\nHELPER_EXTRA=<unset>\narg=env\n");
+}
+
+// A command name is looked up in PATH, as a shell does; argv[0] stays the name.
+TEST_F(LauncherTest, ACommandNameIsFoundInPath) {
+  const std::string helper_dir = fs::path(LAUNCH_HELPER).parent_path().string();
+  const std::string old_path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  setenv("PATH", (helper_dir + ":" + old_path).c_str(), 1);
+  LaunchSpec spec = Spec(2, {"ok"});
+  spec.executable = fs::path(LAUNCH_HELPER).filename().string();
+  LaunchReport report;
+  const int status = Launch(spec, &report);
+  setenv("PATH", old_path.c_str(), 1);
+  EXPECT_EQ(status, 0);
+  EXPECT_EQ(ResolveExecutable("launch_helper_that_does_not_exist"), std::nullopt);
+  EXPECT_EQ(ResolveExecutable("/bin/sh"), "/bin/sh");
+  spec.executable = "launch_helper_that_does_not_exist";
+  try {
+    Launch(spec, &report);
+    ADD_FAILURE() << "a missing command launched";
+  } catch (const LaunchError& e) {
+    EXPECT_NE(std::string(e.what()).find("launch_helper_that_does_not_exist: command not found"),
+              std::string::npos)
+        << e.what();
   }
 }
 
@@ -347,9 +387,9 @@ TEST(LauncherUtilTest, PickFreePortAndNames) {
   const int port = PickFreePort();
   EXPECT_GT(port, 0);
   EXPECT_LT(port, 65536);
-  EXPECT_EQ(SignalName(SIGKILL), "SIGKILL");
-  EXPECT_EQ(SignalName(SIGTERM), "SIGTERM");
-  EXPECT_EQ(SignalName(0), "signal 0");
+  EXPECT_EQ(trace::SignalName(SIGKILL), "SIGKILL");
+  EXPECT_EQ(trace::SignalName(SIGTERM), "SIGTERM");
+  EXPECT_EQ(trace::SignalName(0), "signal 0");
   const std::string id = MakeRunId();
   ASSERT_EQ(id.size(), 24u) << id;
   EXPECT_EQ(id[8], '-');
@@ -358,4 +398,4 @@ TEST(LauncherUtilTest, PickFreePortAndNames) {
 }
 
 }  // namespace
-}  // namespace dsdiag::trainer
+}  // namespace dsdiag::launch

@@ -10,7 +10,7 @@ TEST(TrainConfigTest, ToJsonIsFlatAndComplete) {
   TrainConfig config;
   config.nproc = 4;
   config.steps = 50;
-  config.inject = {"straggler:rank=1,ms=50", "no-set-epoch"};
+  config.inject = inject::InjectPlan::Parse({"straggler:rank=1,ms=50", "no-set-epoch"}, 2);
   const trace::JsonValue json = config.ToJson();
   ASSERT_TRUE(json.is_object());
   for (const auto& [key, value] : json.members()) {

@@ -70,7 +70,7 @@ const char* DtypeName(torch::ScalarType type) {
   }
 }
 
-std::unique_ptr<Comm> Comm::Connect(const DistEnv& env, const CommOptions& options) {
+std::unique_ptr<Comm> Comm::Connect(const launch::DistEnv& env, const CommOptions& options) {
   std::unique_ptr<Comm> comm(new Comm());
   comm->rank_ = env.rank;
   comm->world_size_ = env.world_size;

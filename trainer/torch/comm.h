@@ -15,7 +15,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
-#include "trainer/dist_env.h"
+#include "launch/dist_env.h"
 
 namespace dsdiag::probes {
 class CollectiveProbe;
@@ -48,7 +48,7 @@ class Comm {
  public:
   // Rendezvous at env.master_addr:master_port (rank 0 hosts the TCPStore), then builds
   // the process group. Throws std::runtime_error saying which step failed.
-  static std::unique_ptr<Comm> Connect(const DistEnv& env, const CommOptions& options);
+  static std::unique_ptr<Comm> Connect(const launch::DistEnv& env, const CommOptions& options);
   ~Comm();
 
   int rank() const { return rank_; }

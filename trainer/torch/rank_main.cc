@@ -28,6 +28,7 @@
 #include <thread>
 
 #include "inject/inject_spec.h"
+#include "launch/rendezvous.h"
 #include "probes/collective_probe.h"
 #include "probes/flight_recorder.h"
 #include "probes/session.h"
@@ -35,8 +36,8 @@
 #include "probes/watchdog.h"
 #include "trace/clock.h"
 #include "trace/record_types.h"
+#include "trace/signal_name.h"
 #include "trace/trace_writer.h"
-#include "trainer/launcher.h"  // SignalName
 #include "trainer/torch/clock_sync.h"
 #include "trainer/torch/comm.h"
 #include "trainer/torch/error_text.h"
@@ -62,22 +63,11 @@ std::chrono::milliseconds StoreProbeTimeout(const Comm& comm) {
   return std::clamp(comm.timeout(), kStoreProbeTimeoutMin, kStoreProbeTimeout);
 }
 
-std::string MakeRunId(const WallClock& clock) {
-  const std::time_t now = static_cast<std::time_t>(clock.Now() / 1000000000);
-  std::tm local{};
-  localtime_r(&now, &local);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &local);
-  char suffix[16];
-  std::snprintf(suffix, sizeof suffix, "-%08x", static_cast<unsigned>(std::random_device{}()));
-  return std::string(stamp) + suffix;
-}
-
 // The launcher's DSDIAG_RUN_ID, else one made by rank 0 and shared through the store.
-std::string ResolveRunId(const DistEnv& env, c10d::Store& store, const WallClock& clock) {
+std::string ResolveRunId(const launch::DistEnv& env, c10d::Store& store, const WallClock& clock) {
   if (!env.run_id.empty()) return env.run_id;
   if (env.rank == 0) {
-    const std::string id = MakeRunId(clock);
+    const std::string id = launch::MakeRunId(clock.Now());
     store.set(kRunIdKey, std::vector<uint8_t>(id.begin(), id.end()));
     return id;
   }
@@ -93,7 +83,7 @@ bool LooksLikePeerLoss(const std::string& message) {
   return false;
 }
 
-void Fail(const char* what, const DistEnv& env, const std::string& message) {
+void Fail(const char* what, const launch::DistEnv& env, const std::string& message) {
   std::fprintf(stderr, "dsdiag train: rank %d: %s: %s\n", env.rank, what, message.c_str());
 }
 
@@ -129,7 +119,7 @@ struct Probes {
   std::unique_ptr<probes::CollectiveProbe> collectives;
 };
 
-Probes StartProbes(const TrainConfig& config, const DistEnv& env, const std::string& run_id,
+Probes StartProbes(const TrainConfig& config, const launch::DistEnv& env, const std::string& run_id,
                    const WallClock& clock, const ClockOffset& offset) {
   probes::SessionConfig session_config;
   session_config.mode = probes::ParseMode(config.probes).value_or(probes::Mode::kLight);
@@ -165,15 +155,15 @@ Probes StartProbes(const TrainConfig& config, const DistEnv& env, const std::str
 
 // The clean end: a last clock measurement, then a barrier so that rank 0 (the store's
 // host) leaves last.
-void FinishRun(const DistEnv& env, Comm& comm, const WallClock& clock, probes::Session* session,
-               RunControl& control) {
+void FinishRun(const launch::DistEnv& env, Comm& comm, const WallClock& clock,
+               probes::Session* session, RunControl& control) {
   const ClockOffset end = MeasureClockOffset(comm.store(), env.rank, env.world_size, clock, "end");
   session->RecordClock("end", end.offset_ns, end.err_ns, end.rtt_ns);
   control.Finishing();
   comm.Barrier("final");
 }
 
-[[noreturn]] void EndAfterFailure(const std::exception& e, const DistEnv& env, Comm& comm,
+[[noreturn]] void EndAfterFailure(const std::exception& e, const launch::DistEnv& env, Comm& comm,
                                   Probes& p, RunControl& control) {
   control.Finishing();
   const std::string message = ErrorText(e);
@@ -187,8 +177,8 @@ void FinishRun(const DistEnv& env, Comm& comm, const WallClock& clock, probes::S
   if (const int signo = control.pending_signal()) {
     // The failure is the signal's doing (a peer stopped first and closed its sockets).
     p.session->RecordSignal(signo);
-    p.watchdog->DumpNow(SignalName(signo).c_str());
-    p.session->End("signal", 128 + signo, SignalName(signo));
+    p.watchdog->DumpNow(trace::SignalName(signo).c_str());
+    p.session->End("signal", 128 + signo, trace::SignalName(signo));
     std::_Exit(128 + signo);
   }
   if (control.peer_failed() || LooksLikePeerLoss(message)) {
@@ -216,15 +206,9 @@ void FinishRun(const DistEnv& env, Comm& comm, const WallClock& clock, probes::S
 
 }  // namespace
 
-int RunRank(const TrainConfig& config, const DistEnv& env) {
+int RunRank(const TrainConfig& config, const launch::DistEnv& env) {
   torch::set_num_threads(1);  // ranks share the cores; intra-op threads would fight
-  Faults faults;
-  try {
-    faults = Faults(inject::InjectPlan::Parse(config.inject, env.world_size), env.rank);
-  } catch (const inject::InjectSpecError& e) {
-    Fail("bad --inject", env, ErrorText(e));
-    return 2;
-  }
+  const Faults faults(config.inject, env.rank);  // parsed and checked by the CLI
   const WallClock clock(faults.clock_skew_ns());
   RunControl control;  // signals are caught from here on
 
@@ -276,7 +260,7 @@ int RunRank(const TrainConfig& config, const DistEnv& env) {
   } catch (const StopRun& stop) {
     control.Finishing();
     if (stop.signo() != 0) p.session->RecordSignal(stop.signo());
-    p.watchdog->DumpNow(stop.signo() != 0 ? SignalName(stop.signo()).c_str() : "error");
+    p.watchdog->DumpNow(stop.signo() != 0 ? trace::SignalName(stop.signo()).c_str() : "error");
     p.session->End(stop.reason(), stop.status(), stop.detail());
     if (stop.reason() != "signal") Fail("stopping after a peer failed", env, stop.detail());
     return stop.status();  // stopped between phases: the process group is idle, leave cleanly

@@ -13,7 +13,7 @@
 
 #include "probes/session.h"
 #include "trace/clock.h"
-#include "trainer/launcher.h"  // SignalName
+#include "trace/signal_name.h"
 #include "trainer/torch/error_text.h"
 
 namespace dsdiag::trainer {
@@ -118,7 +118,7 @@ std::string RunControl::peer_error() const {
 
 void RunControl::Check() const {
   if (const int signo = g_signal.load()) {
-    throw StopRun("signal", 128 + signo, SignalName(signo), signo);
+    throw StopRun("signal", 128 + signo, trace::SignalName(signo), signo);
   }
   if (peer_failed_.load()) throw StopRun("peer-failure", 1, peer_error());
 }
@@ -290,13 +290,13 @@ bool RunControl::PollStore(std::unique_ptr<c10d::TCPStore>* store, const std::st
 void RunControl::ForceExit() noexcept {
   // The main thread is stuck (in a collective, or hung): end the trace from here.
   const int signo = g_signal.load();
-  if (force_exit_hook_) force_exit_hook_(signo != 0 ? SignalName(signo) : "peer-failure");
+  if (force_exit_hook_) force_exit_hook_(signo != 0 ? trace::SignalName(signo) : "peer-failure");
   int status = 1;
   if (probes::Session* session = g_session.load()) {
     if (signo != 0) {
       status = 128 + signo;
       session->RecordSignal(signo);
-      session->End("signal", status, SignalName(signo));
+      session->End("signal", status, trace::SignalName(signo));
     } else {
       session->End("peer-failure", status, peer_error());
     }

@@ -42,7 +42,7 @@ constexpr uint64_t kForeignSamplerSeed = 0x5eed0000;
 // The parameter the `grad-desync` fault alters after the allreduce.
 constexpr const char* kDesyncParam = "head.weight";
 
-torch::Device DeviceFor(const TrainConfig& config, const DistEnv& env) {
+torch::Device DeviceFor(const TrainConfig& config, const launch::DistEnv& env) {
   if (config.device == "cuda") {
     if (!torch::cuda::is_available()) {
       throw std::runtime_error("--device cuda: this LibTorch sees no CUDA device");
@@ -75,7 +75,7 @@ uint64_t GeneratorHash(const torch::Generator& generator) {
 }  // namespace
 
 struct Trainer::State {
-  State(const TrainConfig& config, const DistEnv& env, const Faults& faults, Comm& comm,
+  State(const TrainConfig& config, const launch::DistEnv& env, const Faults& faults, Comm& comm,
         probes::Session* session, RunControl& control)
       : config(config),
         env(env),
@@ -103,7 +103,7 @@ struct Trainer::State {
   void PrintProgress(int64_t step, double loss, int64_t step_start_ns) const;
 
   const TrainConfig& config;
-  const DistEnv& env;
+  const launch::DistEnv& env;
   const Faults& faults;
   Comm& comm;
   probes::Session* session;
@@ -130,7 +130,7 @@ struct Trainer::State {
   int64_t samples = 0;
 };
 
-Trainer::Trainer(const TrainConfig& config, const DistEnv& env, const Faults& faults, Comm& comm,
+Trainer::Trainer(const TrainConfig& config, const launch::DistEnv& env, const Faults& faults, Comm& comm,
                  probes::Session* session, RunControl& control)
     : state_(std::make_unique<State>(config, env, faults, comm, session, control)) {}
 

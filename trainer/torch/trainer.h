@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "trainer/dist_env.h"
+#include "launch/dist_env.h"
 #include "trainer/train_config.h"
 
 namespace dsdiag::probes {
@@ -28,7 +28,7 @@ class RunControl;
 
 class Trainer {
  public:
-  Trainer(const TrainConfig& config, const DistEnv& env, const Faults& faults, Comm& comm,
+  Trainer(const TrainConfig& config, const launch::DistEnv& env, const Faults& faults, Comm& comm,
           probes::Session* session, RunControl& control);
   ~Trainer();
 

@@ -11,14 +11,14 @@
 //   Open MPI  OMPI_COMM_WORLD_LOCAL_RANK = rank; MASTER_ADDR = 127.0.0.1 only when every rank
 //             is on this node (OMPI_COMM_WORLD_LOCAL_SIZE = OMPI_COMM_WORLD_SIZE), else required
 // An empty variable counts as unset.
-#include "trainer/dist_env.h"
+#include "launch/dist_env.h"
 
 #include <charconv>
 #include <cstdlib>
 #include <stdexcept>
 #include <string_view>
 
-namespace dsdiag::trainer {
+namespace dsdiag::launch {
 namespace {
 
 constexpr int kDefaultMasterPort = 29500;
@@ -119,4 +119,4 @@ std::optional<DistEnv> ReadDistEnv() {
   return env;
 }
 
-}  // namespace dsdiag::trainer
+}  // namespace dsdiag::launch

@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-namespace dsdiag::trainer {
+namespace dsdiag::launch {
 
 struct DistEnv {
   int rank = 0;
@@ -25,4 +25,4 @@ struct DistEnv {
 // (e.g. RANK=abc, RANK >= WORLD_SIZE).
 std::optional<DistEnv> ReadDistEnv();
 
-}  // namespace dsdiag::trainer
+}  // namespace dsdiag::launch

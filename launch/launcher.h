@@ -1,8 +1,10 @@
-// Launch: `dsdiag train --nproc N` as `torchrun --standalone --nproc-per-node N` does it —
-// N local copies of one program, each told its rank through the environment (RANK,
-// WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, DSDIAG_RUN_ID,
-// OMP_NUM_THREADS), then supervised until every one has exited. Torch-free: the ranks
-// rendezvous among themselves; the launcher only starts, watches and stops processes.
+// Launch: `dsdiag train --nproc N` and `dsdiag run --nproc N -- COMMAND` as `torchrun
+// --standalone --nproc-per-node N` does it — N local copies of any program, each told its
+// rank through the environment (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR,
+// MASTER_PORT, DSDIAG_RUN_ID, OMP_NUM_THREADS: rank_env.h), then supervised until every one
+// has exited. Or one process that starts its ranks itself (`assign_ranks` false). Torch-free:
+// the ranks rendezvous among themselves; the launcher only starts, watches and stops
+// processes.
 //
 // Supervision rules:
 //  * The first rank to exit non-zero or by a signal is "the failure"; every other rank still
@@ -38,12 +40,16 @@
 #include <utility>
 #include <vector>
 
-namespace dsdiag::trainer {
+namespace dsdiag::launch {
 
 struct LaunchSpec {
-  std::string executable = "/proc/self/exe";  // the program every rank runs
-  std::vector<std::string> args;              // argv[1..] of every rank
+  // The program every rank runs: a path, or a name looked up in PATH as a shell would.
+  std::string executable = "/proc/self/exe";
+  std::vector<std::string> args;  // argv[1..] of every rank
   int nproc = 1;
+  // False: no rank variables (RANK, WORLD_SIZE, ...) — nproc 1, a command that starts and
+  // numbers its ranks itself (torch.multiprocessing.spawn, a shell loop, torchrun).
+  bool assign_ranks = true;
   std::string run_id;   // DSDIAG_RUN_ID for the ranks; empty: MakeRunId()
   std::string run_dir;  // created (with parents) before the ranks start when non-empty
   std::chrono::milliseconds grace{5000};  // SIGTERM → SIGKILL
@@ -84,8 +90,8 @@ struct LaunchReport {
   std::vector<std::string> FailureLines() const;
 };
 
-// Setup failed (no free port, run dir not creatable, fork failed). Any rank already started
-// has been stopped and reaped when this is thrown.
+// Setup failed (no free port, run dir not creatable, the program not found, fork failed). Any rank
+// already started has been stopped and reaped when this is thrown.
 class LaunchError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
@@ -94,11 +100,11 @@ class LaunchError : public std::runtime_error {
 // the exit status described above.
 int Launch(const LaunchSpec& spec, LaunchReport* report);
 
-// A free TCP port on 127.0.0.1 (bound to port 0, read back, released).
-int PickFreePort();
-// "20261130-081500-4f2a9c1e": local time plus 32 random bits.
-std::string MakeRunId();
-// "SIGKILL", "SIGTERM", ..., or "signal 42".
-std::string SignalName(int signo);
+// The exit status of a finished launch (above).
+int ExitStatusOf(const LaunchReport& report);
 
-}  // namespace dsdiag::trainer
+// `program` as execve takes it: itself when it holds a '/', else the first executable
+// PATH/program; nullopt when there is none.
+std::optional<std::string> ResolveExecutable(const std::string& program);
+
+}  // namespace dsdiag::launch
