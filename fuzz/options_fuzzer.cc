@@ -28,8 +28,8 @@
 #include "cli/train_options.h"
 #include "fuzz/fuzz_check.h"
 #include "inject/inject_spec.h"
-#include "synth/faults.h"
 #include "launch/dist_env.h"
+#include "synth/faults.h"
 
 namespace {
 

@@ -130,8 +130,8 @@ struct Trainer::State {
   int64_t samples = 0;
 };
 
-Trainer::Trainer(const TrainConfig& config, const launch::DistEnv& env, const Faults& faults, Comm& comm,
-                 probes::Session* session, RunControl& control)
+Trainer::Trainer(const TrainConfig& config, const launch::DistEnv& env, const Faults& faults,
+                 Comm& comm, probes::Session* session, RunControl& control)
     : state_(std::make_unique<State>(config, env, faults, comm, session, control)) {}
 
 Trainer::~Trainer() = default;
