@@ -26,7 +26,6 @@
 #include "analyzers/analyzer_factories.h"
 #include "analyzers/collective_window.h"
 #include "analyzers/finding_kinds.h"
-#include "analyzers/flight_dump.h"
 #include "analyzers/rank_groups.h"
 #include "trace/record_types.h"
 #include "trace/trace_reader.h"
@@ -134,12 +133,9 @@ class CollectiveMismatchAnalyzer : public Analyzer {
   std::vector<std::string_view> record_types() const override { return {trace::rec::kCollective}; }
 
   void Begin(const RunContext& run) override {
-    // Only the pending entries: completed ones are in the traces already. A dump that
-    // cannot be read is the hang analyzer's to report.
-    for (const FlightDump& d : run.flight_dumps) {
-      auto dump = ReadFlightDump(d.path, d.file_name, nullptr);
-      if (!dump || (!dump->run_id.empty() && dump->run_id != run.run_id)) continue;
-      for (const FlightEntry& e : dump->entries) {
+    // Only the pending entries: completed ones are in the traces already.
+    for (const RunFlightDump& d : run.flight_dumps) {
+      for (const trace::FlightDumpEntry& e : d.dump.entries) {
         if (!e.pending()) continue;
         const SignatureView sig{e.op, e.dtype, e.n.value_or(-1)};
         const Issued issued{d.rank, sigs_.Id(sig), tags_.Id(std::string_view(e.tag)),

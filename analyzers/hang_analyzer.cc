@@ -41,7 +41,7 @@
 // culprits: their host's link or network is cut, the others only lost them. Not
 // when rank 0, the store's host, is among them. The finding's evidence then has `cut_off`
 // {ranks, reached, store}; the follow-on pass makes the cut ranks' own timeouts follow-ons.
-// Malformed or foreign dumps become trace-corrupt warnings (subject: the dump's file name).
+// Malformed or foreign dumps are left out by the run loader (trace-corrupt reports them).
 
 #include <algorithm>
 #include <cctype>
@@ -57,8 +57,8 @@
 #include "analyzers/analyzer_factories.h"
 #include "analyzers/collective_window.h"
 #include "analyzers/finding_kinds.h"
-#include "analyzers/flight_dump.h"
 #include "analyzers/rank_clock.h"
+#include "analyzers/watchdog_message.h"
 #include "trace/record_types.h"
 
 namespace dsdiag::analyzers {
@@ -143,7 +143,8 @@ struct RankState {
   std::optional<StoreUnreachable> store_unreachable;
   bool ended = false;
   RankEnd end;
-  const FlightDumpData* dump = nullptr;
+  const trace::FlightDump* dump = nullptr;  // RunContext::flight_dumps
+  std::string dump_file_name;
 };
 
 // Why a rank counts as a witness of the hang, and where it waits.
@@ -162,10 +163,9 @@ class HangAnalyzer : public Analyzer {
   }
 
   void Begin(const RunContext& run) override {
-    run_id_ = run.run_id;
     int max_rank = std::max(run.world_size - 1, -1);
     for (const RankInfo& r : run.ranks) max_rank = std::max(max_rank, r.rank);
-    for (const FlightDump& d : run.flight_dumps) max_rank = std::max(max_rank, d.rank);
+    for (const RunFlightDump& d : run.flight_dumps) max_rank = std::max(max_rank, d.rank);
     ranks_.resize(static_cast<size_t>(max_rank + 1));
     for (const RankInfo& r : run.ranks) {
       RankState& s = ranks_[r.rank];
@@ -176,7 +176,10 @@ class HangAnalyzer : public Analyzer {
       run_start_ = run_start_ ? std::min(*run_start_, start) : start;
     }
     missing_ = run.missing_ranks;
-    for (const FlightDump& d : run.flight_dumps) ReadDump(d);
+    for (const RunFlightDump& d : run.flight_dumps) {
+      ranks_[d.rank].dump = &d.dump;
+      ranks_[d.rank].dump_file_name = d.file_name;
+    }
   }
 
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
@@ -207,8 +210,6 @@ class HangAnalyzer : public Analyzer {
   }
 
   void Finish(const RunContext&, std::vector<Finding>* findings) override {
-    for (auto& f : dump_findings_) findings->push_back(std::move(f));
-    dump_findings_.clear();
     std::vector<Witness> witnesses;
     for (size_t r = 0; r < ranks_.size(); ++r)
       if (auto w = WitnessOf(static_cast<int>(r))) witnesses.push_back(std::move(*w));
@@ -217,58 +218,6 @@ class HangAnalyzer : public Analyzer {
   }
 
  private:
-  void ReadDump(const FlightDump& d) {
-    FlightDumpIssue issue;
-    std::optional<FlightDumpData> dump = ReadFlightDump(d.path, d.file_name, &issue);
-    if (!dump) {
-      dump_findings_.push_back(
-          BadDump(d, "is not a valid flight dump: " + issue.ToString(), issue.ToString()));
-      return;
-    }
-    if (!run_id_.empty() && !dump->run_id.empty() && dump->run_id != run_id_) {
-      dump_findings_.push_back(BadDump(d,
-                                       "belongs to another run (run_id " + dump->run_id + ", not " +
-                                           run_id_ + "); it was left out",
-                                       ""));
-      return;
-    }
-    if (dump->rank != d.rank) {
-      dump_findings_.push_back(BadDump(d,
-                                       "says it is rank " + std::to_string(dump->rank) +
-                                           ", its file name says rank " + std::to_string(d.rank) +
-                                           "; it was left out",
-                                       ""));
-      return;
-    }
-    if (dump->entries_skipped > 0) {
-      dump_findings_.push_back(BadDump(d,
-                                       "has " + std::to_string(dump->entries_skipped) +
-                                           " malformed entries, left out (" +
-                                           dump->first_entry_problem + ")",
-                                       dump->first_entry_problem));
-    }
-    dumps_.push_back(std::make_unique<FlightDumpData>(std::move(*dump)));
-    ranks_[d.rank].dump = dumps_.back().get();
-  }
-
-  Finding BadDump(const FlightDump& d, const std::string& what, const std::string& issue) const {
-    Finding f;
-    f.kind = std::string(kind::kTraceCorrupt);
-    f.severity = Severity::kWarning;
-    f.ranks = {d.rank};
-    f.subject = d.file_name;
-    f.summary = d.file_name + " " + what;
-    f.evidence.Set("file", d.file_name);
-    f.evidence.Set("flight_dump", true);
-    if (!issue.empty()) f.evidence.Set("issue", issue);
-    f.hint =
-        "The hang analysis goes on without this dump. A dump is written whole under a "
-        "temporary name, then renamed: a damaged one was edited, copied while being written, "
-        "or comes from another tool; a foreign one is left over from an earlier run in the "
-        "same directory (use a fresh --out per run).";
-    return f;
-  }
-
   static void OnError(RankState* s, const trace::Record& r) {
     if (r.Bool("store_unreachable").value_or(false)) {
       if (!s->store_unreachable) {
@@ -306,7 +255,7 @@ class HangAnalyzer : public Analyzer {
 
   std::optional<Witness> WitnessOf(int rank) const {
     const RankState& s = ranks_[rank];
-    const FlightEntry* pending = s.dump ? s.dump->OldestPending() : nullptr;
+    const trace::FlightDumpEntry* pending = s.dump ? s.dump->OldestPending() : nullptr;
     Witness w;
     w.rank = rank;
     if (s.timeout) {
@@ -335,14 +284,14 @@ class HangAnalyzer : public Analyzer {
 
   int64_t StuckAfter() const { return std::max(kMinStuckNs, kStuckSteps * max_step_ns_); }
 
-  static int64_t PendingAge(const FlightDumpData& d, const FlightEntry& e) {
+  static int64_t PendingAge(const trace::FlightDump& d, const trace::FlightDumpEntry& e) {
     const auto since = e.issued ? e.issued : e.started;
     return since ? d.ts - *since : 0;
   }
 
-  static const FlightEntry* DumpEntry(const RankState& s, const CollectiveKey& k) {
+  static const trace::FlightDumpEntry* DumpEntry(const RankState& s, const CollectiveKey& k) {
     if (!s.dump) return nullptr;
-    for (const FlightEntry& e : s.dump->entries)
+    for (const trace::FlightDumpEntry& e : s.dump->entries)
       if (e.pg == k.pg && e.seq == k.seq) return &e;
     return nullptr;
   }
@@ -350,7 +299,7 @@ class HangAnalyzer : public Analyzer {
   bool UsesPg(const RankState& s, int pg) const {
     if (pg == 0 || s.completed.count(pg)) return true;
     if (s.dump)
-      for (const FlightEntry& e : s.dump->entries)
+      for (const trace::FlightDumpEntry& e : s.dump->entries)
         if (e.pg == pg) return true;
     return false;
   }
@@ -397,7 +346,7 @@ class HangAnalyzer : public Analyzer {
   void FillDetails(Stuck* stuck, const std::vector<int>& waiters) const {
     for (int r : waiters) {
       const RankState& s = ranks_[r];
-      if (const FlightEntry* e = DumpEntry(s, stuck->key)) {
+      if (const trace::FlightDumpEntry* e = DumpEntry(s, stuck->key)) {
         if (stuck->op.empty()) stuck->op = e->op;
         if (stuck->tag.empty()) stuck->tag = e->tag;
         if (!stuck->step) stuck->step = e->step;
@@ -420,7 +369,7 @@ class HangAnalyzer : public Analyzer {
 
   WaitTimes WaitOf(const RankState& s, const Stuck& stuck) const {
     WaitTimes t;
-    if (const FlightEntry* e = DumpEntry(s, stuck.key))
+    if (const trace::FlightDumpEntry* e = DumpEntry(s, stuck.key))
       t.since_local = e->issued ? e->issued : e->started;
     t.since = ToRank0(s, t.since_local);
     std::optional<int64_t> until;
@@ -447,7 +396,7 @@ class HangAnalyzer : public Analyzer {
       row->Set("status", "no trace");
       return "it left no trace in the run directory";
     }
-    const FlightEntry* blocked = s.dump ? s.dump->OldestPending() : nullptr;
+    const trace::FlightDumpEntry* blocked = s.dump ? s.dump->OldestPending() : nullptr;
     if (blocked && !(blocked->pg == stuck.key.pg && blocked->seq == stuck.key.seq)) {
       const CollectiveKey other{blocked->pg, blocked->seq};
       JsonValue b = JsonValue::Object();
@@ -469,7 +418,7 @@ class HangAnalyzer : public Analyzer {
       text = "it had not begun a step";
     }
     if (s.dump) {
-      row->Set("flight_dump", s.dump->file_name);
+      row->Set("flight_dump", s.dump_file_name);
       row->Set("dump_reason", s.dump->reason);
       row->Set("where_step", OptInt(s.dump->where_step));
       row->Set("where_phase", s.dump->where_phase);
@@ -555,7 +504,7 @@ class HangAnalyzer : public Analyzer {
         (waiting.count(rank) ? waiters : culprits).push_back(rank);
         continue;
       }
-      const FlightEntry* e = DumpEntry(s, stuck.key);
+      const trace::FlightDumpEntry* e = DumpEntry(s, stuck.key);
       const auto done = s.completed.find(stuck.key.pg);
       if (waiting.count(rank) || (e && e->pending())) {
         waiters.push_back(rank);
@@ -707,11 +656,8 @@ class HangAnalyzer : public Analyzer {
     return list;
   }
 
-  std::string run_id_;
   std::vector<RankState> ranks_;  // by rank number: traced ranks, dumps, the world
   std::vector<int> missing_;
-  std::vector<std::unique_ptr<FlightDumpData>> dumps_;
-  std::vector<Finding> dump_findings_;
   std::optional<int64_t> run_start_;
   int64_t max_step_ns_ = 0;
 };

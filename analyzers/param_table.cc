@@ -1,45 +1,28 @@
 #include "analyzers/param_table.h"
 
-#include <simdjson.h>
-
 namespace dsdiag::analyzers {
-namespace {
-
-bool ReadIntList(simdjson::dom::element element, std::vector<int>* out) {
-  simdjson::dom::array array;
-  if (element.get_array().get(array)) return false;
-  out->clear();
-  for (simdjson::dom::element e : array) {
-    int64_t v;
-    if (e.get_int64().get(v)) return false;
-    out->push_back(static_cast<int>(v));
-  }
-  return true;
-}
-
-}  // namespace
 
 bool ReadIntArray(const trace::Record& record, const char* key, std::vector<int>* out) {
   // Has() answers from the record's member list: most `grad` records lack `missing`.
-  simdjson::dom::element element;
-  if (!record.Has(key) || record.object()[key].get(element)) return false;
-  return ReadIntList(element, out);
+  std::vector<int64_t> values;
+  if (!record.Has(key) || !record.IntArray(key, &values)) return false;
+  out->assign(values.begin(), values.end());
+  return true;
 }
 
 std::optional<ParamTable> ParamTable::FromRecord(const trace::Record& record) {
   ParamTable table;
-  simdjson::dom::array names;
-  if (record.object()["names"].get_array().get(names)) return std::nullopt;
-  for (simdjson::dom::element e : names) {
-    std::string_view name;
-    if (e.get_string().get(name)) return std::nullopt;
-    table.names.emplace_back(name);
-  }
-  simdjson::dom::array buckets;
-  if (!record.object()["buckets"].get_array().get(buckets)) {
-    for (simdjson::dom::element e : buckets) {
+  if (!record.StrArray("names", &table.names)) return std::nullopt;
+  // Written once per run: the JSON tree is cheap enough here.
+  const std::optional<trace::JsonValue> buckets = record.Value("buckets");
+  if (buckets && buckets->is_array()) {
+    for (const trace::JsonValue& b : buckets->elements()) {
+      if (!b.is_array()) return std::nullopt;
       std::vector<int> bucket;
-      if (!ReadIntList(e, &bucket)) return std::nullopt;
+      for (const trace::JsonValue& v : b.elements()) {
+        if (v.kind() != trace::JsonValue::Kind::kInt) return std::nullopt;
+        bucket.push_back(static_cast<int>(v.as_int()));
+      }
       table.buckets.push_back(std::move(bucket));
     }
   }

@@ -51,7 +51,7 @@
 #include "analyzers/analyzer_factories.h"
 #include "analyzers/collective_window.h"
 #include "analyzers/finding_kinds.h"
-#include "analyzers/flight_dump.h"
+#include "analyzers/watchdog_message.h"
 #include "trace/record_types.h"
 #include "trace/run_files.h"
 
@@ -189,8 +189,7 @@ class RankDiedAnalyzer : public Analyzer {
   }
 
   void Begin(const RunContext& run) override {
-    run_id_ = run.run_id;
-    for (const auto& d : run.flight_dumps) dumps_[d.rank] = d;
+    run_ = &run;
     int max_rank = -1;
     for (const RankInfo& r : run.ranks) max_rank = std::max(max_rank, r.rank);
     records_.resize(static_cast<size_t>(max_rank + 1));
@@ -294,34 +293,28 @@ class RankDiedAnalyzer : public Analyzer {
   }
 
  private:
-  // The rank's flight dump when it belongs to this run and to this rank; read once, on
-  // demand (the hang analyzer reports damaged or foreign dumps).
-  const FlightDumpData* Dump(int rank) const {
-    auto it = loaded_.find(rank);
-    if (it == loaded_.end()) {
-      std::optional<FlightDumpData> d;
-      const auto file = dumps_.find(rank);
-      if (file != dumps_.end()) {
-        d = ReadFlightDump(file->second.path, file->second.file_name, nullptr);
-        const bool foreign = d && !run_id_.empty() && !d->run_id.empty() && d->run_id != run_id_;
-        if (d && (d->rank != rank || foreign)) d.reset();
-      }
-      it = loaded_.emplace(rank, std::move(d)).first;
-    }
-    return it->second ? &*it->second : nullptr;
+  // The rank's flight dump, when the run loader found a usable one.
+  const trace::FlightDump* Dump(int rank) const {
+    const RunFlightDump* d = run_->FlightDumpOf(rank);
+    return d ? &d->dump : nullptr;
+  }
+
+  std::string DumpFileName(int rank) const {
+    const RunFlightDump* d = run_->FlightDumpOf(rank);
+    return d ? d->file_name : std::string();
   }
 
   // The dump when it was written after the rank's last step, phase or collective record:
   // it then says where the rank stopped. An older one (a SIGUSR1 request mid-run) does not.
-  const FlightDumpData* LastWord(const RankState& s) const {
-    const FlightDumpData* d = Dump(s.rank);
+  const trace::FlightDump* LastWord(const RankState& s) const {
+    const trace::FlightDump* d = Dump(s.rank);
     if (!d || (s.records.progress_end && d->ts < *s.records.progress_end)) return nullptr;
     return d;
   }
 
   // The phase the rank stopped in, when its last-word dump names one of the step it was in.
   std::string StoppedPhase(const RankState& s) const {
-    const FlightDumpData* d = LastWord(s);
+    const trace::FlightDump* d = LastWord(s);
     if (!d || d->where_phase.empty() || d->where_phase == "none") return {};
     if (d->where_step && s.end.last_step_begun && *d->where_step != *s.end.last_step_begun)
       return {};
@@ -336,8 +329,8 @@ class RankDiedAnalyzer : public Analyzer {
   }
 
   std::optional<WaitingIn> Waiting(const RankState& s) const {
-    if (const FlightDumpData* d = LastWord(s)) {
-      if (const FlightEntry* e = d->OldestPending())
+    if (const trace::FlightDump* d = LastWord(s)) {
+      if (const trace::FlightDumpEntry* e = d->OldestPending())
         return WaitingIn{{e->pg, e->seq}, e->op, e->tag, e->step, "flight dump"};
     }
     return s.records.error_collective;
@@ -376,15 +369,15 @@ class RankDiedAnalyzer : public Analyzer {
     e.Set("last_record_line", s.end.last_line);
     e.Set("last_record_ts", OptionalInt(s.end.last_ts));
     e.Set("peers_max_step", OptionalInt(PeersMaxStep(s.rank)));
-    auto dump = dumps_.find(s.rank);
-    if (dump != dumps_.end()) e.Set("flight_dump", dump->second.file_name);
+    if (const RunFlightDump* dump = run_->FlightDumpOf(s.rank))
+      e.Set("flight_dump", dump->file_name);
     const std::string phase = StoppedPhase(s);
     if (!phase.empty()) {
-      const FlightDumpData* d = LastWord(s);
+      const trace::FlightDump* d = LastWord(s);
       JsonValue in = JsonValue::Object();
       in.Set("step", OptionalInt(s.end.last_step_begun));
       in.Set("phase", phase);
-      in.Set("from", d->file_name);
+      in.Set("from", DumpFileName(s.rank));
       in.Set("dump_reason", d->reason);
       e.Set("stopped_in", std::move(in));
     }
@@ -683,9 +676,7 @@ class RankDiedAnalyzer : public Analyzer {
     out->push_back(std::move(f));
   }
 
-  std::string run_id_;
-  std::map<int, FlightDump> dumps_;
-  mutable std::map<int, std::optional<FlightDumpData>> loaded_;
+  const RunContext* run_ = nullptr;   // from Begin: the dumps the run loader read
   std::vector<RankRecords> records_;  // by rank, until its RankEnd
   std::vector<RankState> ranks_;
 };

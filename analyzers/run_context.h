@@ -1,8 +1,8 @@
 // What the analyzers know about a run before and after its records stream by.
 //
 // RunContext is built once by the run loader from the file names and headers in RUN_DIR
-// (no record beyond line 1 is read for it). RankEnd is built by the step driver as each
-// rank's file runs out: how the rank stopped, and what the reader had to skip.
+// (no record beyond line 1 is read for it) and the flight dumps there. RankEnd is built by the step
+// driver as each rank's file runs out: how the rank stopped, and what the reader had to skip.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "trace/flight_dump.h"
 #include "trace/trace_header.h"
 #include "trace/trace_reader.h"
 
@@ -30,14 +31,31 @@ struct ExcludedFile {
   std::string path;
   std::string file_name;
   Reason reason = Reason::kNoHeader;
-  trace::ReadIssue issue;  // file, line, column, expected, found
+  trace::LocatedIssue issue;  // file, line, column, expected, found
 };
 
-// A flight-recorder dump `flight-rank-<R>.json` (parsed by the hang analyzer).
-struct FlightDump {
-  int rank = 0;
+// A flight-recorder dump `flight-rank-<R>.json` of the run (trace/flight_dump.h), parsed
+// once by the run loader: it belongs to the run (its run_id, when it has one, is the run's)
+// and its `rank` is the one its file name says. The hang, rank-died and collective-mismatch
+// analyzers read it from here; trace-corrupt reports its skipped entries.
+struct RunFlightDump {
+  int rank = 0;  // from the file name, equal to dump.rank
   std::string path;
   std::string file_name;
+  trace::FlightDump dump;
+};
+
+// A dump file the analysis leaves out, and why; the trace-corrupt analyzer reports it.
+struct ExcludedFlightDump {
+  enum class Reason { kUnreadable, kForeignRunId, kRankMismatch };
+  int rank = 0;  // the rank its file name claims
+  std::string path;
+  std::string file_name;
+  Reason reason = Reason::kUnreadable;
+  trace::LocatedIssue issue;  // kUnreadable: what the reader met
+  std::string dump_run_id;    // kForeignRunId: the dump's run_id...
+  std::string run_id;         // ...and the run's
+  int dump_rank = 0;          // kRankMismatch: the rank the dump says it is
 };
 
 struct RunContext {
@@ -47,8 +65,12 @@ struct RunContext {
   std::vector<RankInfo> ranks;     // analyzed ranks, by rank
   std::vector<int> ranks_found;    // their rank numbers, sorted
   std::vector<int> missing_ranks;  // 0..world_size-1 without any trace file
-  std::vector<ExcludedFile> excluded;    // trace files left out, by rank
-  std::vector<FlightDump> flight_dumps;  // by rank
+  std::vector<ExcludedFile> excluded;              // trace files left out, by rank
+  std::vector<RunFlightDump> flight_dumps;         // usable dumps, by rank
+  std::vector<ExcludedFlightDump> excluded_dumps;  // dump files left out, by rank
+
+  // The usable dump of `rank`, or null.
+  const RunFlightDump* FlightDumpOf(int rank) const;
 };
 
 // How one rank's trace ended, gathered while its records streamed by.
@@ -76,7 +98,7 @@ struct RankEnd {
 
   // What the reader skipped. `issues` holds the first examples; issue_count counts all,
   // the truncated tail included.
-  std::vector<trace::ReadIssue> issues;
+  std::vector<trace::LocatedIssue> issues;
   int64_t issue_count = 0;
   bool truncated_tail = false;
 };

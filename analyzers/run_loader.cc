@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "analyzers/input_error.h"
+#include "trace/flight_dump.h"
 #include "trace/record_types.h"
 #include "trace/run_files.h"
 #include "trace/trace_reader.h"
@@ -23,12 +24,18 @@ struct TraceFile {
   std::string path;
   std::string file_name;
   std::optional<trace::TraceHeader> header;
-  trace::ReadIssue header_issue;  // why `header` is empty
+  trace::LocatedIssue header_issue;  // why `header` is empty
+};
+
+struct DumpFile {
+  int rank = 0;  // from the file name
+  std::string path;
+  std::string file_name;
 };
 
 struct DirListing {
   std::vector<TraceFile> traces;  // by rank
-  std::vector<FlightDump> dumps;  // by rank
+  std::vector<DumpFile> dumps;    // by rank
 };
 
 DirListing ListRunDir(const std::string& dir) {
@@ -83,8 +90,8 @@ std::optional<int> SchemaMajor(std::string_view schema) {
   return major;
 }
 
-trace::ReadIssue LineOneIssue(const std::string& path, std::string expected, std::string found) {
-  trace::ReadIssue issue;
+trace::LocatedIssue LineOneIssue(const std::string& path, std::string expected, std::string found) {
+  trace::LocatedIssue issue;
   issue.file = path;
   issue.line = 1;
   issue.column = 1;
@@ -184,7 +191,38 @@ bool Admit(const TraceFile& t, const RunContext& run, ExcludedFile* excluded) {
   return true;
 }
 
+// Parses one dump and files it under flight_dumps or excluded_dumps: a dump is used when it
+// parses, belongs to the run (a dump without run_id is given the benefit of the doubt) and
+// is the rank its file name says.
+void LoadDump(const DumpFile& d, RunContext* run) {
+  ExcludedFlightDump excluded;
+  excluded.rank = d.rank;
+  excluded.path = d.path;
+  excluded.file_name = d.file_name;
+  std::optional<trace::FlightDump> dump = trace::ReadFlightDumpFile(d.path, &excluded.issue);
+  if (!dump) {
+    excluded.reason = ExcludedFlightDump::Reason::kUnreadable;
+  } else if (!run->run_id.empty() && !dump->run_id.empty() && dump->run_id != run->run_id) {
+    excluded.reason = ExcludedFlightDump::Reason::kForeignRunId;
+    excluded.dump_run_id = dump->run_id;
+    excluded.run_id = run->run_id;
+  } else if (dump->rank != d.rank) {
+    excluded.reason = ExcludedFlightDump::Reason::kRankMismatch;
+    excluded.dump_rank = dump->rank;
+  } else {
+    run->flight_dumps.push_back({d.rank, d.path, d.file_name, std::move(*dump)});
+    return;
+  }
+  run->excluded_dumps.push_back(std::move(excluded));
+}
+
 }  // namespace
+
+const RunFlightDump* RunContext::FlightDumpOf(int rank) const {
+  auto it = std::lower_bound(flight_dumps.begin(), flight_dumps.end(), rank,
+                             [](const RunFlightDump& d, int r) { return d.rank < r; });
+  return it != flight_dumps.end() && it->rank == rank ? &*it : nullptr;
+}
 
 RunContext LoadRun(const std::string& dir) {
   DirListing listing = ListRunDir(dir);
@@ -214,7 +252,7 @@ RunContext LoadRun(const std::string& dir) {
   }
   for (int r = 0; r < run.world_size; ++r)
     if (!has_file[static_cast<size_t>(r)]) run.missing_ranks.push_back(r);
-  run.flight_dumps = std::move(listing.dumps);
+  for (const DumpFile& d : listing.dumps) LoadDump(d, &run);
   return run;
 }
 

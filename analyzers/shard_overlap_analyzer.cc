@@ -31,43 +31,12 @@
 #include "analyzers/finding_kinds.h"
 #include "analyzers/rank_groups.h"
 #include "trace/record_types.h"
+#include "trace/sample_bitmap.h"
 
 namespace dsdiag::analyzers {
 namespace {
 
 using trace::JsonValue;
-
-// Decodes standard base64 (padding optional); nullopt on a character outside the alphabet.
-std::optional<std::vector<uint8_t>> DecodeBase64(std::string_view text) {
-  std::vector<uint8_t> out;
-  out.reserve(text.size() / 4 * 3);
-  uint32_t acc = 0;
-  int bits = 0;
-  for (char c : text) {
-    int v;
-    if (c >= 'A' && c <= 'Z')
-      v = c - 'A';
-    else if (c >= 'a' && c <= 'z')
-      v = c - 'a' + 26;
-    else if (c >= '0' && c <= '9')
-      v = c - '0' + 52;
-    else if (c == '+')
-      v = 62;
-    else if (c == '/')
-      v = 63;
-    else if (c == '=')
-      break;
-    else
-      return std::nullopt;
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<uint8_t>((acc >> bits) & 0xff));
-    }
-  }
-  return out;
-}
 
 struct Shard {
   int rank = 0;
@@ -91,11 +60,9 @@ std::optional<Shard> ReadShard(int rank, const trace::Record& r) {
   s.set = r.Hex("set").value_or(0);
   s.size = r.Int("size").value_or(0);
   if (auto bits = r.Str("bits"); bits && s.size > 0) {
-    auto bytes = DecodeBase64(*bits);
-    if (!bytes || static_cast<int64_t>(bytes->size()) * 8 < s.size) return s;  // unusable
-    for (int64_t i = 0; i < s.size; ++i)
-      if ((*bytes)[static_cast<size_t>(i / 8)] >> (i % 8) & 1)
-        s.members.push_back(static_cast<uint64_t>(i));
+    auto members = trace::DecodeSampleBitmap(*bits, s.size);
+    if (!members) return s;  // unusable
+    s.members = std::move(*members);
     s.exact = true;
   } else if (auto idx = r.Value("idx"); idx && idx->elements().size() > 0) {
     for (const JsonValue& v : idx->elements())

@@ -33,8 +33,6 @@
 // others' waiting shows) whose mean time exceeds the median rank's the most.
 // Severity: warning; error when the job stood still for the stragglers at least half of the
 // median rank's total step time (the job ran at most half speed because of them).
-#include <simdjson.h>
-
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -320,20 +318,11 @@ class StragglerAnalyzer : public Analyzer {
   void AddStep(RankStats* s, const trace::Record& r) {
     ++s->steps;
     s->step_ns += std::max<int64_t>(0, r.Int("dur").value_or(0));
-    // Straight off the parsed record: a JsonValue tree per step adds up over a big run.
-    // As Record::Value would read it: the first of duplicate keys counts, int64 values only.
-    simdjson::dom::object phases;
-    if (r.object().at_key("phases").get_object().get(phases)) return;
-    std::vector<std::string_view>& seen = phase_keys_;  // reused: no allocation per step
-    seen.clear();
-    for (simdjson::dom::key_value_pair kv : phases) {
-      const std::string_view name = kv.key;
-      if (std::find(seen.begin(), seen.end(), name) != seen.end()) continue;
-      seen.push_back(name);
-      int64_t ns;
-      if (kv.value.type() != simdjson::dom::element_type::INT64 || kv.value.get_int64().get(ns))
-        continue;
-      *s->PhaseNs(name) += std::max<int64_t>(0, ns);
+    // Straight off the parsed record (a JsonValue tree per step adds up over a big run):
+    // the first of duplicate keys counts, int64 values only.
+    if (!r.NumberMembers("phases", &phase_members_)) return;  // reused: no allocation per step
+    for (const trace::Record::NumberMember& m : phase_members_) {
+      if (m.is_int64) *s->PhaseNs(m.name) += std::max<int64_t>(0, m.int64);
     }
   }
 
@@ -571,9 +560,9 @@ class StragglerAnalyzer : public Analyzer {
 
   std::vector<RankStats> ranks_;  // by rank number
   CollectiveWindow<Arrival> window_;
-  std::vector<std::string_view> phase_keys_;  // AddStep's scratch
-  std::vector<Arrival> arrivals_;             // Measure's scratch
-  std::vector<double> behind_;                // Measure's scratch
+  std::vector<trace::Record::NumberMember> phase_members_;  // AddStep's scratch
+  std::vector<Arrival> arrivals_;                           // Measure's scratch
+  std::vector<double> behind_;                              // Measure's scratch
 };
 
 }  // namespace

@@ -11,6 +11,9 @@
 //            every other analyzer);
 //   info     only the last line is cut short — what a killed writer leaves behind.
 // One finding per file; subject is the file name.
+//
+// Flight dumps (RunContext::excluded_dumps, and the usable ones with skipped entries) are
+// warnings: the hang and rank-died analyses go on without what they lost.
 #include <algorithm>
 #include <string>
 
@@ -24,9 +27,10 @@ using trace::JsonValue;
 
 constexpr size_t kMaxExamples = 5;
 
-std::string IssueText(const std::string& file_name, const trace::ReadIssue& issue) {
-  return file_name + ":" + std::to_string(issue.line) + ":" + std::to_string(issue.column) +
-         ": expected " + issue.expected + ", found " + issue.found;
+// The issue as the reader wrote it, naming the file as findings do (its name, not its path).
+std::string IssueText(const std::string& file_name, trace::LocatedIssue issue) {
+  issue.file = file_name;
+  return issue.ToString();
 }
 
 const char* ReasonName(ExcludedFile::Reason reason) {
@@ -90,6 +94,15 @@ class TraceCorruptAnalyzer : public Analyzer {
 
   void Begin(const RunContext& run) override {
     for (const auto& e : run.excluded) findings_.push_back(Excluded(e));
+    for (const auto& e : run.excluded_dumps) findings_.push_back(ExcludedDump(e));
+    for (const auto& d : run.flight_dumps) {
+      if (d.dump.entries_skipped == 0) continue;
+      findings_.push_back(BadDump(d.rank, d.file_name,
+                                  "has " + std::to_string(d.dump.entries_skipped) +
+                                      " malformed entries, left out (" +
+                                      d.dump.first_entry_problem + ")",
+                                  d.dump.first_entry_problem));
+    }
   }
 
   void OnRankEnd(const RankInfo& rank, const RankEnd& end) override {
@@ -129,7 +142,7 @@ class TraceCorruptAnalyzer : public Analyzer {
   static Finding TruncatedTail(const RankInfo& rank, const RankEnd& end) {
     Finding f = Base(rank.rank, rank.file_name, Severity::kInfo);
     auto it = std::find_if(end.issues.begin(), end.issues.end(),
-                           [](const trace::ReadIssue& i) { return i.truncated_tail; });
+                           [](const trace::LocatedIssue& i) { return i.truncated_tail; });
     const int64_t line = it != end.issues.end() ? it->line : end.lines_read;
     const bool compressed = it != end.issues.end() && it->expected == "a whole zstd block";
     f.summary = rank.file_name +
@@ -168,6 +181,45 @@ class TraceCorruptAnalyzer : public Analyzer {
         "Lines were damaged after they were written (disk full, two processes writing one "
         "file, an edit). Findings that need the skipped records may be missing: check the "
         "disk and that every rank writes its own --out file.";
+    return f;
+  }
+
+  static Finding ExcludedDump(const ExcludedFlightDump& e) {
+    switch (e.reason) {
+      case ExcludedFlightDump::Reason::kUnreadable:
+        return BadDump(e.rank, e.file_name, "is not a valid flight dump: " + e.issue.ToString(),
+                       e.issue.ToString());
+      case ExcludedFlightDump::Reason::kForeignRunId:
+        return BadDump(e.rank, e.file_name,
+                       "belongs to another run (run_id " + e.dump_run_id + ", not " + e.run_id +
+                           "); it was left out",
+                       "");
+      case ExcludedFlightDump::Reason::kRankMismatch:
+        return BadDump(e.rank, e.file_name,
+                       "says it is rank " + std::to_string(e.dump_rank) +
+                           ", its file name says rank " + std::to_string(e.rank) +
+                           "; it was left out",
+                       "");
+    }
+    return BadDump(e.rank, e.file_name, "was left out", "");
+  }
+
+  static Finding BadDump(int rank, const std::string& file_name, const std::string& what,
+                         const std::string& issue) {
+    Finding f;
+    f.kind = std::string(kind::kTraceCorrupt);
+    f.severity = Severity::kWarning;
+    f.ranks = {rank};
+    f.subject = file_name;
+    f.summary = file_name + " " + what;
+    f.evidence.Set("file", file_name);
+    f.evidence.Set("flight_dump", true);
+    if (!issue.empty()) f.evidence.Set("issue", issue);
+    f.hint =
+        "The hang analysis goes on without this dump. A dump is written whole under a "
+        "temporary name, then renamed: a damaged one was edited, copied while being written, "
+        "or comes from another tool; a foreign one is left over from an earlier run in the "
+        "same directory (use a fresh --out per run).";
     return f;
   }
 

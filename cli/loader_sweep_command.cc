@@ -9,7 +9,8 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/torch_part.h"
-#include "trainer/loader_sweep_result.h"
+#include "trace/loader_sweep_file.h"
+#include "trainer/loader_sweep_summary.h"
 #include "trainer/torch/loader_sweep.h"  // LoaderSweepOptions: a torch-free header
 
 namespace dsdiag::cli {
@@ -142,9 +143,9 @@ int LoaderSweepCommand::Run(const std::vector<std::string>& args) {
       std::fprintf(stderr, "\r\033[Kloader-sweep: %s", what.c_str());
       std::fflush(stderr);
     };
-  const trainer::LoaderSweepResult result = torch->loader_sweep(o);
+  const trace::LoaderSweep result = torch->loader_sweep(o);
   if (live) std::fputs("\r\033[K", stderr);
-  const std::string json = trainer::LoaderSweepJson(result);
+  const std::string json = trace::LoaderSweepJson(result);
   if (!parsed.out.empty()) {
     const std::string path = OutPath(parsed.out);
     std::ofstream out(path, std::ios::trunc);

@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "launch/dist_env.h"
-#include "trainer/loader_sweep_result.h"
 #include "trainer/torch/loader_sweep.h"  // LoaderSweepOptions: a torch-free header
 #include "trainer/train_config.h"
 
@@ -23,7 +22,7 @@ namespace dsdiag::cli {
 
 struct TorchPart {
   std::function<int(const trainer::TrainConfig&, const launch::DistEnv&)> run_rank;
-  std::function<trainer::LoaderSweepResult(const trainer::LoaderSweepOptions&)> loader_sweep;
+  std::function<trace::LoaderSweep(const trainer::LoaderSweepOptions&)> loader_sweep;
 };
 
 // Called by dsdiag-torch's main before anything else.

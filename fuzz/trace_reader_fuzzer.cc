@@ -2,7 +2,7 @@
 //
 // Beyond "no crash, no sanitizer report", it checks the reader's promise that bad input
 // becomes a clear error: every line that is not a record is accounted for by exactly one
-// ReadIssue, and every issue names the file, a line that exists and a column, says what was
+// LocatedIssue, and every issue names the file, a line that exists and a column, says what was
 // expected and shows what was found. A rejected line is located by trace/json_syntax, never
 // left to simdjson's bare "valid JSON". Values and headers it accepts must also survive a
 // round trip through the writer's JSON.
@@ -24,7 +24,7 @@
 namespace {
 
 using dsdiag::trace::JsonValue;
-using dsdiag::trace::ReadIssue;
+using dsdiag::trace::LocatedIssue;
 using dsdiag::trace::Record;
 using dsdiag::trace::TraceReader;
 namespace dom = simdjson::dom;
@@ -83,7 +83,7 @@ void CheckRecord(const Record& r, int64_t previous_line, dom::parser& parser) {
   }
 }
 
-void CheckIssue(const ReadIssue& issue, const std::string& path, int64_t lines) {
+void CheckIssue(const LocatedIssue& issue, const std::string& path, int64_t lines) {
   FUZZ_CHECK(issue.file == path, "issue names another file");
   // An empty file has its issue on line 1; otherwise the line must exist.
   FUZZ_CHECK(issue.line >= 1 && issue.line <= (lines > 0 ? lines : 1), "issue line %lld of %lld",
@@ -151,6 +151,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const size_t kept = static_cast<size_t>(TraceReader::kMaxIssuesKept);
   FUZZ_CHECK(reader->issues().size() == std::min(kept, static_cast<size_t>(reader->issue_count())),
              "issues kept");
-  for (const ReadIssue& issue : reader->issues()) CheckIssue(issue, path, lines);
+  for (const LocatedIssue& issue : reader->issues()) CheckIssue(issue, path, lines);
   return 0;
 }

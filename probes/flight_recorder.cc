@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "trace/clock.h"
-#include "trace/json_line.h"
+#include "trace/flight_dump.h"
 #include "trace/run_files.h"
 
 namespace dsdiag::probes {
@@ -19,16 +19,34 @@ void CopyName(char (&dst)[N], std::string_view src) {
   dst[n] = '\0';
 }
 
-const char* StateName(CollectiveState s) {
+trace::FlightState ToTrace(CollectiveState s) {
   switch (s) {
     case CollectiveState::kIssued:
-      return "issued";
+      return trace::FlightState::kIssued;
     case CollectiveState::kStarted:
-      return "started";
+      return trace::FlightState::kStarted;
     case CollectiveState::kCompleted:
-      return "completed";
+      return trace::FlightState::kCompleted;
   }
-  return "?";
+  return trace::FlightState::kIssued;
+}
+
+trace::FlightDumpEntry ToTrace(const FlightEntry& e) {
+  trace::FlightDumpEntry out;
+  out.pg = e.pg;
+  out.seq = e.seq;
+  out.op = e.op;
+  out.dtype = e.dtype;
+  out.n = e.count;
+  out.bytes = e.bytes;
+  out.tag = e.tag;
+  out.step = e.step;
+  out.phase = std::string(PhaseName(e.phase));
+  out.state = ToTrace(e.state);
+  out.issued = e.t_issued;
+  if (e.t_started) out.started = e.t_started;
+  if (e.t_completed) out.completed = e.t_completed;
+  return out;
 }
 
 }  // namespace
@@ -94,42 +112,17 @@ std::string FlightRecorder::DumpJson(std::string_view reason, int64_t step, Phas
   }
   std::sort(entries.begin(), entries.end(),
             [](const FlightEntry& a, const FlightEntry& b) { return a.id < b.id; });
-  std::string out;
-  trace::JsonLine l(&out);
-  l.Field("schema", "dsdiag.flight/1")
-      .Field("run_id", header_.run_id)
-      .Field("rank", header_.rank)
-      .Field("world_size", header_.world_size)
-      .Field("reason", reason)
-      .Field("ts", trace::MonotonicNs());
-  l.BeginObject("clock")
-      .Field("mono", header_.clock.mono_ns)
-      .Field("wall", header_.clock.wall_ns)
-      .Field("offset", header_.clock.offset_ns)
-      .Field("offset_err", header_.clock.offset_err_ns)
-      .EndObject();
-  l.BeginObject("where").Field("step", step).Field("phase", PhaseName(phase)).EndObject();
-  l.BeginArray("entries");
-  for (const FlightEntry& e : entries) {
-    l.BeginObject()
-        .Field("pg", e.pg)
-        .Field("seq", e.seq)
-        .Field("op", e.op)
-        .Field("dtype", e.dtype)
-        .Field("n", e.count)
-        .Field("bytes", e.bytes)
-        .Field("tag", e.tag)
-        .Field("step", e.step)
-        .Field("phase", PhaseName(e.phase))
-        .Field("state", StateName(e.state))
-        .Field("issued", e.t_issued);
-    if (e.t_started) l.Field("started", e.t_started);
-    if (e.t_completed) l.Field("completed", e.t_completed);
-    l.EndObject();
-  }
-  l.EndArray();
-  l.Finish();
-  return out;
+  trace::FlightDump dump;
+  dump.run_id = header_.run_id;
+  dump.rank = header_.rank;
+  dump.world_size = header_.world_size;
+  dump.reason = std::string(reason);
+  dump.ts = trace::MonotonicNs();
+  dump.clock = header_.clock;
+  dump.where_step = step;
+  dump.where_phase = std::string(PhaseName(phase));
+  for (const FlightEntry& e : entries) dump.entries.push_back(ToTrace(e));
+  return trace::FlightDumpJson(dump);
 }
 
 std::string FlightRecorder::dump_path() const {

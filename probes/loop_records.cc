@@ -4,33 +4,9 @@
 #include "probes/session.h"
 #include "trace/clock.h"
 #include "trace/record_types.h"
+#include "trace/sample_bitmap.h"
 
 namespace dsdiag::probes::records {
-namespace {
-
-// Standard base64 (RFC 4648, with padding) of bit i = index i is in the rank's epoch.
-std::string MembershipBitmap(const std::vector<uint64_t>& members, int64_t size) {
-  std::string bytes(static_cast<size_t>((size + 7) / 8), '\0');
-  for (uint64_t i : members)
-    if (i < static_cast<uint64_t>(size)) bytes[i / 8] |= static_cast<char>(1u << (i % 8));
-  static constexpr char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  for (size_t i = 0; i < bytes.size(); i += 3) {
-    const size_t left = bytes.size() - i;
-    uint32_t v = static_cast<uint8_t>(bytes[i]) << 16;
-    if (left > 1) v |= static_cast<uint8_t>(bytes[i + 1]) << 8;
-    if (left > 2) v |= static_cast<uint8_t>(bytes[i + 2]);
-    out.push_back(kAlphabet[(v >> 18) & 63]);
-    out.push_back(kAlphabet[(v >> 12) & 63]);
-    out.push_back(left > 1 ? kAlphabet[(v >> 6) & 63] : '=');
-    out.push_back(left > 2 ? kAlphabet[v & 63] : '=');
-  }
-  return out;
-}
-
-}  // namespace
 
 void WriteSampler(probes::Session* session, const SamplerRecord& r) noexcept {
   if (!session->on()) return;
@@ -50,7 +26,8 @@ void WriteSampler(probes::Session* session, const SamplerRecord& r) noexcept {
     line.EndArray();
   }
   if (r.members != nullptr && r.dataset_size > 0 && r.dataset_size <= kMaxBitmapSize)
-    line.Field("size", r.dataset_size).Field("bits", MembershipBitmap(*r.members, r.dataset_size));
+    line.Field("size", r.dataset_size)
+        .Field("bits", trace::EncodeSampleBitmap(*r.members, r.dataset_size));
 }
 
 void WriteLoader(probes::Session* session, int64_t wait, int64_t produce,

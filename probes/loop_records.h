@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "trace/sample_bitmap.h"
+
 namespace dsdiag::probes {
 class Session;
 }
@@ -30,8 +32,9 @@ struct SamplerRecord {
   const std::vector<uint64_t>* members = nullptr;
   int64_t dataset_size = 0;
 };
-// ceil(size / 8) bytes, base64: 1 << 20 samples cost 175 KB per rank per epoch.
-inline constexpr int64_t kMaxBitmapSize = int64_t{1} << 20;
+// ceil(size / 8) bytes, base64 (trace/sample_bitmap.h): 1 << 20 samples cost 175 KB per rank
+// per epoch.
+inline constexpr int64_t kMaxBitmapSize = trace::kMaxSampleBitmapSize;
 void WriteSampler(probes::Session* session, const SamplerRecord& r) noexcept;
 
 // One batch: `wait` ns the loop blocked on it; `produce` ns spent making it when that is

@@ -6,9 +6,9 @@
 
 #include "analyzers/compare.h"
 #include "analyzers/registry.h"
-#include "report/loader_sweep.h"
 #include "report/run_collector.h"
 #include "report/sections.h"
+#include "trace/loader_sweep_file.h"
 
 namespace dsdiag::report {
 
@@ -20,7 +20,7 @@ ReportStats WriteReport(const std::string& run_dir, const ReportOptions& options
   analyzers.push_back(std::move(collector));
   const analyzers::CompareResult compare =
       analyzers::RunCompareWith(run_dir, analyzers, options.drive);
-  const LoaderSweepResult sweep = ReadLoaderSweep(run_dir);
+  const trace::LoaderSweepFile sweep = trace::ReadLoaderSweepFile(run_dir);
 
   const std::string title =
       options.title.empty() ? "dsdiag report: " + compare.run.run_id : options.title;

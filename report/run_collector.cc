@@ -1,7 +1,5 @@
 #include "report/run_collector.h"
 
-#include <simdjson.h>
-
 #include <algorithm>
 #include <cmath>
 
@@ -94,12 +92,11 @@ void RunCollector::OnStep(int index, const trace::Record& r) {
     steps.probe_ns += static_cast<double>(*probe_ns);
     steps.probe_step_ns += static_cast<double>(*dur);
   }
-  simdjson::dom::object phases;
-  if (r.object().at_key("phases").get_object().get(phases)) return;
-  for (const auto field : phases) {
-    double ns = 0;
-    if (field.value.get_double().get(ns) || !std::isfinite(ns) || ns < 0) continue;
-    const size_t p = static_cast<size_t>(PhaseIndex(field.key));
+  if (!r.NumberMembers("phases", &phase_members_)) return;  // reused: no allocation per step
+  for (const trace::Record::NumberMember& field : phase_members_) {
+    const double ns = field.value;
+    if (!field.is_number || !std::isfinite(ns) || ns < 0) continue;
+    const size_t p = static_cast<size_t>(PhaseIndex(field.name));
     if (steps.phase_ns.size() <= p) steps.phase_ns.resize(p + 1);
     steps.phase_ns[p] += ns;
   }

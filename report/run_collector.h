@@ -110,6 +110,7 @@ class RunCollector : public analyzers::Analyzer {
   std::vector<RankSteps> rank_steps_;
   std::unique_ptr<Curves> loss_, scale_;
   ConfigDiff config_;
+  std::vector<trace::Record::NumberMember> phase_members_;  // OnStep's scratch
 };
 
 }  // namespace dsdiag::report

@@ -7,8 +7,8 @@
 
 #include "analyzers/compare.h"
 #include "report/config_diff.h"
-#include "report/loader_sweep.h"
 #include "report/run_collector.h"
+#include "trace/loader_sweep_file.h"
 
 namespace dsdiag::report {
 
@@ -27,7 +27,7 @@ void AppendPhaseSection(const RunCollector& data, std::string* out);
 // id="loss" and, when the run has `scaler` records, id="loss-scale".
 void AppendCurveSections(const RunCollector& data, std::string* out);
 // id="loader-sweep", only when RUN_DIR has a loader-sweep.json.
-void AppendLoaderSweepSection(const LoaderSweepResult& sweep, std::string* out);
+void AppendLoaderSweepSection(const trace::LoaderSweepFile& sweep, std::string* out);
 // id="config": header settings that differ across ranks, and the common ones.
 void AppendConfigSection(const ConfigDiff& diff, std::string* out);
 

@@ -1,4 +1,4 @@
-// The loader sweep (loader_sweep.h): the measured points as a table, throughput against
+// The loader sweep (trace/loader_sweep_file.h): the measured points as a table, throughput against
 // workers as a curve per batch size (whiskers: min..max of the repeats), the recommended
 // worker count marked on both.
 #include <map>
@@ -14,17 +14,17 @@ std::string Opt(const std::optional<double>& v, int digits = 4) {
   return v ? Num(*v, digits) : "-";
 }
 
-bool Recommended(const LoaderSweep& sweep, const SweepPoint& p) {
+bool Recommended(const trace::LoaderSweep& sweep, const trace::LoaderSweepPoint& p) {
   const auto& r = sweep.recommendation;
   return r && r->workers == p.workers && (!r->batch_size || *r->batch_size == p.batch_size);
 }
 
-void AppendTable(const LoaderSweep& sweep, std::string* out) {
+void AppendTable(const trace::LoaderSweep& sweep, std::string* out) {
   out->append(
       "<table class=\"sweep\"><thead><tr><th>workers</th><th>batch size</th>"
       "<th>samples/s (median)</th><th>min</th><th>max</th><th>first batch (ms)</th>"
       "<th>peak RSS (MB)</th></tr></thead><tbody>");
-  for (const SweepPoint& p : sweep.points) {
+  for (const trace::LoaderSweepPoint& p : sweep.points) {
     out->append(std::string("<tr") + (Recommended(sweep, p) ? " class=\"recommended\"" : "") +
                 "><td>" + std::to_string(p.workers) + "</td><td>" + std::to_string(p.batch_size) +
                 "</td><td>" + Num(p.samples_per_s_median, 5) + "</td><td>" +
@@ -35,14 +35,14 @@ void AppendTable(const LoaderSweep& sweep, std::string* out) {
   out->append("</tbody></table>");
 }
 
-LineChart MakeChart(const LoaderSweep& sweep) {
+LineChart MakeChart(const trace::LoaderSweep& sweep) {
   LineChart chart;
   chart.id = "loader-sweep-svg";
   chart.x_label = "workers";
   chart.y_label = "samples/s";
   chart.integer_x = true;
   std::map<int64_t, ChartSeries> by_batch;
-  for (const SweepPoint& p : sweep.points) {
+  for (const trace::LoaderSweepPoint& p : sweep.points) {
     ChartSeries& s = by_batch[p.batch_size];
     s.name = "batch size " + std::to_string(p.batch_size);
     ChartPoint point;
@@ -72,16 +72,16 @@ LineChart MakeChart(const LoaderSweep& sweep) {
 
 }  // namespace
 
-void AppendLoaderSweepSection(const LoaderSweepResult& result, std::string* out) {
+void AppendLoaderSweepSection(const trace::LoaderSweepFile& result, std::string* out) {
   if (!result.present) return;
   out->append("<section id=\"loader-sweep\"><h2>Loader sweep</h2>");
   if (!result.sweep) {
     out->append("<p class=\"error\">The loader-sweep result cannot be shown: ");
-    AppendEscaped(out, result.error);
+    AppendEscaped(out, result.issue ? result.issue->ToString() : std::string("unreadable"));
     out->append("</p></section>");
     return;
   }
-  const LoaderSweep& sweep = *result.sweep;
+  const trace::LoaderSweep& sweep = *result.sweep;
   out->append(
       "<p class=\"note\">Data-loader throughput measured by <code>dsdiag "
       "loader-sweep</code> (<code>loader-sweep.json</code>).</p>");

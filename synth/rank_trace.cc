@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "synth/noise.h"
+#include "trace/flight_dump.h"
 #include "trace/json_line.h"
 #include "trace/record_types.h"
 #include "trace/trace_header.h"
@@ -323,10 +324,6 @@ class Renderer {
   std::vector<std::string> tags_;
 };
 
-const char* StateName(bool completed, bool started) {
-  return completed ? "completed" : started ? "started" : "issued";
-}
-
 }  // namespace
 
 void RenderRankTrace(const RunFacts& run, int rank, std::string* buffer, const Drain& drain) {
@@ -358,7 +355,7 @@ void AppendFlightDump(const RunFacts& run, int rank, std::string* out) {
   int64_t start = StepStart(run, rank, first);
   const int64_t launch = model.LaunchTime(rank);
 
-  std::string entries;
+  trace::FlightDump dump;
   int64_t fire = 0;
   for (int64_t step = first; step <= stop.step; ++step) {
     const StepWork w = model.Work(rank, step, start);
@@ -370,49 +367,39 @@ void AppendFlightDump(const RunFacts& run, int rank, std::string* out) {
       const bool started = !stuck || k == 0;
       const int64_t started_at = std::max(w.enter[k], previous_exit);
       const int64_t n = Numel(run, rank, step, k);
-      std::string tag = "grad-bucket-" + std::to_string(k);
-      std::string one;
-      trace::JsonLine e(&one);
-      e.Field("pg", 0)
-          .Field("seq", step * buckets + k)
-          .Field("op", "allreduce")
-          .Field("dtype", "f32")
-          .Field("n", n)
-          .Field("bytes", 4 * n)
-          .Field("tag", std::string_view(tag))
-          .Field("step", step)
-          .Field("phase", phase::kBackward)
-          .Field("state", StateName(!stuck, started))
-          .Field("issued", model.Mono(rank, w.enter[k]));
-      if (started) e.Field("started", model.Mono(rank, started_at));
-      if (!stuck) e.Field("completed", model.Mono(rank, exit));
-      e.Finish();
-      one.pop_back();  // JsonLine ends lines; array elements do not
-      if (!entries.empty()) entries.push_back(',');
-      entries += one;
+      trace::FlightDumpEntry e;
+      e.pg = 0;
+      e.seq = step * buckets + k;
+      e.op = "allreduce";
+      e.dtype = "f32";
+      e.n = n;
+      e.bytes = 4 * n;
+      e.tag = "grad-bucket-" + std::to_string(k);
+      e.step = step;
+      e.phase = std::string(phase::kBackward);
+      e.state = !stuck    ? trace::FlightState::kCompleted
+                : started ? trace::FlightState::kStarted
+                          : trace::FlightState::kIssued;
+      e.issued = model.Mono(rank, w.enter[k]);
+      if (started) e.started = model.Mono(rank, started_at);
+      if (!stuck) e.completed = model.Mono(rank, exit);
+      dump.entries.push_back(std::move(e));
       previous_exit = exit;
     }
     if (!stuck) {
       start = model.End(w, run.schedule->ExitOn(model, rank, step, buckets - 1)).next_start;
     }
   }
-
-  trace::JsonLine l(out);
-  l.Field("schema", "dsdiag.flight/1")
-      .Field("run_id", std::string_view(run.run_id))
-      .Field("rank", rank)
-      .Field("world_size", run.ranks)
-      .Field("reason", "timeout")
-      .Field("ts", model.Mono(rank, fire));
-  l.BeginObject("clock")
-      .Field("mono", model.Mono(rank, launch))
-      .Field("wall", model.Wall(rank, launch))
-      .Field("offset", model.MeasuredOffset(rank))
-      .Field("offset_err", model.OffsetErr(rank))
-      .EndObject();
-  l.BeginObject("where").Field("step", stop.step).Field("phase", phase::kSync).EndObject();
-  l.Raw("entries", "[" + entries + "]");
-  l.Finish();
+  dump.run_id = run.run_id;
+  dump.rank = rank;
+  dump.world_size = run.ranks;
+  dump.reason = "timeout";
+  dump.ts = model.Mono(rank, fire);
+  dump.clock = trace::ClockReference{model.Mono(rank, launch), model.Wall(rank, launch),
+                                     model.MeasuredOffset(rank), model.OffsetErr(rank)};
+  dump.where_step = stop.step;
+  dump.where_phase = std::string(phase::kSync);
+  *out += trace::FlightDumpJson(dump);
 }
 
 }  // namespace dsdiag::synth

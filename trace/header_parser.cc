@@ -113,19 +113,18 @@ int SchemaMajor(std::string_view schema) {
   return major;
 }
 
-bool ReadClock(FieldReader& r, std::string_view line, ClockReference* clock) {
+bool ReadClock(FieldReader& r, ClockReference* clock) {
   dom::element e;
   if (!r.Object("clock", &e)) return r.problem == std::nullopt;
   const dom::object o = e.get_object().value_unsafe();  // checked by Object()
-  FieldReader c(o, line);
-  const bool ok = c.Int("mono", &clock->mono_ns, false) && c.Int("wall", &clock->wall_ns, false) &&
-                  c.Int("offset", &clock->offset_ns, false) &&
-                  c.Int("offset_err", &clock->offset_err_ns, false);
-  if (!ok) {
+  const std::optional<ClockReference> parsed = ParseClockObject(o, /*require_pair=*/false);
+  if (!parsed) {
     // The nested field cannot be located by the top-level search: point at "clock".
     r.Fail("clock", "integer members \"mono\", \"wall\", \"offset\", \"offset_err\" in \"clock\"");
+    return false;
   }
-  return ok;
+  *clock = *parsed;
+  return true;
 }
 
 }  // namespace
@@ -155,7 +154,7 @@ std::optional<FieldProblem> ParseHeaderObject(const dom::object& object, std::st
   } else if (r.problem) {
     return r.problem;
   }
-  if (!ReadClock(r, line, &header->clock)) return r.problem;
+  if (!ReadClock(r, &header->clock)) return r.problem;
   for (dom::key_value_pair kv : object) {
     if (!IsHeaderField(kv.key) && header->sections.Find(kv.key) == nullptr) {
       header->sections.Set(kv.key, ToJsonValue(kv.value));

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 namespace dsdiag::trace {
@@ -26,6 +27,10 @@ int HexValue(char c) {
 class Scanner {
  public:
   explicit Scanner(std::string_view text) : s_(text) {}
+  // Also looks for the value at `path` ("points[1].workers": members by name, elements by
+  // index from 0); found() has it once scanned.
+  Scanner(std::string_view text, std::string_view path) : s_(text), target_(path) {}
+  const std::optional<ValueSpan>& found() const { return found_; }
 
   bool ScanLine() {
     SkipWhitespace();
@@ -104,7 +109,9 @@ class Scanner {
       ++pos_;
       SkipWhitespace();
       const size_t value_begin = pos_;
+      const size_t parent = Enter(key, /*element=*/false);
       const bool ok = ScanValue(depth);
+      Leave(parent, value_begin, ok);
       if (top)
         top_members_.push_back({key, {value_begin, (ok ? pos_ : error_.offset) - value_begin}});
       if (!ok) return false;
@@ -130,8 +137,12 @@ class Scanner {
       ++pos_;
       return true;
     }
-    for (;;) {
-      if (!ScanValue(depth)) return false;
+    for (size_t index = 0;; ++index) {
+      const size_t value_begin = pos_;
+      const size_t parent = Enter(std::to_string(index), /*element=*/true);
+      const bool ok = ScanValue(depth);
+      Leave(parent, value_begin, ok);
+      if (!ok) return false;
       SkipWhitespace();
       if (Peek() == ',') {
         ++pos_;
@@ -144,6 +155,25 @@ class Scanner {
       }
       return Fail(pos_, "',' or ']' after an element");
     }
+  }
+
+  // The path of the value about to be scanned, when a target is set; returns the parent's
+  // path length for Leave().
+  size_t Enter(std::string_view name, bool element) {
+    const size_t parent = path_.size();
+    if (target_.empty()) return parent;
+    if (element) {
+      path_.append("[").append(name).append("]");
+    } else {
+      if (!path_.empty()) path_.push_back('.');
+      path_.append(name);
+    }
+    return parent;
+  }
+  void Leave(size_t parent, size_t value_begin, bool ok) {
+    if (!target_.empty() && !found_ && path_ == target_)
+      found_ = ValueSpan{value_begin, (ok ? pos_ : error_.offset) - value_begin};
+    path_.resize(parent);
   }
 
   bool ScanLiteral(std::string_view word) {
@@ -298,6 +328,9 @@ class Scanner {
   size_t pos_ = 0;
   SyntaxError error_;
   std::vector<std::pair<std::string_view, ValueSpan>> top_members_;
+  std::string_view target_;  // FindValueAt's path; empty: none
+  std::string path_;         // of the value being scanned (only with a target)
+  std::optional<ValueSpan> found_;
 };
 
 }  // namespace
@@ -315,6 +348,12 @@ std::optional<ValueSpan> FindTopLevelValue(std::string_view line, std::string_vi
     if (k == key) return span;
   }
   return std::nullopt;
+}
+
+std::optional<ValueSpan> FindValueAt(std::string_view text, std::string_view path) {
+  Scanner scanner(text, path);
+  scanner.ScanLine();
+  return scanner.found();
 }
 
 std::string DescribeValue(std::string_view line, ValueSpan span) {

@@ -32,6 +32,10 @@ struct ValueSpan {
 };
 std::optional<ValueSpan> FindTopLevelValue(std::string_view line, std::string_view key);
 
+// Where the value at `path` lies in a text holding one JSON object: members by name,
+// elements by index, e.g. "points[1].workers"; nullopt when there is none.
+std::optional<ValueSpan> FindValueAt(std::string_view text, std::string_view path);
+
 // DescribeBytesAt for the bytes of one value only.
 std::string DescribeValue(std::string_view line, ValueSpan span);
 

@@ -98,12 +98,7 @@ void AppendHeaderRecord(const TraceHeader& header, int64_t ts_ns, std::string* o
   } else {
     line.Raw("config", "{}");
   }
-  line.BeginObject("clock")
-      .Field("mono", header.clock.mono_ns)
-      .Field("wall", header.clock.wall_ns)
-      .Field("offset", header.clock.offset_ns)
-      .Field("offset_err", header.clock.offset_err_ns)
-      .EndObject();
+  AppendClockObject(&line, "clock", header.clock);
   for (const JsonValue::Member& m : header.sections.members()) {
     // A section named like a header field would make a duplicate key, which readers
     // resolve differently: it is not written.

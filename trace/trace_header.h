@@ -8,16 +8,10 @@
 #include <string>
 #include <string_view>
 
+#include "trace/clock_reference.h"
 #include "trace/json_value.h"
 
 namespace dsdiag::trace {
-
-struct ClockReference {
-  int64_t mono_ns = 0;         // CLOCK_MONOTONIC, read together with...
-  int64_t wall_ns = 0;         // ...CLOCK_REALTIME
-  int64_t offset_ns = 0;       // this rank's wall clock minus rank 0's (0 on rank 0)
-  int64_t offset_err_ns = -1;  // half the best round trip; -1 when not measured
-};
 
 struct TraceHeader {
   std::string schema;  // kSchema when written by this version

@@ -217,11 +217,6 @@ class FieldIndex {
   uint32_t values_[kMaxFields];
 };
 
-std::string ReadIssue::ToString() const {
-  return file + ":" + std::to_string(line) + ":" + std::to_string(column) + ": expected " +
-         expected + ", found " + found;
-}
-
 // ---- Record ----
 
 uint32_t Record::Locate(const FieldKey& key) const {
@@ -348,6 +343,52 @@ bool Record::HexArray(FieldKey key, std::vector<uint64_t>* out) const {
   return true;
 }
 
+bool Record::IntArray(FieldKey key, std::vector<int64_t>* out) const {
+  out->clear();
+  dom::element e;
+  dom::array array;
+  if (!Has(key) || !Find(key, &e) || e.get_array().get(array)) return false;
+  for (dom::element item : array) {
+    int64_t v;
+    if (item.get_int64().get(v)) return false;
+    out->push_back(v);
+  }
+  return true;
+}
+
+bool Record::StrArray(FieldKey key, std::vector<std::string>* out) const {
+  out->clear();
+  dom::element e;
+  dom::array array;
+  if (!Has(key) || !Find(key, &e) || e.get_array().get(array)) return false;
+  for (dom::element item : array) {
+    std::string_view v;
+    if (item.get_string().get(v)) return false;
+    out->emplace_back(v);
+  }
+  return true;
+}
+
+bool Record::NumberMembers(FieldKey key, std::vector<NumberMember>* out) const {
+  out->clear();
+  dom::element e;
+  dom::object object;
+  if (!Has(key) || !Find(key, &e) || e.get_object().get(object)) return false;
+  for (dom::key_value_pair kv : object) {
+    const std::string_view name = kv.key;
+    const bool seen = std::any_of(out->begin(), out->end(),
+                                  [&](const NumberMember& m) { return m.name == name; });
+    if (seen) continue;
+    NumberMember m;
+    m.name = name;
+    m.is_number = !kv.value.get_double().get(m.value);
+    m.is_int64 = kv.value.type() == dom::element_type::INT64;
+    if (m.is_int64) m.int64 = kv.value.get_int64().value_unsafe();
+    out->push_back(m);
+  }
+  return true;
+}
+
 bool Record::Has(FieldKey key) const {
   if (const uint32_t at = Locate(key); at != tape::kNotListed) return at != 0;
   dom::element e;
@@ -416,7 +457,7 @@ struct TraceReader::State {
   dom::document_stream::iterator stream_doc;
   bool header_done = false;
   std::optional<TraceHeader> header;
-  std::vector<ReadIssue> issues;
+  std::vector<LocatedIssue> issues;
   int64_t issue_count = 0;
   bool truncated_tail = false;
   bool read_error_reported = false;
@@ -445,7 +486,7 @@ void TraceReader::State::AddIssue(int64_t line, int64_t column, std::string expe
                                   std::string found, bool truncated) {
   ++issue_count;
   if (issues.size() >= static_cast<size_t>(kMaxIssuesKept)) return;
-  ReadIssue issue;
+  LocatedIssue issue;
   issue.file = path;
   issue.line = line;
   issue.column = column;
@@ -715,7 +756,7 @@ bool TraceReader::NextOwned(OwnedRecord* out) {
 
 const std::optional<TraceHeader>& TraceReader::header() const { return state_->header; }
 const std::string& TraceReader::path() const { return state_->path; }
-const std::vector<ReadIssue>& TraceReader::issues() const { return state_->issues; }
+const std::vector<LocatedIssue>& TraceReader::issues() const { return state_->issues; }
 int64_t TraceReader::issue_count() const { return state_->issue_count; }
 bool TraceReader::saw_truncated_tail() const { return state_->truncated_tail; }
 int64_t TraceReader::lines_read() const { return state_->lines.lines(); }

@@ -5,14 +5,14 @@
 // block parse cannot vouch for on, the rest of its block is parsed line by line, so that an
 // issue reads the same wherever its line sits.
 // A line that is not a JSON object, or lacks the fields every record carries
-// ("type" string, "ts" and "step" integers), becomes a ReadIssue naming file, line,
+// ("type" string, "ts" and "step" integers), becomes a LocatedIssue naming file, line,
 // column and what was expected, and reading goes on with the next line. A last line
 // without its '\n' (the process died mid-write) is reported as a truncated tail.
 //
 //   auto reader = TraceReader::Open(path, &error);
 //   Record r;
 //   while (reader->Next(&r)) { if (r.type() == rec::kStep) ... r.Int("loss") ... }
-//   for (const ReadIssue& i : reader->issues()) ...
+//   for (const LocatedIssue& i : reader->issues()) ...
 #pragma once
 
 #include <cstdint>
@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "trace/json_value.h"
+#include "trace/located_issue.h"
 #include "trace/record_types.h"
 #include "trace/trace_header.h"
 
@@ -35,16 +36,6 @@ class object;
 namespace dsdiag::trace {
 
 class FieldIndex;  // a record's members, listed by the reader (trace_reader.cc)
-
-struct ReadIssue {
-  std::string file;
-  int64_t line = 0;              // 1-based
-  int64_t column = 0;            // 1-based byte column of the first offending byte
-  std::string expected;          // e.g. "a JSON object", "integer field \"ts\""
-  std::string found;             // a short excerpt of what was there
-  bool truncated_tail = false;   // the last line has no '\n': the writer died mid-line
-  std::string ToString() const;  // "FILE:LINE:COL: expected X, found Y"
-};
 
 // A field name to look up in a record, with its head: its length and first 4 bytes as one
 // word, which the reader compares with each member's (trace_reader.cc). Made where the
@@ -96,6 +87,20 @@ class Record {
   // An array of such strings into *out (cleared first); false when absent, not an array,
   // or holding anything else (then *out holds the elements before the odd one).
   bool HexArray(FieldKey key, std::vector<uint64_t>* out) const;
+  // The same for an array of integers, and for an array of strings (copied).
+  bool IntArray(FieldKey key, std::vector<int64_t>* out) const;
+  bool StrArray(FieldKey key, std::vector<std::string>* out) const;
+  // The members of object field `key`, in order (the first of duplicate names only), with
+  // their values where they are numbers, into *out (cleared first; reuse it to allocate
+  // nothing once it has grown). False when the field is absent or not an object.
+  struct NumberMember {
+    std::string_view name;
+    bool is_number = false;  // `value` holds it
+    bool is_int64 = false;   // an integer within int64: `int64` holds it exactly
+    int64_t int64 = 0;
+    double value = 0;  // every number, as a double
+  };
+  bool NumberMembers(FieldKey key, std::vector<NumberMember>* out) const;
   bool Has(FieldKey key) const;
   // The whole field as a JsonValue tree (slower; for nested and rare fields).
   std::optional<JsonValue> Value(FieldKey key) const;
@@ -164,7 +169,7 @@ class TraceReader {
 
   const std::string& path() const;
   // Problems met so far. Capped at kMaxIssuesKept examples; issue_count() counts all.
-  const std::vector<ReadIssue>& issues() const;
+  const std::vector<LocatedIssue>& issues() const;
   int64_t issue_count() const;
   bool saw_truncated_tail() const;
   int64_t lines_read() const;

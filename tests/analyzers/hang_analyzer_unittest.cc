@@ -8,7 +8,6 @@
 #include "analyzers/analyzer_factories.h"
 #include "analyzers/finding_kinds.h"
 #include "analyzers/findings_pass.h"
-#include "analyzers/flight_dump.h"
 #include "tests/analyzers/analyzer_test_util.h"
 #include "tests/analyzers/ghost_trace_util.h"
 #include "tests/analyzers/test_run.h"
@@ -499,7 +498,11 @@ TEST(HangAnalyzerTest, MalformedAndForeignDumpsAreTraceCorruptWarningsNotCrashes
                 "{\"schema\":\"dsdiag.flight/1\",\"run_id\":\"test-run\",\"rank\":3,\"ts\":1,"
                 "\"reason\":\"SIGUSR1\",\"entries\":[{\"pg\":0,\"seq\":1,\"state\":\"completed\"},"
                 "{\"pg\":0,\"state\":\"started\"}]}");
-  const auto findings = Analyze(run);
+  // The run loader leaves the bad dumps out, trace-corrupt reports them, hang goes on.
+  std::vector<std::unique_ptr<Analyzer>> analyzers;
+  analyzers.push_back(CreateTraceCorruptAnalyzer());
+  analyzers.push_back(CreateHangAnalyzer());
+  const auto findings = RunCompareWith(run.dir(), analyzers).findings;
   EXPECT_TRUE(OfKind(findings, kind::kHang).empty());  // the foreign timeout dump is left out
   const auto corrupt = OfKind(findings, kind::kTraceCorrupt);
   ASSERT_EQ(corrupt.size(), 4u);
@@ -517,8 +520,6 @@ TEST(HangAnalyzerTest, MalformedAndForeignDumpsAreTraceCorruptWarningsNotCrashes
             std::string::npos)
       << corrupt[3].summary;
 }
-
-// --- flight_dump.h ---
 
 // --- the hang follow-on pass: the waiters' own failures are the hang's victims -----------
 
@@ -704,96 +705,6 @@ TEST(HangFollowOnTest, OnlyRankDiedFindingsOfNonCulpritsWaitingInTheSameCollecti
   no_culprit[0].evidence.Set("culprit_count", int64_t{0});
   CreateHangFollowOnPass()->Apply(RunContext{}, &no_culprit);
   EXPECT_EQ(no_culprit[1].severity, Severity::kError);
-}
-
-FlightDumpIssue Issue(const std::string& text) {
-  FlightDumpIssue issue;
-  EXPECT_FALSE(ParseFlightDump(text, "run/flight-rank-00001.json", "flight-rank-00001.json", &issue)
-                   .has_value());
-  return issue;
-}
-
-TEST(FlightDumpTest, ParsesEveryField) {
-  const std::string text =
-      "{\"schema\":\"dsdiag.flight/1\",\"run_id\":\"r\",\"rank\":1,\"world_size\":4,"
-      "\"reason\":\"timeout\",\"ts\":912345678,\"clock\":{\"mono\":100,\"wall\":2000,"
-      "\"offset\":-35,\"offset_err\":12},\"where\":{\"step\":7,\"phase\":\"sync\"},"
-      "\"future_field\":[1,2],\"entries\":["
-      "{\"pg\":0,\"seq\":39,\"op\":\"allreduce\",\"dtype\":\"f32\",\"n\":12,\"bytes\":48,"
-      "\"tag\":\"grad-bucket-1\",\"step\":7,\"phase\":\"backward\",\"state\":\"completed\","
-      "\"issued\":900,\"started\":901,\"completed\":950},"
-      "{\"pg\":0,\"seq\":40,\"op\":\"allreduce\",\"dtype\":\"f32\",\"n\":12,\"bytes\":48,"
-      "\"tag\":\"grad-bucket-2\",\"step\":7,\"phase\":\"sync\",\"state\":\"started\","
-      "\"issued\":912000000,\"started\":912000100}]}\n";
-  FlightDumpIssue issue;
-  const auto d = ParseFlightDump(text, "p", "flight-rank-00001.json", &issue);
-  ASSERT_TRUE(d.has_value()) << issue.ToString();
-  EXPECT_EQ(d->rank, 1);
-  EXPECT_EQ(d->world_size, 4);
-  EXPECT_EQ(d->reason, "timeout");
-  EXPECT_EQ(d->ts, 912345678);
-  ASSERT_TRUE(d->clock.has_value());
-  EXPECT_EQ(d->clock->offset_ns, -35);
-  EXPECT_EQ(d->where_step, 7);
-  EXPECT_EQ(d->where_phase, "sync");
-  ASSERT_EQ(d->entries.size(), 2u);
-  EXPECT_FALSE(d->entries[0].pending());
-  EXPECT_EQ(d->entries[0].completed, 950);
-  const FlightEntry* pending = d->OldestPending();
-  ASSERT_NE(pending, nullptr);
-  EXPECT_EQ(pending->seq, 40);
-  EXPECT_EQ(pending->state, FlightEntry::State::kStarted);
-  EXPECT_EQ(pending->tag, "grad-bucket-2");
-  EXPECT_EQ(pending->issued, 912000000);
-  EXPECT_EQ(d->entries_skipped, 0);
-}
-
-TEST(FlightDumpTest, BadDumpsGiveLocatedIssues) {
-  FlightDumpIssue i = Issue("{\"schema\":\"dsdiag.flight/1\",\n\"rank\":1,}");
-  EXPECT_EQ(i.line, 2);
-  EXPECT_EQ(i.column, 10);
-  EXPECT_EQ(i.ToString().rfind("run/flight-rank-00001.json:2:10: expected", 0), 0u) << i.ToString();
-
-  i = Issue("{\"schema\":\"dsdiag.flight/2\",\"rank\":1,\"ts\":1,\"entries\":[]}");
-  EXPECT_EQ(i.expected, "flight dump schema major 1 (\"dsdiag.flight/1\")");
-  EXPECT_EQ(i.column, 11);
-
-  i = Issue("{\"schema\":\"dsdiag.trace/1\",\"rank\":1}");
-  EXPECT_EQ(i.expected, "\"schema\": \"dsdiag.flight/1\"");
-
-  i = Issue("{\"schema\":\"dsdiag.flight/1\",\"rank\":\"one\",\"ts\":1,\"entries\":[]}");
-  EXPECT_EQ(i.expected, "integer field \"rank\" >= 0");
-
-  i = Issue("{\"schema\":\"dsdiag.flight/1\",\"rank\":1,\"ts\":1}");
-  EXPECT_EQ(i.expected, "array field \"entries\"");
-  EXPECT_EQ(i.found, "no \"entries\"");
-
-  i = Issue("");
-  EXPECT_EQ(i.line, 1);
-  EXPECT_EQ(i.expected.empty(), false);
-
-  i = Issue("[1,2]");
-  EXPECT_EQ(i.column, 1);
-}
-
-TEST(FlightDumpTest, BadEntriesAreSkippedAndCounted) {
-  FlightDumpIssue issue;
-  const auto d = ParseFlightDump(
-      "{\"schema\":\"dsdiag.flight/1\",\"rank\":1,\"ts\":1,\"entries\":[7,"
-      "{\"pg\":0,\"seq\":1,\"state\":\"done\"},{\"pg\":0,\"seq\":2,\"state\":\"issued\"}]}",
-      "p", "f", &issue);
-  ASSERT_TRUE(d.has_value()) << issue.ToString();
-  EXPECT_EQ(d->entries.size(), 1u);
-  EXPECT_EQ(d->entries_skipped, 2);
-  EXPECT_EQ(d->first_entry_problem, "entries[0]: expected an object");
-}
-
-TEST(FlightDumpTest, AMissingFileIsAnIssueNotAnException) {
-  FlightDumpIssue issue;
-  EXPECT_FALSE(ReadFlightDump("/nonexistent/flight-rank-00001.json", "f", &issue).has_value());
-  EXPECT_EQ(issue.line, 0);
-  EXPECT_EQ(issue.file, "/nonexistent/flight-rank-00001.json");
-  EXPECT_NE(issue.ToString().find("expected a readable flight dump"), std::string::npos);
 }
 
 }  // namespace

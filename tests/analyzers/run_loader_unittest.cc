@@ -4,6 +4,8 @@
 
 #include "analyzers/input_error.h"
 #include "tests/analyzers/test_run.h"
+#include "trace/flight_dump.h"
+#include "trace/run_files.h"
 
 namespace dsdiag::analyzers {
 namespace {
@@ -64,12 +66,49 @@ TEST(RunLoaderTest, MajorityDecidesWorldSizeAndRunIdAndFindsMissingRanks) {
   EXPECT_EQ(ctx.run_id, "test-run");
   EXPECT_EQ(ctx.ranks_found, (std::vector<int>{0, 1, 3}));
   EXPECT_EQ(ctx.missing_ranks, (std::vector<int>{2}));
-  ASSERT_EQ(ctx.flight_dumps.size(), 1u);
-  EXPECT_EQ(ctx.flight_dumps[0].rank, 1);
+  // A dump is parsed by the loader: "{}" is no dump, so it is left out (trace-corrupt says so).
+  EXPECT_TRUE(ctx.flight_dumps.empty());
+  ASSERT_EQ(ctx.excluded_dumps.size(), 1u);
+  EXPECT_EQ(ctx.excluded_dumps[0].rank, 1);
+  EXPECT_EQ(ctx.excluded_dumps[0].reason, ExcludedFlightDump::Reason::kUnreadable);
+  EXPECT_EQ(ctx.excluded_dumps[0].issue.expected, "\"schema\": \"dsdiag.flight/1\"");
   EXPECT_TRUE(ctx.excluded.empty());
   ASSERT_EQ(ctx.ranks.size(), 3u);
   EXPECT_EQ(ctx.ranks[2].file_name, "rank-00003.jsonl");
   EXPECT_EQ(ctx.ranks[2].header.host, "node0");
+}
+
+// Flight dumps are parsed once, here: the usable ones are in flight_dumps, the others in
+// excluded_dumps with the reason (the analyzers read neither file again).
+TEST(RunLoaderTest, FlightDumpsAreParsedOnceAndSortedIntoUsableAndExcluded) {
+  TestRun run;
+  for (int r : {0, 1, 2, 3}) run.WriteCleanRank(TestRun::Header(r, 4), 1);
+  auto dump = [](int rank, const std::string& run_id) {
+    trace::FlightDump d;
+    d.run_id = run_id;
+    d.rank = rank;
+    d.world_size = 4;
+    d.reason = "timeout";
+    d.ts = 5;
+    return trace::FlightDumpJson(d);
+  };
+  run.WriteFile(trace::FlightDumpFileName(0), dump(0, "test-run"));
+  run.WriteFile(trace::FlightDumpFileName(1), dump(1, "another-run"));
+  run.WriteFile(trace::FlightDumpFileName(2), dump(3, "test-run"));  // names another rank
+  run.WriteFile(trace::FlightDumpFileName(3), dump(3, ""));          // no run id: kept
+  const RunContext ctx = LoadRun(run.dir());
+  ASSERT_EQ(ctx.flight_dumps.size(), 2u);
+  EXPECT_EQ(ctx.flight_dumps[0].rank, 0);
+  EXPECT_EQ(ctx.flight_dumps[0].dump.reason, "timeout");
+  EXPECT_EQ(ctx.flight_dumps[0].file_name, "flight-rank-00000.json");
+  EXPECT_EQ(ctx.flight_dumps[1].rank, 3);
+  ASSERT_NE(ctx.FlightDumpOf(3), nullptr);
+  EXPECT_EQ(ctx.FlightDumpOf(1), nullptr);
+  ASSERT_EQ(ctx.excluded_dumps.size(), 2u);
+  EXPECT_EQ(ctx.excluded_dumps[0].reason, ExcludedFlightDump::Reason::kForeignRunId);
+  EXPECT_EQ(ctx.excluded_dumps[0].dump_run_id, "another-run");
+  EXPECT_EQ(ctx.excluded_dumps[1].reason, ExcludedFlightDump::Reason::kRankMismatch);
+  EXPECT_EQ(ctx.excluded_dumps[1].dump_rank, 3);
 }
 
 TEST(RunLoaderTest, ForeignRunIdAndBadHeaderAreExcludedNotMissing) {

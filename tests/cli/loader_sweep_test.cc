@@ -11,13 +11,14 @@
 #include "cli/loader_sweep_command.h"
 #include "cli/subcommand.h"
 #include "tests/cli/compare_test_util.h"
-#include "trainer/loader_sweep_result.h"
+#include "trace/loader_sweep_file.h"
+#include "trainer/loader_sweep_summary.h"
 
 namespace dsdiag::cli {
 namespace {
 
-using trainer::LoaderSweepPoint;
-using trainer::LoaderSweepResult;
+using trace::LoaderSweepPoint;
+using LoaderSweepResult = trace::LoaderSweep;
 
 LoaderSweepPoint Point(int workers, int batch, double median) {
   LoaderSweepPoint p;
@@ -55,7 +56,7 @@ TEST(LoaderSweepResultTest, JsonFollowsTheDocumentedSchema) {
   result.points[1].first_batch_ms = 210.4;
   result.points[1].peak_rss_mb = 1532;
   result.recommendation = trainer::RecommendLoaderSetting(result.points);
-  const std::string json = trainer::LoaderSweepJson(result);
+  const std::string json = trace::LoaderSweepJson(result);
   simdjson::dom::parser parser;
   simdjson::dom::element root;
   ASSERT_EQ(parser.parse(json).get(root), simdjson::SUCCESS) << json;

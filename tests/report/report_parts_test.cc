@@ -8,7 +8,6 @@
 #include "report/collective_waits.h"
 #include "report/config_diff.h"
 #include "report/html.h"
-#include "report/loader_sweep.h"
 #include "report/rank_rows.h"
 #include "report/step_bins.h"
 
@@ -197,55 +196,6 @@ TEST(ConfigDiffTest, SplitsDifferingFromCommonWithRankLists) {
   EXPECT_EQ(diff.common[0].section, "versions");
   EXPECT_EQ(diff.common[1].key, "batch_size");
   EXPECT_EQ(diff.common[1].values[0].value, "8");
-}
-
-// ---- loader sweep ----
-
-TEST(LoaderSweepTest, ParsesPointsAndRecommendation) {
-  const LoaderSweepResult r = ParseLoaderSweep(
-      R"({"schema":"dsdiag.loader-sweep/1",
-          "points":[{"workers":0,"batch_size":8,"samples_per_s_median":210.5},
-                    {"workers":4,"batch_size":8,"samples_per_s_median":812,
-                     "samples_per_s_min":790.25,"samples_per_s_max":830,
-                     "first_batch_ms":210.4,"peak_rss_mb":null,"future_field":[1]}],
-          "recommendation":{"workers":4,"reason":"best"}})",
-      "run/loader-sweep.json");
-  ASSERT_TRUE(r.sweep) << r.error;
-  ASSERT_EQ(r.sweep->points.size(), 2u);
-  EXPECT_EQ(r.sweep->points[0].samples_per_s_median, 210.5);
-  EXPECT_FALSE(r.sweep->points[0].samples_per_s_min);
-  EXPECT_EQ(*r.sweep->points[1].samples_per_s_min, 790.25);
-  EXPECT_FALSE(r.sweep->points[1].peak_rss_mb);
-  ASSERT_TRUE(r.sweep->recommendation);
-  EXPECT_EQ(r.sweep->recommendation->workers, 4);
-  EXPECT_EQ(r.sweep->recommendation->reason, "best");
-}
-
-TEST(LoaderSweepTest, SyntaxErrorsNameFileLineAndColumn) {
-  const LoaderSweepResult r =
-      ParseLoaderSweep("{\"schema\":\"dsdiag.loader-sweep/1\",\n \"points\":[}\n", "d/ls.json");
-  EXPECT_TRUE(r.present);
-  EXPECT_FALSE(r.sweep);
-  EXPECT_EQ(r.error.rfind("d/ls.json:2:12: expected", 0), 0u) << r.error;
-}
-
-TEST(LoaderSweepTest, FieldErrorsNameTheField) {
-  auto error = [](const std::string& text) { return ParseLoaderSweep(text, "f.json").error; };
-  EXPECT_EQ(error(R"({"schema":"dsdiag.loader-sweep/2","points":[]})"),
-            "f.json: field schema: expected \"dsdiag.loader-sweep/1\"");
-  EXPECT_EQ(error(R"({"schema":"dsdiag.loader-sweep/1"})"),
-            "f.json: field points: expected an array");
-  EXPECT_EQ(error(R"({"schema":"dsdiag.loader-sweep/1","points":[{"workers":1,"batch_size":8,
-              "samples_per_s_median":1},{"workers":-1}]})"),
-            "f.json: field points[1].workers: expected an integer >= 0");
-  EXPECT_EQ(error(R"({"schema":"dsdiag.loader-sweep/1","points":[],"recommendation":{}})"),
-            "f.json: field recommendation.workers: expected an integer >= 0");
-}
-
-TEST(LoaderSweepTest, AbsentFileIsNotAnError) {
-  const LoaderSweepResult r = ReadLoaderSweep("/nonexistent-dsdiag-dir");
-  EXPECT_FALSE(r.present);
-  EXPECT_TRUE(r.error.empty());
 }
 
 // ---- HTML pieces ----

@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "analyzers/input_error.h"
-#include "report/loader_sweep.h"
 #include "tests/report/report_test_util.h"
+#include "trace/loader_sweep_file.h"
 
 namespace dsdiag::report {
 namespace {
@@ -80,7 +80,7 @@ class ReportTest : public ::testing::Test {
       }
       t.End(kBoot[r] + 20 * kMs + kSteps * kStepNs, kSteps - 1);
     }
-    testing::WriteFile(dir_ / kLoaderSweepFileName, R"({"schema":"dsdiag.loader-sweep/1",
+    testing::WriteFile(dir_ / trace::kLoaderSweepFileName, R"({"schema":"dsdiag.loader-sweep/1",
       "points":[{"workers":0,"batch_size":8,"samples_per_s_median":210.5,"first_batch_ms":12},
                 {"workers":2,"batch_size":8,"samples_per_s_median":640,"samples_per_s_min":610,
                  "samples_per_s_max":655,"peak_rss_mb":1200},
@@ -230,7 +230,7 @@ TEST_F(ReportTest, LoaderSweepTableAndCurve) {
 }
 
 TEST_F(ReportTest, ABrokenSweepFileIsReportedInItsSection) {
-  testing::WriteFile(dir_ / kLoaderSweepFileName, "{\"schema\":\"dsdiag.loader-sweep/1\",");
+  testing::WriteFile(dir_ / trace::kLoaderSweepFileName, "{\"schema\":\"dsdiag.loader-sweep/1\",");
   const std::string sweep = Section(Render(dir_.path()), "loader-sweep");
   EXPECT_TRUE(Contains(sweep, "class=\"error\""));
   EXPECT_TRUE(Contains(sweep, "loader-sweep.json:1:"));

@@ -139,7 +139,7 @@ TraceSummary ReadSummary(const std::string& path) {
   }
   s.issue_count = reader->issue_count();
   s.truncated_tail = reader->saw_truncated_tail();
-  for (const trace::ReadIssue& i : reader->issues()) s.issues.push_back(i.ToString());
+  for (const trace::LocatedIssue& i : reader->issues()) s.issues.push_back(i.ToString());
   return s;
 }
 

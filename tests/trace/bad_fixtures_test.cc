@@ -16,7 +16,7 @@ std::string FixturePath(const std::string& name, int rank) {
 struct Contents {
   std::optional<TraceHeader> header;
   std::vector<std::string> types;
-  std::vector<ReadIssue> issues;
+  std::vector<LocatedIssue> issues;
   int64_t issue_count = 0;
   bool truncated = false;
 };

@@ -29,7 +29,7 @@ std::string GoodRecord(int i) {
 struct Read {
   std::vector<int64_t> lines;  // of the records
   std::vector<int64_t> seqs;   // their "seq" (-1 when absent)
-  std::vector<ReadIssue> issues;
+  std::vector<LocatedIssue> issues;
   int64_t issue_count = 0;
   int64_t lines_read = 0;
   bool truncated = false;
@@ -137,8 +137,8 @@ TEST_F(BlockReadTest, OddLineReadsTheSameAmidGoodLinesAsAlone) {
         const int64_t shift = static_cast<int64_t>(at);  // line 2 alone is line 2 + at amid
         ASSERT_EQ(amid.issues.size(), alone.issues.size());
         if (!alone.issues.empty()) {
-          const ReadIssue& a = alone.issues[0];
-          const ReadIssue& b = amid.issues[0];
+          const LocatedIssue& a = alone.issues[0];
+          const LocatedIssue& b = amid.issues[0];
           EXPECT_EQ(b.line, a.line + shift);
           EXPECT_EQ(b.column, a.column);
           EXPECT_EQ(b.expected, a.expected);

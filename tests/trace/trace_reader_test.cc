@@ -23,7 +23,7 @@ struct ReadAllResult {
   std::optional<TraceHeader> header;
   std::vector<std::string> types;
   std::vector<int64_t> lines;  // line number of each record
-  std::vector<ReadIssue> issues;
+  std::vector<LocatedIssue> issues;
   int64_t issue_count = 0;
   bool truncated = false;
   int64_t lines_read = 0;
@@ -61,7 +61,7 @@ class ReaderTest : public ::testing::Test {
     for (const std::string& l : lines) text += l + "\n";
     return Read(text);
   }
-  void ExpectIssue(const ReadIssue& issue, int64_t line, int64_t column,
+  void ExpectIssue(const LocatedIssue& issue, int64_t line, int64_t column,
                    const std::string& expected, const std::string& found = "") {
     EXPECT_EQ(issue.file, path_);
     EXPECT_EQ(issue.line, line) << issue.ToString();
@@ -187,7 +187,7 @@ TEST_F(ReaderTest, LinesAcrossChunkBoundariesAndLongLines) {
 }
 
 TEST_F(ReaderTest, ToStringNamesFileLineColumn) {
-  ReadIssue i;
+  LocatedIssue i;
   i.file = "run/rank-00001.jsonl";
   i.line = 17;
   i.column = 42;
@@ -227,7 +227,7 @@ TEST_F(ReaderTest, BinaryGarbageGivesIssuesNotACrash) {
   ExpectIssue(res.issues[0], 1, 1, "a JSON object ('{')", "byte 0x00");
   EXPECT_EQ(res.issue_count, res.lines_read) << "one issue per line";
   EXPECT_EQ(res.issues.size(), size_t{TraceReader::kMaxIssuesKept});
-  for (const ReadIssue& i : res.issues) {
+  for (const LocatedIssue& i : res.issues) {
     EXPECT_GE(i.line, 1);
     EXPECT_GE(i.column, 1);
     EXPECT_FALSE(i.expected.empty());

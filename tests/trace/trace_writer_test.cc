@@ -61,7 +61,7 @@ TraceHeader MinimalHeader() {
 
 std::string IssuesText(const TraceReader& r) {
   std::string text;
-  for (const ReadIssue& i : r.issues()) text += i.ToString() + "\n";
+  for (const LocatedIssue& i : r.issues()) text += i.ToString() + "\n";
   return text;
 }
 

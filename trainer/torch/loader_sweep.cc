@@ -81,13 +81,13 @@ Repeat MeasureOnce(const LoaderSweepOptions& o, int workers, int batch_size,
 
 }  // namespace
 
-LoaderSweepResult RunLoaderSweep(const LoaderSweepOptions& o) {
+trace::LoaderSweep RunLoaderSweep(const LoaderSweepOptions& o) {
   if (o.workers.empty() || o.batch_sizes.empty())
     throw std::invalid_argument("nothing to measure: no worker count or batch size");
   if (o.repeats < 1) throw std::invalid_argument("--repeats must be at least 1");
   if (o.seconds <= 0 && o.batches < 1) throw std::invalid_argument("--batches must be at least 1");
   auto session = OffSession();
-  LoaderSweepResult result;
+  trace::LoaderSweep result;
   for (int batch_size : o.batch_sizes) {
     for (int workers : o.workers) {
       const bool reset = ResetPeakRss();
@@ -101,7 +101,7 @@ LoaderSweepResult RunLoaderSweep(const LoaderSweepOptions& o) {
         rates.push_back(r.samples_per_s);
         firsts.push_back(r.first_batch_ms);
       }
-      LoaderSweepPoint p;
+      trace::LoaderSweepPoint p;
       p.workers = workers;
       p.batch_size = batch_size;
       p.samples_per_s_median = MedianOf(rates);

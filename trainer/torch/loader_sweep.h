@@ -8,7 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "trainer/loader_sweep_result.h"
+#include "trace/loader_sweep_file.h"
+#include "trainer/loader_sweep_summary.h"
 
 namespace dsdiag::trainer {
 
@@ -28,6 +29,6 @@ struct LoaderSweepOptions {
 };
 
 // Throws std::invalid_argument on options it cannot measure.
-LoaderSweepResult RunLoaderSweep(const LoaderSweepOptions& options);
+trace::LoaderSweep RunLoaderSweep(const LoaderSweepOptions& options);
 
 }  // namespace dsdiag::trainer

@@ -1,65 +1,69 @@
-#include "analyzers/flight_dump.h"
+#include "trace/flight_dump.h"
 
 #include <simdjson.h>
 
-#include <cctype>
 #include <cstdint>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
+#include "trace/json_line.h"
 #include "trace/json_syntax.h"
 
-namespace dsdiag::analyzers {
+namespace dsdiag::trace {
 namespace {
 
 namespace dom = simdjson::dom;
 
 constexpr std::string_view kSchemaPrefix = "dsdiag.flight/";
 constexpr std::string_view kSchemaMajor = "1";
+static_assert(kFlightDumpSchema.substr(0, kSchemaPrefix.size()) == kSchemaPrefix);
 // Dumps hold at most a few hundred entries (~100 KB); anything far larger is not a dump.
 constexpr uintmax_t kMaxDumpBytes = uintmax_t{64} << 20;
 
-// Turns the first problem met into a FlightDumpIssue located in the text.
+// ---- writing ----
+
+void AppendEntry(JsonLine* l, const FlightDumpEntry& e) {
+  l->BeginObject().Field("pg", e.pg).Field("seq", e.seq).Field("op", e.op).Field("dtype", e.dtype);
+  if (e.n) l->Field("n", *e.n);
+  if (e.bytes) l->Field("bytes", *e.bytes);
+  l->Field("tag", e.tag);
+  if (e.step) l->Field("step", *e.step);
+  l->Field("phase", e.phase).Field("state", FlightStateName(e.state));
+  if (e.issued) l->Field("issued", *e.issued);
+  if (e.started) l->Field("started", *e.started);
+  if (e.completed) l->Field("completed", *e.completed);
+  l->EndObject();
+}
+
+// ---- reading ----
+
+// Turns the first problem met into a LocatedIssue located in the text.
 class Checker {
  public:
-  Checker(const std::string& text, const std::string& path, FlightDumpIssue* issue)
+  Checker(const std::string& text, const std::string& path, LocatedIssue* issue)
       : text_(text), path_(path), issue_(issue) {}
 
   bool FailAt(size_t offset, std::string expected, std::string found) {
-    if (!issue_) return false;
-    issue_->file = path_;
-    issue_->line = 1;
-    issue_->column = 1;
-    for (size_t i = 0; i < offset && i < text_.size(); ++i) {
-      if (text_[i] == '\n') {
-        ++issue_->line;
-        issue_->column = 1;
-      } else {
-        ++issue_->column;
-      }
-    }
-    issue_->expected = std::move(expected);
-    issue_->found = std::move(found);
+    if (issue_) *issue_ = IssueAt(path_, text_, offset, std::move(expected), std::move(found));
     return false;
   }
 
   // A problem with top-level member `key` (or with the object itself when it is absent).
   bool FailField(std::string_view key, std::string expected) {
-    const auto span = trace::FindTopLevelValue(text_, key);
+    const auto span = FindTopLevelValue(text_, key);
     if (!span) return FailAt(ObjectStart(), std::move(expected), "no \"" + std::string(key) + "\"");
-    return FailAt(span->offset, std::move(expected), trace::DescribeValue(text_, *span));
+    return FailAt(span->offset, std::move(expected), DescribeValue(text_, *span));
   }
 
+ private:
   size_t ObjectStart() const {
     const size_t p = text_.find('{');
     return p == std::string::npos ? 0 : p;
   }
 
- private:
   const std::string& text_;
   const std::string& path_;
-  FlightDumpIssue* issue_;
+  LocatedIssue* issue_;
 };
 
 bool GetInt(const dom::object& o, std::string_view key, int64_t* out) {
@@ -81,21 +85,21 @@ std::string OptStr(const dom::object& o, std::string_view key) {
   return {};
 }
 
-std::optional<FlightEntry::State> ParseState(std::string_view s) {
-  if (s == "issued") return FlightEntry::State::kIssued;
-  if (s == "started") return FlightEntry::State::kStarted;
-  if (s == "completed") return FlightEntry::State::kCompleted;
+std::optional<FlightState> ParseState(std::string_view s) {
+  if (s == "issued") return FlightState::kIssued;
+  if (s == "started") return FlightState::kStarted;
+  if (s == "completed") return FlightState::kCompleted;
   return std::nullopt;
 }
 
 // One entry, or the reason it cannot be used.
-std::optional<FlightEntry> ParseEntry(dom::element element, std::string* problem) {
+std::optional<FlightDumpEntry> ParseEntry(dom::element element, std::string* problem) {
   dom::object o;
   if (element.get_object().get(o)) {
     *problem = "an object";
     return std::nullopt;
   }
-  FlightEntry e;
+  FlightDumpEntry e;
   int64_t pg = 0;
   if (!GetInt(o, "pg", &pg) || pg < 0 || pg > INT32_MAX) {
     *problem = "integer field \"pg\"";
@@ -115,6 +119,7 @@ std::optional<FlightEntry> ParseEntry(dom::element element, std::string* problem
   e.op = OptStr(o, "op");
   e.dtype = OptStr(o, "dtype");
   e.n = OptInt(o, "n");
+  e.bytes = OptInt(o, "bytes");
   e.tag = OptStr(o, "tag");
   e.step = OptInt(o, "step");
   e.phase = OptStr(o, "phase");
@@ -124,56 +129,77 @@ std::optional<FlightEntry> ParseEntry(dom::element element, std::string* problem
   return e;
 }
 
-std::optional<trace::ClockReference> ParseClock(const dom::object& o) {
+std::optional<ClockReference> ParseClock(const dom::object& o) {
   dom::element e;
   dom::object c;
   if (o.at_key("clock").get(e) || e.get_object().get(c)) return std::nullopt;
-  trace::ClockReference clock;
-  if (!GetInt(c, "mono", &clock.mono_ns) || !GetInt(c, "wall", &clock.wall_ns)) return std::nullopt;
-  clock.offset_ns = OptInt(c, "offset").value_or(0);
-  clock.offset_err_ns = OptInt(c, "offset_err").value_or(-1);
-  return clock;
+  return ParseClockObject(c, /*require_pair=*/true);
 }
 
 }  // namespace
 
-const FlightEntry* FlightDumpData::OldestPending() const {
-  for (const FlightEntry& e : entries)
+std::string_view FlightStateName(FlightState state) {
+  switch (state) {
+    case FlightState::kIssued:
+      return "issued";
+    case FlightState::kStarted:
+      return "started";
+    case FlightState::kCompleted:
+      return "completed";
+  }
+  return "issued";
+}
+
+const FlightDumpEntry* FlightDump::OldestPending() const {
+  for (const FlightDumpEntry& e : entries)
     if (e.pending()) return &e;
   return nullptr;
 }
 
-std::string FlightDumpIssue::ToString() const {
-  std::string s = file;
-  if (line > 0) s += ":" + std::to_string(line) + ":" + std::to_string(column);
-  return s + ": expected " + expected + ", found " + found;
+std::string FlightDumpJson(const FlightDump& d) {
+  std::string out;
+  JsonLine l(&out);
+  l.Field("schema", kFlightDumpSchema)
+      .Field("run_id", d.run_id)
+      .Field("rank", d.rank)
+      .Field("world_size", d.world_size)
+      .Field("reason", d.reason)
+      .Field("ts", d.ts);
+  if (d.clock) AppendClockObject(&l, "clock", *d.clock);
+  if (d.where_step) {
+    l.BeginObject("where").Field("step", *d.where_step).Field("phase", d.where_phase).EndObject();
+  }
+  l.BeginArray("entries");
+  for (const FlightDumpEntry& e : d.entries) AppendEntry(&l, e);
+  l.EndArray();
+  l.Finish();
+  return out;
 }
 
-std::optional<FlightDumpData> ParseFlightDump(const std::string& text, const std::string& path,
-                                              const std::string& file_name,
-                                              FlightDumpIssue* issue) {
+std::optional<FlightDump> ParseFlightDump(const std::string& text, const std::string& path,
+                                          LocatedIssue* issue) {
   Checker check(text, path, issue);
-  if (auto syntax = trace::CheckJsonObjectLine(text)) {
-    check.FailAt(syntax->offset, syntax->expected, trace::DescribeBytesAt(text, syntax->offset));
+  if (auto syntax = CheckJsonObjectLine(text)) {
+    check.FailAt(syntax->offset, syntax->expected, DescribeBytesAt(text, syntax->offset));
     return std::nullopt;
   }
   dom::parser parser;
   dom::element doc;
   dom::object o;
   if (parser.parse(simdjson::padded_string(text)).get(doc) || doc.get_object().get(o)) {
-    check.FailAt(0, "a JSON object", trace::DescribeBytesAt(text, 0));
+    check.FailAt(0, "a JSON object", DescribeBytesAt(text, 0));
     return std::nullopt;
   }
 
-  FlightDumpData d;
-  d.file_name = file_name;
+  FlightDump d;
   const std::string schema = OptStr(o, "schema");
   if (schema.compare(0, kSchemaPrefix.size(), kSchemaPrefix) != 0) {
-    check.FailField("schema", "\"schema\": \"dsdiag.flight/1\"");
+    check.FailField("schema", "\"schema\": \"" + std::string(kFlightDumpSchema) + "\"");
     return std::nullopt;
   }
   if (std::string_view(schema).substr(kSchemaPrefix.size()) != kSchemaMajor) {
-    check.FailField("schema", "flight dump schema major 1 (\"dsdiag.flight/1\")");
+    check.FailField("schema",
+                    "flight dump schema major 1 (\"" + std::string(kFlightDumpSchema) + "\")");
     return std::nullopt;
   }
   int64_t rank = 0;
@@ -217,12 +243,11 @@ std::optional<FlightDumpData> ParseFlightDump(const std::string& text, const std
   return d;
 }
 
-std::optional<FlightDumpData> ReadFlightDump(const std::string& path, const std::string& file_name,
-                                             FlightDumpIssue* issue) {
+std::optional<FlightDump> ReadFlightDumpFile(const std::string& path, LocatedIssue* issue) {
   std::error_code ec;
   const uintmax_t size = std::filesystem::file_size(path, ec);
   if (!ec && size > kMaxDumpBytes) {
-    if (issue) *issue = {path, 0, 0, "a flight dump of at most 64 MiB", "a larger file"};
+    if (issue) *issue = {path, 0, 0, "a flight dump of at most 64 MiB", "a larger file", false};
     return std::nullopt;
   }
   std::ifstream in(path, std::ios::binary);
@@ -234,39 +259,16 @@ std::optional<FlightDumpData> ReadFlightDump(const std::string& path, const std:
   }
   if (!in || ec) {
     if (issue) {
-      *issue = {path, 0, 0, "a readable flight dump",
-                "a file that cannot be read" + (ec ? " (" + ec.message() + ")" : std::string())};
+      *issue = {path,
+                0,
+                0,
+                "a readable flight dump",
+                "a file that cannot be read" + (ec ? " (" + ec.message() + ")" : std::string()),
+                false};
     }
     return std::nullopt;
   }
-  return ParseFlightDump(text, path, file_name, issue);
+  return ParseFlightDump(text, path, issue);
 }
 
-std::optional<NamedCollective> ParseNamedCollective(std::string_view text) {
-  for (size_t at = text.find("pg "); at != std::string_view::npos; at = text.find("pg ", at + 1)) {
-    if (at > 0 && std::isalnum(static_cast<unsigned char>(text[at - 1]))) continue;
-    int pg = 0;
-    long long seq = 0;
-    int used = 0;
-    const std::string rest(text.substr(at, 64));
-    if (std::sscanf(rest.c_str(), "pg %d seq %lld%n", &pg, &seq, &used) != 2 || used <= 0 || pg < 0)
-      continue;
-    NamedCollective named{pg, static_cast<int64_t>(seq), {}, {}};
-    const std::string_view after = text.substr(at + static_cast<size_t>(used));
-    const size_t close = after.find(')');
-    if (after.size() > 2 && after.substr(0, 2) == " (" && close != std::string_view::npos) {
-      const std::string_view inside = after.substr(2, close - 2);
-      const size_t comma = inside.find(", ");
-      if (comma != std::string_view::npos) {
-        named.op = std::string(inside.substr(0, comma));
-        named.tag = std::string(inside.substr(comma + 2));
-      } else {
-        named.tag = std::string(inside);
-      }
-    }
-    return named;
-  }
-  return std::nullopt;
-}
-
-}  // namespace dsdiag::analyzers
+}  // namespace dsdiag::trace

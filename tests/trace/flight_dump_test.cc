@@ -1,0 +1,140 @@
+// trace/flight_dump.h: the dump written by the probes' flight recorder and synth, read by the
+// run loader — the writer's output read back, every field, and located issues for bad files.
+#include "trace/flight_dump.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace dsdiag::trace {
+namespace {
+
+TEST(FlightDumpTest, WhatTheWriterWritesReadsBack) {
+  FlightDump d;
+  d.run_id = "r";
+  d.rank = 2;
+  d.world_size = 4;
+  d.reason = "SIGTERM";
+  d.ts = 77;
+  d.clock = ClockReference{100, 2000, -35, 12};
+  d.where_step = 7;
+  d.where_phase = "sync";
+  FlightDumpEntry e;
+  e.pg = 1;
+  e.seq = 40;
+  e.op = "allreduce";
+  e.dtype = "f32";
+  e.n = 12;
+  e.bytes = 48;
+  e.tag = "grad-bucket-2";
+  e.step = 7;
+  e.phase = "sync";
+  e.state = FlightState::kStarted;
+  e.issued = 70;
+  e.started = 71;
+  d.entries.push_back(e);
+  const std::string text = FlightDumpJson(d);
+  EXPECT_EQ(text,
+            "{\"schema\":\"dsdiag.flight/1\",\"run_id\":\"r\",\"rank\":2,\"world_size\":4,"
+            "\"reason\":\"SIGTERM\",\"ts\":77,\"clock\":{\"mono\":100,\"wall\":2000,\"offset\":-35,"
+            "\"offset_err\":12},\"where\":{\"step\":7,\"phase\":\"sync\"},\"entries\":[{\"pg\":1,"
+            "\"seq\":40,\"op\":\"allreduce\",\"dtype\":\"f32\",\"n\":12,\"bytes\":48,\"tag\":"
+            "\"grad-bucket-2\",\"step\":7,\"phase\":\"sync\",\"state\":\"started\",\"issued\":70,"
+            "\"started\":71}]}\n");
+  LocatedIssue issue;
+  const auto back = ParseFlightDump(text, "f.json", &issue);
+  ASSERT_TRUE(back.has_value()) << issue.ToString();
+  EXPECT_EQ(FlightDumpJson(*back), text);
+}
+
+LocatedIssue Issue(const std::string& text) {
+  LocatedIssue issue;
+  EXPECT_FALSE(ParseFlightDump(text, "run/flight-rank-00001.json", &issue).has_value());
+  return issue;
+}
+
+TEST(FlightDumpTest, ParsesEveryField) {
+  const std::string text =
+      "{\"schema\":\"dsdiag.flight/1\",\"run_id\":\"r\",\"rank\":1,\"world_size\":4,"
+      "\"reason\":\"timeout\",\"ts\":912345678,\"clock\":{\"mono\":100,\"wall\":2000,"
+      "\"offset\":-35,\"offset_err\":12},\"where\":{\"step\":7,\"phase\":\"sync\"},"
+      "\"future_field\":[1,2],\"entries\":["
+      "{\"pg\":0,\"seq\":39,\"op\":\"allreduce\",\"dtype\":\"f32\",\"n\":12,\"bytes\":48,"
+      "\"tag\":\"grad-bucket-1\",\"step\":7,\"phase\":\"backward\",\"state\":\"completed\","
+      "\"issued\":900,\"started\":901,\"completed\":950},"
+      "{\"pg\":0,\"seq\":40,\"op\":\"allreduce\",\"dtype\":\"f32\",\"n\":12,\"bytes\":48,"
+      "\"tag\":\"grad-bucket-2\",\"step\":7,\"phase\":\"sync\",\"state\":\"started\","
+      "\"issued\":912000000,\"started\":912000100}]}\n";
+  LocatedIssue issue;
+  const auto d = ParseFlightDump(text, "p", &issue);
+  ASSERT_TRUE(d.has_value()) << issue.ToString();
+  EXPECT_EQ(d->rank, 1);
+  EXPECT_EQ(d->world_size, 4);
+  EXPECT_EQ(d->reason, "timeout");
+  EXPECT_EQ(d->ts, 912345678);
+  ASSERT_TRUE(d->clock.has_value());
+  EXPECT_EQ(d->clock->offset_ns, -35);
+  EXPECT_EQ(d->where_step, 7);
+  EXPECT_EQ(d->where_phase, "sync");
+  ASSERT_EQ(d->entries.size(), 2u);
+  EXPECT_FALSE(d->entries[0].pending());
+  EXPECT_EQ(d->entries[0].completed, 950);
+  const FlightDumpEntry* pending = d->OldestPending();
+  ASSERT_NE(pending, nullptr);
+  EXPECT_EQ(pending->seq, 40);
+  EXPECT_EQ(pending->state, FlightState::kStarted);
+  EXPECT_EQ(pending->tag, "grad-bucket-2");
+  EXPECT_EQ(pending->issued, 912000000);
+  EXPECT_EQ(d->entries_skipped, 0);
+}
+
+TEST(FlightDumpTest, BadDumpsGiveLocatedIssues) {
+  LocatedIssue i = Issue("{\"schema\":\"dsdiag.flight/1\",\n\"rank\":1,}");
+  EXPECT_EQ(i.line, 2);
+  EXPECT_EQ(i.column, 10);
+  EXPECT_EQ(i.ToString().rfind("run/flight-rank-00001.json:2:10: expected", 0), 0u) << i.ToString();
+
+  i = Issue("{\"schema\":\"dsdiag.flight/2\",\"rank\":1,\"ts\":1,\"entries\":[]}");
+  EXPECT_EQ(i.expected, "flight dump schema major 1 (\"dsdiag.flight/1\")");
+  EXPECT_EQ(i.column, 11);
+
+  i = Issue("{\"schema\":\"dsdiag.trace/1\",\"rank\":1}");
+  EXPECT_EQ(i.expected, "\"schema\": \"dsdiag.flight/1\"");
+
+  i = Issue("{\"schema\":\"dsdiag.flight/1\",\"rank\":\"one\",\"ts\":1,\"entries\":[]}");
+  EXPECT_EQ(i.expected, "integer field \"rank\" >= 0");
+
+  i = Issue("{\"schema\":\"dsdiag.flight/1\",\"rank\":1,\"ts\":1}");
+  EXPECT_EQ(i.expected, "array field \"entries\"");
+  EXPECT_EQ(i.found, "no \"entries\"");
+
+  i = Issue("");
+  EXPECT_EQ(i.line, 1);
+  EXPECT_EQ(i.expected.empty(), false);
+
+  i = Issue("[1,2]");
+  EXPECT_EQ(i.column, 1);
+}
+
+TEST(FlightDumpTest, BadEntriesAreSkippedAndCounted) {
+  LocatedIssue issue;
+  const auto d = ParseFlightDump(
+      "{\"schema\":\"dsdiag.flight/1\",\"rank\":1,\"ts\":1,\"entries\":[7,"
+      "{\"pg\":0,\"seq\":1,\"state\":\"done\"},{\"pg\":0,\"seq\":2,\"state\":\"issued\"}]}",
+      "p", &issue);
+  ASSERT_TRUE(d.has_value()) << issue.ToString();
+  EXPECT_EQ(d->entries.size(), 1u);
+  EXPECT_EQ(d->entries_skipped, 2);
+  EXPECT_EQ(d->first_entry_problem, "entries[0]: expected an object");
+}
+
+TEST(FlightDumpTest, AMissingFileIsAnIssueNotAnException) {
+  LocatedIssue issue;
+  EXPECT_FALSE(ReadFlightDumpFile("/nonexistent/flight-rank-00001.json", &issue).has_value());
+  EXPECT_EQ(issue.line, 0);
+  EXPECT_EQ(issue.file, "/nonexistent/flight-rank-00001.json");
+  EXPECT_NE(issue.ToString().find("expected a readable flight dump"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dsdiag::trace

@@ -1,0 +1,84 @@
+// FlightDump: `flight-rank-<R>.json`, the one JSON object a rank's flight recorder writes
+// when a collective stays pending past --timeout, on SIGUSR1/SIGTERM or on a fatal error
+// (docs/trace-format.md, "Flight-recorder dump"):
+//
+//   {"schema":"dsdiag.flight/1","run_id":"...","rank":1,"world_size":4,"reason":"timeout",
+//    "ts":912345678,"clock":{"mono":..,"wall":..,"offset":..,"offset_err":..},
+//    "where":{"step":7,"phase":"sync"},
+//    "entries":[{"pg":0,"seq":40,"op":"allreduce","dtype":"f32","n":12288,"bytes":49152,
+//                "tag":"grad-bucket-2","step":7,"phase":"sync","state":"started",
+//                "issued":912000000,"started":912000100}]}
+//
+// `entries` are the rank's last collectives, oldest first; an entry not "completed" is one
+// the rank entered and was still waiting in when it dumped. Times are the rank's own
+// CLOCK_MONOTONIC, like its trace's `ts`. Writer (probes' FlightRecorder, synth) and reader
+// (the run loader) both live here.
+//
+// ParseFlightDump never throws on bad content: a file that is not such an object (cut
+// short, another schema major, a required field missing or mistyped) yields nullopt and a
+// LocatedIssue. A bad entry is skipped and counted; the rest of the dump is still used.
+// Unknown fields are ignored, as in traces.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trace/clock_reference.h"
+#include "trace/located_issue.h"
+
+namespace dsdiag::trace {
+
+inline constexpr std::string_view kFlightDumpSchema = "dsdiag.flight/1";
+
+enum class FlightState { kIssued, kStarted, kCompleted };
+std::string_view FlightStateName(FlightState state);  // "issued", "started", "completed"
+
+struct FlightDumpEntry {
+  int pg = 0;
+  int64_t seq = 0;
+  std::string op;
+  std::string dtype;
+  std::optional<int64_t> n;
+  std::optional<int64_t> bytes;
+  std::string tag;
+  std::optional<int64_t> step;
+  std::string phase;
+  FlightState state = FlightState::kIssued;
+  std::optional<int64_t> issued;  // rank-local monotonic ns of each transition reached
+  std::optional<int64_t> started;
+  std::optional<int64_t> completed;
+
+  bool pending() const { return state != FlightState::kCompleted; }
+};
+
+struct FlightDump {
+  std::string run_id;
+  int rank = 0;
+  int world_size = 0;
+  std::string reason;  // "timeout", "SIGUSR1", "SIGTERM", "error", ...
+  int64_t ts = 0;      // when it was written, rank-local monotonic ns
+  std::optional<ClockReference> clock;
+  std::optional<int64_t> where_step;  // the main thread's step and phase at dump time
+  std::string where_phase;
+  std::vector<FlightDumpEntry> entries;  // oldest first
+  // Read side only: malformed entries left out, and what was wrong with the first of them.
+  int64_t entries_skipped = 0;
+  std::string first_entry_problem;
+
+  // The oldest entry still pending, or null.
+  const FlightDumpEntry* OldestPending() const;
+};
+
+// The dump as one '\n'-terminated JSON line.
+std::string FlightDumpJson(const FlightDump& dump);
+
+// Parses the text of a dump (`path` names it in the issue).
+std::optional<FlightDump> ParseFlightDump(const std::string& text, const std::string& path,
+                                          LocatedIssue* issue);
+// Reads and parses one dump file.
+std::optional<FlightDump> ReadFlightDumpFile(const std::string& path, LocatedIssue* issue);
+
+}  // namespace dsdiag::trace
