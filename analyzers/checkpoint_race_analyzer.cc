@@ -19,7 +19,7 @@
 
 #include "analyzers/analyzer_factories.h"
 #include "analyzers/finding_kinds.h"
-#include "analyzers/rank_clock.h"
+#include "trace/rank_clock.h"
 #include "trace/record_types.h"
 
 namespace dsdiag::analyzers {
@@ -59,7 +59,7 @@ class CheckpointRaceAnalyzer : public Analyzer {
   }
 
   void Begin(const RunContext& run) override {
-    for (const RankInfo& r : run.ranks) clocks_[r.rank] = RankClock(r.header.clock);
+    for (const RankInfo& r : run.ranks) clocks_[r.rank] = trace::RankClock(r.header.clock);
   }
 
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
@@ -161,7 +161,7 @@ class CheckpointRaceAnalyzer : public Analyzer {
     return f;
   }
 
-  std::map<int, RankClock> clocks_;
+  std::map<int, trace::RankClock> clocks_;
   std::map<std::string, std::vector<CkptOp>> ops_;  // path -> operations, in arrival order
 };
 

@@ -57,8 +57,8 @@
 #include "analyzers/analyzer_factories.h"
 #include "analyzers/collective_window.h"
 #include "analyzers/finding_kinds.h"
-#include "analyzers/rank_clock.h"
 #include "analyzers/watchdog_message.h"
+#include "trace/rank_clock.h"
 #include "trace/record_types.h"
 
 namespace dsdiag::analyzers {
@@ -135,7 +135,7 @@ struct TimeoutSignal {
 struct RankState {
   bool traced = false;
   std::string file_name;
-  RankClock clock;
+  trace::RankClock clock;
   std::map<int, int64_t> completed;  // per pg, the highest seq completed
   std::optional<CollectiveKey> last_coll;
   std::optional<TimeoutSignal> timeout;
@@ -171,7 +171,7 @@ class HangAnalyzer : public Analyzer {
       RankState& s = ranks_[r.rank];
       s.traced = true;
       s.file_name = r.file_name;
-      s.clock = RankClock(r.header.clock);
+      s.clock = trace::RankClock(r.header.clock);
       const int64_t start = s.clock.ToRank0(r.header.clock.mono_ns);
       run_start_ = run_start_ ? std::min(*run_start_, start) : start;
     }
@@ -309,7 +309,7 @@ class HangAnalyzer : public Analyzer {
   std::optional<int64_t> ToRank0(const RankState& s, std::optional<int64_t> ts) const {
     if (!ts) return std::nullopt;
     if (s.traced) return s.clock.ToRank0(*ts);
-    if (s.dump && s.dump->clock) return RankClock(*s.dump->clock).ToRank0(*ts);
+    if (s.dump && s.dump->clock) return trace::RankClock(*s.dump->clock).ToRank0(*ts);
     return std::nullopt;
   }
 

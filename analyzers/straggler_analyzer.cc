@@ -47,7 +47,7 @@
 #include "analyzers/analyzer_factories.h"
 #include "analyzers/collective_window.h"
 #include "analyzers/finding_kinds.h"
-#include "analyzers/rank_clock.h"
+#include "trace/rank_clock.h"
 #include "trace/record_types.h"
 #include "trace/trace_reader.h"
 
@@ -103,7 +103,7 @@ struct Arrival {
 
 struct RankStats {
   bool present = false;
-  RankClock clock;
+  trace::RankClock clock;
   bool stepping = false;  // a step_begin was seen: collectives count from now on
 
   int64_t steps = 0;  // `step` records
@@ -277,7 +277,7 @@ class StragglerAnalyzer : public Analyzer {
     for (const RankInfo& r : run.ranks) {
       RankStats& s = ranks_[r.rank];
       s.present = true;
-      s.clock = RankClock(r.header.clock);
+      s.clock = trace::RankClock(r.header.clock);
     }
   }
 

@@ -3,7 +3,7 @@
 // only the collectives still in flight.
 //
 // For one collective (pg, seq) entered by rank r at time e_r (rank 0's clock, see
-// timeline/rank_clock.h):
+// trace/rank_clock.h):
 //   wait_r  = last - e_r    (clamped to [0, dur_r]): it cannot complete before the last
 //                            rank enters, so r sat there that long — timeline's `wait`;
 //   delay_r = e_r - first  (clamped at 0): how long the earliest rank had been waiting

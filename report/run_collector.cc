@@ -16,10 +16,10 @@ void RunCollector::Begin(const analyzers::RunContext& run) {
   const int n = static_cast<int>(ranks.size());
   index_of_rank_.assign(ranks.empty() ? 0 : ranks.back() + 1, -1);
   for (int i = 0; i < n; ++i) index_of_rank_[ranks[i]] = i;
-  clocks_.assign(n, timeline::RankClock());
+  clocks_.assign(n, trace::RankClock());
   for (const analyzers::RankInfo& r : run.ranks) {
     const int i = IndexOf(r.rank);
-    if (i >= 0) clocks_[i] = timeline::RankClock(r.header.clock);
+    if (i >= 0) clocks_[i] = trace::RankClock(r.header.clock);
   }
   waits_ = std::make_unique<CollectiveWaits>(n, max_held_enters_);
   wait_ = std::make_unique<BinnedRows>(&axis_, rows_.rows());
@@ -51,7 +51,7 @@ void RunCollector::OnRecord(const analyzers::RankInfo& rank, const trace::Record
       scale_->all.Add(0, r.step(), *scale, rank.rank);
     }
   } else if (type == rec::kClock) {
-    if (const auto offset = r.Int("offset")) clocks_[index].SetOffset(*offset);
+    clocks_[index].Refine(r);
   }
 }
 

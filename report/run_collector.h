@@ -7,7 +7,7 @@
 //   coll    pg, seq, ts (enter), dur: collective waits and arrival delays per rank and
 //           step (collective_waits.h), and the rank-local time in collectives
 //   scaler  scale (the loss-scale curves)
-//   clock   offset: maps later `ts` to rank 0's clock (timeline/rank_clock.h)
+//   clock   offset: maps later `ts` to rank 0's clock (trace/rank_clock.h)
 //
 // Everything per step goes into step bins (step_bins.h) on rows of ranks (rank_rows.h):
 // memory is O(rows x bins + ranks), whatever the number of steps.
@@ -25,7 +25,7 @@
 #include "report/config_diff.h"
 #include "report/rank_rows.h"
 #include "report/step_bins.h"
-#include "timeline/rank_clock.h"
+#include "trace/rank_clock.h"
 
 namespace dsdiag::report {
 
@@ -102,7 +102,7 @@ class RunCollector : public analyzers::Analyzer {
   StepAxis axis_;
   RankRows rows_;
   std::vector<int> index_of_rank_;  // rank number -> index, -1 when not analysed
-  std::vector<timeline::RankClock> clocks_;
+  std::vector<trace::RankClock> clocks_;
   std::unique_ptr<CollectiveWaits> waits_;
   std::unique_ptr<BinnedRows> wait_, delay_, coll_time_;
   std::vector<CollTime> coll_time_open_;

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "analyzers/input_error.h"
-#include "timeline/rank_clock.h"
+#include "trace/rank_clock.h"
 #include "trace/record_types.h"
 #include "trace/trace_reader.h"
 
@@ -100,7 +100,7 @@ class RankEventWriter {
   void OnRecord(const trace::Record& r) {
     const std::string_view type = r.type();
     if (type == rec::kClock) {
-      if (auto offset = r.Int("offset")) clock_.SetOffset(*offset);
+      clock_.Refine(r);
       return;
     }
     if (type == rec::kThread) {
@@ -278,7 +278,7 @@ class RankEventWriter {
   const CollectiveIndex& collectives_;
   const int64_t origin_;
   ChromeTraceWriter* out_;
-  RankClock clock_;
+  trace::RankClock clock_;
   std::set<int64_t> named_;         // tids with a thread_name
   std::vector<int64_t> lane_ends_;  // per collective lane, the latest end on it
   std::optional<OpenStep> open_;

@@ -23,7 +23,7 @@ class RankScanner {
         out_(out),
         rank_(rank),
         clock_(info.header.clock) {
-    rank_->clock = OffsetHistory(info.header.clock);
+    rank_->clock = trace::OffsetHistory(info.header.clock);
   }
 
   void Run() {
@@ -37,10 +37,8 @@ class RankScanner {
  private:
   void OnRecord(const trace::Record& r) {
     if (r.type() == rec::kClock) {
-      if (auto offset = r.Int("offset")) {
-        clock_.SetOffset(*offset);
-        rank_->clock.Add(r.ts(), *offset);
-      }
+      clock_.Refine(r);
+      rank_->clock.Add(r);
       return;
     }
     if (!selection_.steps.Contains(r.step())) return;
@@ -64,7 +62,7 @@ class RankScanner {
   const bool selected_;
   RunScan* out_;
   RankScan* rank_;
-  RankClock clock_;
+  trace::RankClock clock_;
 };
 
 }  // namespace

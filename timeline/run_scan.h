@@ -22,15 +22,15 @@
 
 #include "analyzers/run_context.h"
 #include "timeline/collective_index.h"
-#include "timeline/rank_clock.h"
 #include "timeline/selection.h"
+#include "trace/rank_clock.h"
 
 namespace dsdiag::timeline {
 
 using RankStep = std::pair<int, int64_t>;
 
 struct RankScan {
-  OffsetHistory clock;
+  trace::OffsetHistory clock;
   std::optional<int64_t> first_ns;  // the rank's earliest selected event, rank 0's clock
 };
 

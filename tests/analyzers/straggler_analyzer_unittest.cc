@@ -3,10 +3,10 @@
 #include "analyzers/analyzer_factories.h"
 #include "analyzers/compare.h"
 #include "analyzers/finding_kinds.h"
-#include "analyzers/rank_clock.h"
 #include "tests/analyzers/analyzer_test_util.h"
 #include "tests/analyzers/ghost_trace_util.h"
 #include "tests/analyzers/test_run.h"
+#include "trace/rank_clock.h"
 #include "trace/trace_reader.h"
 
 namespace dsdiag::analyzers {
@@ -68,53 +68,6 @@ const trace::JsonValue* Row(const Finding& f, int rank) {
   for (const auto& row : rows->elements())
     if (row.Find("rank") && row.Find("rank")->as_int() == rank) return &row;
   return nullptr;
-}
-
-TEST(RankClockTest, MapsToRankZerosWallClockAndTakesLaterClockRecords) {
-  trace::ClockReference ref;
-  ref.mono_ns = 5000;
-  ref.wall_ns = kWall0 + 700;
-  ref.offset_ns = 700;
-  ref.offset_err_ns = 10;
-  RankClock clock(ref);
-  EXPECT_EQ(clock.ToRank0(5000), kWall0);
-  EXPECT_EQ(clock.ToRank0(6000), kWall0 + 1000);
-  clock.SetOffset(500, 5);
-  EXPECT_EQ(clock.ToRank0(5000), kWall0 + 200);
-  EXPECT_EQ(clock.offset_err_ns(), 5);
-}
-
-TEST(RankClockTest, RefinesFromClockRecordsButNotFromUnmeasuredOnes) {
-  TestRun run;
-  auto w = run.Open(TestRun::Header(0, 1));
-  w->BeginAt(trace::rec::kClock, 10)
-      .line()
-      .Field("when", "start")
-      .Field("offset", int64_t{300})
-      .Field("offset_err", int64_t{4});
-  w->BeginAt(trace::rec::kClock, 20)
-      .line()
-      .Field("when", "end")
-      .Field("offset", int64_t{0})
-      .Field("offset_err", int64_t{-1});
-  w->BeginAt(trace::rec::kStepBegin, 30).line().Field("epoch", 0);
-  w.reset();
-  std::string error;
-  auto reader = trace::TraceReader::Open(run.Path("rank-00000.jsonl"), &error);
-  ASSERT_TRUE(reader) << error;
-  RankClock clock(reader->ReadHeader()->clock);
-  trace::Record r;
-  ASSERT_TRUE(reader->Next(&r));  // header or first record, depending on the reader
-  if (r.type() == trace::rec::kHeader) {
-    ASSERT_TRUE(reader->Next(&r));
-  }
-  EXPECT_TRUE(clock.Refine(r));
-  EXPECT_EQ(clock.offset_ns(), 300);
-  ASSERT_TRUE(reader->Next(&r));
-  EXPECT_FALSE(clock.Refine(r));  // offset_err -1: measured nothing, keeps 300
-  EXPECT_EQ(clock.offset_ns(), 300);
-  ASSERT_TRUE(reader->Next(&r));
-  EXPECT_FALSE(clock.Refine(r));  // not a clock record
 }
 
 TEST(StragglerAnalyzerTest, JitterOnFourRanksIsNoStraggler) {

@@ -8,7 +8,7 @@
 
 #include "timeline/chrome_trace_writer.h"
 #include "timeline/collective_index.h"
-#include "timeline/rank_clock.h"
+#include "trace/rank_clock.h"
 
 namespace dsdiag::timeline {
 namespace {
@@ -141,24 +141,6 @@ TEST(ChromeTraceWriterTest, TimesSnapToAnEighthOfAMicrosecond) {
   EXPECT_EQ(ChromeTraceWriter::ToGrid(-62), 0);
   EXPECT_EQ(ChromeTraceWriter::ToGrid(-63), -125);
   EXPECT_EQ(ChromeTraceWriter::ToGrid(-1000), -1000);
-}
-
-TEST(RankClockTest, MapsThroughWallClockAndOffset) {
-  trace::ClockReference ref;
-  ref.mono_ns = 1000;
-  ref.wall_ns = 1000000;
-  ref.offset_ns = 300;
-  RankClock clock(ref);
-  EXPECT_EQ(clock.ToRank0(1500), 1500 - 1000 + 1000000 - 300);
-  clock.SetOffset(-200);
-  EXPECT_EQ(clock.ToRank0(1500), 1500 - 1000 + 1000000 + 200);
-
-  OffsetHistory history(ref);
-  history.Add(2000, 50);
-  history.Add(3000, 70);
-  EXPECT_EQ(history.ToRank0(1999), 1999 - 1000 + 1000000 - 300);
-  EXPECT_EQ(history.ToRank0(2500), 2500 - 1000 + 1000000 - 50);
-  EXPECT_EQ(history.ToRank0(3000), 3000 - 1000 + 1000000 - 70);
 }
 
 }  // namespace

@@ -367,7 +367,10 @@ TEST(TimelineClockTest, RecordsBeforeAClockRecordUseTheHeaderOffset) {
     // from then on. The mark before it is drawn with the header's (wrong) offset.
     RankTrace r1(dir.path(), Header(1, 2, kBoot1, kWall + kSkew1, 0));
     r1.At(trace::rec::kMark, kBoot1 + StepStart(0), 0).line().Field("name", "early");
-    r1.At(trace::rec::kClock, kBoot1 + StepStart(0), 0).line().Field("offset", kSkew1);
+    r1.At(trace::rec::kClock, kBoot1 + StepStart(0), 0)
+        .line()
+        .Field("offset", kSkew1)
+        .Field("offset_err", int64_t{50});
     r1.Step(0, kBoot1 + StepStart(0), kPhaseNs, 0, 0, 1000, 1.0);
   }
   const analyzers::RunContext run = analyzers::LoadRun(dir.path());
