@@ -52,7 +52,12 @@ CompareResult RunCompare(const std::string& dir, const DriveOptions& options) {
 CompareResult RunCompareWith(const std::string& dir,
                              const std::vector<std::unique_ptr<Analyzer>>& analyzers,
                              const DriveOptions& options) {
-  const RunContext run = LoadRun(dir);
+  return RunCompareOn(LoadRun(dir), analyzers, options);
+}
+
+CompareResult RunCompareOn(const RunContext& run,
+                           const std::vector<std::unique_ptr<Analyzer>>& analyzers,
+                           const DriveOptions& options) {
   const DriveResult drive = DriveRun(run, analyzers, options);
   CompareResult result;
   for (const auto& a : analyzers) a->Finish(run, &result.findings);

@@ -51,5 +51,10 @@ CompareResult RunCompare(const std::string& dir, const DriveOptions& options = {
 CompareResult RunCompareWith(const std::string& dir,
                              const std::vector<std::unique_ptr<Analyzer>>& analyzers,
                              const DriveOptions& options = {});
+// The same on a run already loaded (LoadRun), e.g. with a timeline or report collector
+// among the analyzers riding the same pass.
+CompareResult RunCompareOn(const RunContext& run,
+                           const std::vector<std::unique_ptr<Analyzer>>& analyzers,
+                           const DriveOptions& options = {});
 
 }  // namespace dsdiag::analyzers

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -67,17 +68,35 @@ void CheckRanksSelected(const analyzers::RunContext& run, const timeline::Select
                    ")");
 }
 
-// "\rtimeline: pass 1/2, rank 12/64" on a terminal, redrawn at each whole percent.
-std::function<void(int, int, int)> TerminalProgress() {
+// "\rtimeline: reading, step 120" while the traces are read, then "\rtimeline: writing,
+// rank 12/64", on a terminal only, redrawn at each whole percent (every 10 steps).
+std::function<void(const analyzers::DriveProgress&)> TerminalReadProgress() {
   if (!StderrIsTerminal()) return nullptr;
-  return [last = -1](int pass, int done, int total) mutable {
-    const int percent = total > 0 ? static_cast<int>(int64_t{done} * 100 / total) : 100;
-    const int key = pass * 1000 + percent;
-    if (key == last) return;
-    last = key;
-    std::fprintf(stderr, "\rtimeline: pass %d/2, rank %d/%d (%d%%)  ", pass, done, total, percent);
+  return [last = int64_t{-1}](const analyzers::DriveProgress& p) mutable {
+    if (p.step / 10 == last) return;
+    last = p.step / 10;
+    std::fprintf(stderr, "\rtimeline: reading every trace, step %lld  ",
+                 static_cast<long long>(p.step));
     std::fflush(stderr);
   };
+}
+
+std::function<void(int, int)> TerminalWriteProgress() {
+  if (!StderrIsTerminal()) return nullptr;
+  return [last = -1](int done, int total) mutable {
+    const int percent = total > 0 ? static_cast<int>(int64_t{done} * 100 / total) : 100;
+    if (percent == last) return;
+    last = percent;
+    std::fprintf(stderr, "\rtimeline: writing rank %d/%d (%d%%)       ", done, total, percent);
+    std::fflush(stderr);
+  };
+}
+
+// The spool goes beside the output (same file system, so no surprise on a small /tmp).
+std::string SpoolDirFor(const OutputFile& output) {
+  if (output.is_stdout()) return "";
+  const std::string dir = std::filesystem::path(output.path()).parent_path().string();
+  return dir.empty() ? "." : dir;
 }
 
 }  // namespace
@@ -116,13 +135,13 @@ int TimelineCommand::Run(const std::vector<std::string>& args) {
     const analyzers::RunContext run = analyzers::LoadRun(parsed.run_dir);
     CheckRanksSelected(run, parsed.selection);
     OutputFile output(parsed.output);
-    if (StderrIsTerminal()) std::fputs("timeline: diffing the ranks (dsdiag compare)...", stderr);
-    const analyzers::CompareResult compare = analyzers::RunCompare(parsed.run_dir);
     timeline::TimelineOptions options;
     options.selection = parsed.selection;
-    options.progress = TerminalProgress();
+    options.spool_dir = SpoolDirFor(output);
+    options.drive.progress = TerminalReadProgress();
+    options.progress = TerminalWriteProgress();
     const timeline::TimelineStats stats =
-        timeline::WriteTimeline(run, compare.findings, options, output.stream());
+        timeline::WriteTimeline(run, options, output.stream()).stats;
     output.Commit();
     if (StderrIsTerminal()) {
       std::fprintf(stderr, "\rtimeline: wrote %lld events for %d ranks (%lld findings) to %s\n",
@@ -132,6 +151,10 @@ int TimelineCommand::Run(const std::vector<std::string>& args) {
     return 0;
   } catch (const analyzers::RunInputError& e) {
     throw InputError(e.what());
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::runtime_error& e) {  // the spool's temporary file (disk full)
+    throw InputError(std::string("cannot write the timeline: ") + e.what());
   }
 }
 

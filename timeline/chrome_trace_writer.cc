@@ -94,6 +94,17 @@ ChromeTraceWriter::Event ChromeTraceWriter::Metadata(std::string_view name, int 
   return e;
 }
 
+void ChromeTraceWriter::AppendEvent(std::string_view event) {
+  BeginEvent()->append(event);
+  EndEvent();
+}
+
+std::string* ChromeTraceWriter::BeginEvent() {
+  if (events_ > 0) buffer_.push_back(',');
+  ++events_;
+  return &buffer_;
+}
+
 void ChromeTraceWriter::Committed() {
   if (buffer_.size() < kFlushBytes) return;
   out_->write(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));

@@ -69,6 +69,12 @@ class ChromeTraceWriter {
   // thread_sort_index (the caller adds the args).
   Event Metadata(std::string_view name, int pid, int64_t tid);
 
+  // One event formatted elsewhere (event_spool.h): a JSON object and its '\n'.
+  void AppendEvent(std::string_view event);
+  // The same, appended by the caller to the returned buffer between the two calls.
+  std::string* BeginEvent();
+  void EndEvent() { Committed(); }
+
   // Closes the event array and the top-level object, writing `other_data` as "otherData",
   // and flushes. Must be called once; nothing may be written after.
   void Finish(const trace::JsonValue& other_data);

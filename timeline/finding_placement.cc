@@ -48,21 +48,16 @@ std::optional<Target> Choose(const analyzers::Finding& f, const analyzers::RunCo
 
 }  // namespace
 
-std::set<RankStep> StepBeginsWanted(const std::vector<analyzers::Finding>& findings,
-                                    const analyzers::RunContext& run, const Selection& selection) {
-  std::set<RankStep> wanted;
-  for (const auto& f : findings) {
-    const auto t = Choose(f, run, selection);
-    if (!t || t->use_ts || !f.step) continue;
-    wanted.insert({t->pid, *f.step});
-    if (!run.ranks.empty()) wanted.insert({run.ranks.front().rank, *f.step});
-  }
-  return wanted;
+std::optional<int64_t> RankPlacement::StepBegin(int64_t step) const {
+  for (const auto& [s, t] : step_begins)
+    if (s == step) return t;
+  return std::nullopt;
 }
 
 std::vector<PlacedFinding> PlaceFindings(const std::vector<analyzers::Finding>& findings,
                                          const analyzers::RunContext& run,
-                                         const Selection& selection, const RunScan& scan) {
+                                         const Selection& selection,
+                                         const std::vector<RankPlacement>& ranks) {
   std::vector<PlacedFinding> placed;
   for (const auto& f : findings) {
     const auto t = Choose(f, run, selection);
@@ -76,15 +71,18 @@ std::vector<PlacedFinding> PlaceFindings(const std::vector<analyzers::Finding>& 
       p.has_time = true;
     };
     const int index = RankIndex(run, t->pid);
+    const std::optional<int64_t> own =
+        f.step && index >= 0 ? ranks[index].StepBegin(*f.step) : std::nullopt;
+    const std::optional<int64_t> lowest =
+        f.step && !ranks.empty() ? ranks.front().StepBegin(*f.step) : std::nullopt;
     if (t->use_ts) {
-      at(scan.ranks[RankIndex(run, *f.ts_rank)].clock.ToRank0(*f.ts_ns));
-    } else if (f.step && scan.step_begins.count({t->pid, *f.step})) {
-      at(scan.step_begins.at({t->pid, *f.step}));
-    } else if (f.step && !run.ranks.empty() &&
-               scan.step_begins.count({run.ranks.front().rank, *f.step})) {
-      at(scan.step_begins.at({run.ranks.front().rank, *f.step}));
-    } else if (index >= 0 && scan.ranks[index].first_ns) {
-      at(*scan.ranks[index].first_ns);
+      at(ranks[RankIndex(run, *f.ts_rank)].clock.ToRank0(*f.ts_ns));
+    } else if (own) {
+      at(*own);
+    } else if (lowest) {
+      at(*lowest);
+    } else if (index >= 0 && ranks[index].first_ns) {
+      at(*ranks[index].first_ns);
     }
     placed.push_back(p);
   }

@@ -11,20 +11,31 @@
 //         else the timeline's start.
 //   A finding with a step outside --steps is left out; one without a step is kept.
 //
-// Placement needs step_begin times, which only the first pass reads: StepBeginsWanted says
-// which ones before that pass, PlaceFindings uses what it found.
+// The times come from the timeline's pass over the traces (RankPlacement, one per analysed
+// rank): step_begin times are kept for the selected ranks and the lowest analysed rank, in
+// the selected steps — the only ones a finding can be placed at.
 #pragma once
 
 #include <cstdint>
-#include <set>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "analyzers/finding.h"
 #include "analyzers/run_context.h"
-#include "timeline/run_scan.h"
 #include "timeline/selection.h"
+#include "trace/rank_clock.h"
 
 namespace dsdiag::timeline {
+
+// What the pass learned about one rank for placing findings.
+struct RankPlacement {
+  trace::OffsetHistory clock;       // maps a finding's ts_ns
+  std::optional<int64_t> first_ns;  // the rank's earliest selected event, rank 0's clock
+  // (step, rank 0's time) of its step_begin records, in file order; the first counts.
+  std::vector<std::pair<int64_t, int64_t>> step_begins;
+  std::optional<int64_t> StepBegin(int64_t step) const;
+};
 
 struct PlacedFinding {
   const analyzers::Finding* finding = nullptr;
@@ -34,12 +45,10 @@ struct PlacedFinding {
   bool has_time = false;  // false: nothing placed it; goes at the timeline's start
 };
 
-std::set<RankStep> StepBeginsWanted(const std::vector<analyzers::Finding>& findings,
-                                    const analyzers::RunContext& run, const Selection& selection);
-
-// In the order of `findings` (most severe first).
+// In the order of `findings` (most severe first). `ranks` is aligned with run.ranks.
 std::vector<PlacedFinding> PlaceFindings(const std::vector<analyzers::Finding>& findings,
                                          const analyzers::RunContext& run,
-                                         const Selection& selection, const RunScan& scan);
+                                         const Selection& selection,
+                                         const std::vector<RankPlacement>& ranks);
 
 }  // namespace dsdiag::timeline

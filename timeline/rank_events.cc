@@ -6,8 +6,6 @@
 #include <string>
 #include <vector>
 
-#include "analyzers/input_error.h"
-#include "trace/rank_clock.h"
 #include "trace/record_types.h"
 #include "trace/trace_reader.h"
 
@@ -34,26 +32,61 @@ std::string FormatOffset(const trace::ClockReference& clock) {
   return s;
 }
 
+}  // namespace
+
 class RankEventWriter {
  public:
-  RankEventWriter(const analyzers::RankInfo& info, const StepRange& steps,
-                  const CollectiveIndex& collectives, int64_t origin, ChromeTraceWriter* out)
-      : info_(info),
-        pid_(info.rank),
-        steps_(steps),
-        collectives_(collectives),
-        origin_(origin),
-        out_(out),
-        clock_(info.header.clock) {}
-
-  void Run() {
-    std::string error;
-    auto reader = trace::TraceReader::Open(info_.path, &error);
-    if (!reader) throw analyzers::RunInputError(error);
+  RankEventWriter(const analyzers::RankInfo& info, const StepRange& steps, RankSpool* out)
+      : info_(info), pid_(info.rank), steps_(steps), out_(out) {
     ProcessMetadata();
-    trace::Record r;
-    while (reader->Next(&r)) OnRecord(r);
-    CloseUnfinishedStep();
+  }
+
+  // `t`: the record's ts on rank 0's clock.
+  void OnRecord(const trace::Record& r, int64_t t) {
+    const std::string_view type = r.type();
+    if (type == rec::kClock) return;  // the caller's clock took it
+    if (type == rec::kThread) {
+      const auto name = r.Str("name");
+      NameThread(r.tid(), name ? *name : "thread " + std::to_string(r.tid()));
+      return;
+    }
+    if (!steps_.Contains(r.step())) return;
+    const int64_t dur = std::max<int64_t>(0, r.Int("dur").value_or(0));
+    if (type == rec::kStepBegin) {
+      CloseUnfinishedStep();
+      open_ = OpenStep{r.step(), t, r.tid()};
+      last_end_ = t;
+      return;
+    }
+    if (MakesEvent(type)) last_end_ = std::max(last_end_, t + dur);
+    if (type == rec::kStep) {
+      Step(r, t, dur);
+    } else if (type == rec::kPhase) {
+      const auto name = r.Str("name");
+      auto e = out_->Complete(name ? *name : "phase", "phase", pid_, r.tid(), t, dur);
+      e.Args().Field("step", r.step());
+      e.EndArgs();
+    } else if (type == rec::kCollective) {
+      Collective(r, t, dur);
+    } else if (type == rec::kGradient) {
+      if (auto norm = r.Double("norm")) out_->Counter("grad norm", pid_, t, *norm);
+    } else if (type == rec::kScaler) {
+      if (auto scale = r.Double("scale")) out_->Counter("loss scale", pid_, t, *scale);
+    } else if (type == rec::kError || type == rec::kSignal || type == rec::kMark ||
+               type == rec::kEnd) {
+      Instant(r, t);
+    }
+  }
+
+  // A step begun and never closed: the rank died, hung or was stopped in it.
+  void CloseUnfinishedStep() {
+    if (!open_) return;
+    auto e =
+        out_->Complete("step " + std::to_string(open_->step) + " (unfinished)", "step", pid_,
+                       open_->tid, open_->begin, std::max<int64_t>(0, last_end_ - open_->begin));
+    e.Args().Field("step", open_->step).Field("unfinished", true);
+    e.EndArgs();
+    open_.reset();
   }
 
  private:
@@ -93,48 +126,6 @@ class RankEventWriter {
     auto e = out_->Metadata("thread_sort_index", pid_, tid);
     e.Args().Field("sort_index", tid);
     e.EndArgs();
-  }
-
-  int64_t Rel(int64_t ts) const { return clock_.ToRank0(ts) - origin_; }
-
-  void OnRecord(const trace::Record& r) {
-    const std::string_view type = r.type();
-    if (type == rec::kClock) {
-      clock_.Refine(r);
-      return;
-    }
-    if (type == rec::kThread) {
-      const auto name = r.Str("name");
-      NameThread(r.tid(), name ? *name : "thread " + std::to_string(r.tid()));
-      return;
-    }
-    if (!steps_.Contains(r.step())) return;
-    const int64_t t = Rel(r.ts());
-    const int64_t dur = std::max<int64_t>(0, r.Int("dur").value_or(0));
-    if (type == rec::kStepBegin) {
-      CloseUnfinishedStep();
-      open_ = OpenStep{r.step(), t, r.tid()};
-      last_end_ = t;
-      return;
-    }
-    if (MakesEvent(type)) last_end_ = std::max(last_end_, t + dur);
-    if (type == rec::kStep) {
-      Step(r, t, dur);
-    } else if (type == rec::kPhase) {
-      const auto name = r.Str("name");
-      auto e = out_->Complete(name ? *name : "phase", "phase", pid_, r.tid(), t, dur);
-      e.Args().Field("step", r.step());
-      e.EndArgs();
-    } else if (type == rec::kCollective) {
-      Collective(r, t, dur);
-    } else if (type == rec::kGradient) {
-      if (auto norm = r.Double("norm")) out_->Counter("grad norm", pid_, t, *norm);
-    } else if (type == rec::kScaler) {
-      if (auto scale = r.Double("scale")) out_->Counter("loss scale", pid_, t, *scale);
-    } else if (type == rec::kError || type == rec::kSignal || type == rec::kMark ||
-               type == rec::kEnd) {
-      Instant(r, t);
-    }
   }
 
   void Step(const trace::Record& r, int64_t t, int64_t dur) {
@@ -207,14 +198,7 @@ class RankEventWriter {
     if (auto n = r.Int("n")) a.Field("n", *n);
     if (auto bytes = r.Int("bytes")) a.Field("bytes", *bytes);
     a.Field("step", r.step());
-    if (pg && seq) {
-      if (const CollectiveIndex::Entry* c = collectives_.Find(*pg, *seq)) {
-        const int64_t wait = std::clamp(c->last_enter - origin_ - t, int64_t{0}, dur);
-        a.Field("wait", wait)
-            .Field("last", int64_t{c->last_rank})
-            .Field("ranks", int64_t{c->ranks});
-      }
-    }
+    if (pg && seq) e.WaitOf(*pg, *seq);  // wait, last, ranks: known once every rank is read
     e.EndArgs();
   }
 
@@ -261,31 +245,15 @@ class RankEventWriter {
     e.EndArgs();
   }
 
-  // A step begun and never closed: the rank died, hung or was stopped in it.
-  void CloseUnfinishedStep() {
-    if (!open_) return;
-    auto e =
-        out_->Complete("step " + std::to_string(open_->step) + " (unfinished)", "step", pid_,
-                       open_->tid, open_->begin, std::max<int64_t>(0, last_end_ - open_->begin));
-    e.Args().Field("step", open_->step).Field("unfinished", true);
-    e.EndArgs();
-    open_.reset();
-  }
-
   const analyzers::RankInfo& info_;
   const int pid_;
   const StepRange& steps_;
-  const CollectiveIndex& collectives_;
-  const int64_t origin_;
-  ChromeTraceWriter* out_;
-  trace::RankClock clock_;
+  RankSpool* out_;
   std::set<int64_t> named_;         // tids with a thread_name
   std::vector<int64_t> lane_ends_;  // per collective lane, the latest end on it
   std::optional<OpenStep> open_;
   int64_t last_end_ = 0;  // the latest event end since open_ began
 };
-
-}  // namespace
 
 bool MakesEvent(std::string_view type) {
   return type == rec::kStepBegin || type == rec::kStep || type == rec::kPhase ||
@@ -293,10 +261,13 @@ bool MakesEvent(std::string_view type) {
          type == rec::kError || type == rec::kSignal || type == rec::kMark || type == rec::kEnd;
 }
 
-void WriteRankEvents(const analyzers::RankInfo& rank, const StepRange& steps,
-                     const CollectiveIndex& collectives, int64_t origin_ns,
-                     ChromeTraceWriter* out) {
-  RankEventWriter(rank, steps, collectives, origin_ns, out).Run();
+RankEvents::RankEvents(const analyzers::RankInfo& rank, const StepRange& steps, RankSpool* out)
+    : writer_(std::make_unique<RankEventWriter>(rank, steps, out)) {}
+RankEvents::~RankEvents() = default;
+RankEvents::RankEvents(RankEvents&&) noexcept = default;
+void RankEvents::OnRecord(const trace::Record& r, int64_t t_rank0) {
+  writer_->OnRecord(r, t_rank0);
 }
+void RankEvents::End() { writer_->CloseUnfinishedStep(); }
 
 }  // namespace dsdiag::timeline

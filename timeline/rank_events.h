@@ -1,5 +1,7 @@
-// RankEvents: the second pass of `dsdiag timeline` for one rank — streams its trace and
-// writes its events as it reads them (one process per rank, pid = rank).
+// RankEvents: one rank's records as timeline events, as the single pass delivers them (one
+// process per rank, pid = rank). Times come in on rank 0's clock (the caller's RankClock);
+// the events go to the rank's spool (event_spool.h), which writes them once the origin and
+// the collectives' last enters are known.
 //
 // How records map to events (all times on rank 0's clock, minus the timeline's origin):
 //
@@ -30,23 +32,38 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string_view>
 
 #include "analyzers/run_context.h"
-#include "timeline/chrome_trace_writer.h"
-#include "timeline/collective_index.h"
+#include "timeline/event_spool.h"
 #include "timeline/selection.h"
+#include "trace/trace_reader.h"
 
 namespace dsdiag::timeline {
 
-// Whether a record of this type becomes an event (the first pass finds the earliest).
+// Whether a record of this type becomes an event (the earliest of them is the origin).
 bool MakesEvent(std::string_view type);
 
 // tids of the collective lanes: kLaneTidBase + lane, above any writer thread's index.
 inline constexpr int64_t kLaneTidBase = 1000000;
 
-// Throws analyzers::RunInputError when the trace cannot be opened any more.
-void WriteRankEvents(const analyzers::RankInfo& rank, const StepRange& steps,
-                     const CollectiveIndex& collectives, int64_t origin_ns, ChromeTraceWriter* out);
+class RankEventWriter;  // rank_events.cc
+
+class RankEvents {
+ public:
+  // Writes the process's metadata events at once.
+  RankEvents(const analyzers::RankInfo& rank, const StepRange& steps, RankSpool* out);
+  ~RankEvents();
+  RankEvents(RankEvents&&) noexcept;
+
+  // The rank's next record, in file order, and its ts on rank 0's clock.
+  void OnRecord(const trace::Record& record, int64_t t_rank0);
+  // The rank's file has run out.
+  void End();
+
+ private:
+  std::unique_ptr<RankEventWriter> writer_;
+};
 
 }  // namespace dsdiag::timeline

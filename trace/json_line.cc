@@ -7,7 +7,16 @@ namespace dsdiag::trace {
 void JsonLine::AppendQuoted(std::string* out, std::string_view s) {
   static constexpr char kHex[] = "0123456789abcdef";
   out->push_back('"');
-  for (char c : s) {
+  // Most strings need no escape: append the clean run up to the first byte that does in
+  // one go (a byte at a time showed in profiles of the writer and the timeline).
+  size_t clean = 0;
+  while (clean < s.size()) {
+    const auto u = static_cast<unsigned char>(s[clean]);
+    if (u < 0x20 || u == '"' || u == '\\') break;
+    ++clean;
+  }
+  out->append(s.data(), clean);
+  for (char c : s.substr(clean)) {
     const auto u = static_cast<unsigned char>(c);
     switch (c) {
       case '"':

@@ -68,6 +68,14 @@ class JsonLine {
 
   // Appends `s` as a JSON string literal (quoted, escaped) to *out.
   static void AppendQuoted(std::string* out, std::string_view s);
+  // Appends `,"key":v` to *out: one more member of an object that holds some already, for
+  // text spliced together outside a JsonLine.
+  static void AppendMember(std::string* out, std::string_view key, int64_t v) {
+    out->append(",\"").append(key).append("\":", 2);
+    char buf[24];
+    auto r = std::to_chars(buf, buf + sizeof buf, v);
+    out->append(buf, r.ptr);
+  }
 
  private:
   JsonLine& Key(std::string_view key) {

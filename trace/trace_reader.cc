@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -611,7 +612,17 @@ std::unique_ptr<TraceReader> TraceReader::Open(const std::string& path, std::str
 }
 
 TraceReader::TraceReader(std::unique_ptr<State> state) : state_(std::move(state)) {}
-TraceReader::~TraceReader() = default;
+namespace {
+std::atomic<int64_t> g_lines_read_by_closed_readers{0};
+}  // namespace
+
+TraceReader::~TraceReader() {
+  g_lines_read_by_closed_readers.fetch_add(lines_read(), std::memory_order_relaxed);
+}
+
+int64_t TraceReader::LinesReadByClosedReaders() {
+  return g_lines_read_by_closed_readers.load(std::memory_order_relaxed);
+}
 
 const std::optional<TraceHeader>& TraceReader::ReadHeader() {
   if (!state_->header_done) state_->ReadHeaderLine();

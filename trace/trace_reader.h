@@ -176,6 +176,10 @@ class TraceReader {
   int64_t bytes_read() const;
   static constexpr int kMaxIssuesKept = 20;
 
+  // Lines read by every reader of this process that has been destroyed: how often a command
+  // read its input (tests check that `timeline` reads each trace once).
+  static int64_t LinesReadByClosedReaders();
+
  private:
   struct State;
   explicit TraceReader(std::unique_ptr<State> state);

@@ -356,6 +356,25 @@ TEST_F(TimelineTest, RanksSelectionKeepsOnlyThoseProcessesButWaitsCountEveryRank
   EXPECT_EQ(stats_.ranks, 1);
 }
 
+// `dsdiag timeline` reads every trace once: compare's analyzers and the timeline's collector
+// ride one pass, and the findings drawn are compare's.
+TEST_F(TimelineTest, OnePassReadsEachTraceOnceAndDrawsCompareFindings) {
+  const analyzers::RunContext run = analyzers::LoadRun(dir_.path());
+  int64_t lines = 0;
+  for (const auto& r : run.ranks)
+    lines += static_cast<int64_t>(testing::SplitLines(testing::ReadFile(r.path)).size());
+  const int64_t before = trace::TraceReader::LinesReadByClosedReaders();
+  std::ostringstream out;
+  const TimelineResult result = WriteTimeline(run, TimelineOptions{}, out);
+  EXPECT_EQ(trace::TraceReader::LinesReadByClosedReaders() - before, lines);
+  ASSERT_FALSE(result.compare.findings.empty());
+  EXPECT_EQ(result.stats.findings, static_cast<int64_t>(result.compare.findings.size()));
+  // The same bytes as drawing those findings from a pass of the collector alone.
+  std::ostringstream again;
+  WriteTimeline(run, result.compare.findings, TimelineOptions{}, again);
+  EXPECT_EQ(out.str(), again.str());
+}
+
 TEST(TimelineClockTest, RecordsBeforeAClockRecordUseTheHeaderOffset) {
   TempDir dir;
   {

@@ -29,6 +29,7 @@ namespace dsdiag::timeline::testing {
 
 using test_support::AppendFile;
 using test_support::ReadFile;
+using test_support::SplitLines;
 
 // A scratch dir named dsdiag-timeline-XXXXXX.
 class TempDir : public test_support::TempDir {

@@ -1,0 +1,122 @@
+// EventSpool: where `dsdiag timeline` keeps each rank's events while it reads every trace
+// once, until it can write them.
+//
+// Two things are unknown until every trace has been read: the origin (the earliest time the
+// timeline shows, which every "ts" is relative to, and which a finding can move earlier)
+// and, for a collective, when its last rank entered (its `wait`). So an event is formatted
+// here as Chrome Trace JSON with those numbers left out — the text before "ts", the text
+// between "ts" and "dur", the args up to where `wait` goes — plus the absolute times, and
+// the numbers are spliced in when the spool is replayed into the ChromeTraceWriter. The
+// replayed bytes are exactly what writing the event directly would have given.
+//
+// Each rank's events are kept in order in a buffer of its own; a full buffer goes to one
+// unlinked temporary file as a chunk, so memory is bounded by the buffers (a budget shared
+// by the ranks), not by the run. Replay reads each rank's chunks back in order: ranks are
+// written one after the other, as viewers list them.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "timeline/chrome_trace_writer.h"
+#include "timeline/collective_index.h"
+#include "trace/json_line.h"
+
+namespace dsdiag::timeline {
+
+class SpoolFile;
+
+// One rank's events. Mirrors ChromeTraceWriter's calls; times are rank 0's clock, absolute.
+class RankSpool {
+ public:
+  // One event being built; complete when it goes out of scope, like ChromeTraceWriter's.
+  class Event {
+   public:
+    Event(const Event&) = delete;
+    Event& operator=(const Event&) = delete;
+    Event(Event&& other) noexcept;
+    ~Event();
+    trace::JsonLine& Args() { return line_.BeginObject("args"); }
+    void EndArgs() { line_.EndObject(); }
+    // Call inside the args, last: `wait`, `last` and `ranks` of collective (pg, seq) go here
+    // when the replay finds it in the collective index (wait: the last enter minus this
+    // span's start, clamped to [0, dur]).
+    void WaitOf(int64_t pg, int64_t seq);
+
+   private:
+    friend class RankSpool;
+    Event(RankSpool* spool, char phase, std::string_view name, int pid, int64_t tid);
+    RankSpool* spool_;  // null once moved from
+    trace::JsonLine line_;
+  };
+
+  Event Complete(std::string_view name, std::string_view category, int pid, int64_t tid,
+                 int64_t ts_ns, int64_t dur_ns);
+  Event Instant(std::string_view name, std::string_view category, char scope, int pid, int64_t tid,
+                int64_t ts_ns);
+  void Counter(std::string_view name, int pid, int64_t ts_ns, double value);
+  Event Metadata(std::string_view name, int pid, int64_t tid);
+
+  int64_t events() const { return events_; }
+
+ private:
+  friend class SpoolFile;
+  explicit RankSpool(SpoolFile* file) : file_(file) {}
+  std::string* Open();    // starts an event in buffer_: its text goes after the Entry
+  uint32_t Here() const;  // the offset in the event's text that the next byte will have
+  void Committed();       // the event is complete: its Entry is written
+
+  // An event's entry in buffer_: this header, then `text_size` bytes of text.
+  struct Entry {
+    int64_t ts_ns = 0;  // absolute; the "ts" spliced in at text offset ts_at (0: none)
+    int64_t dur_ns = 0;
+    int64_t pg = 0, seq = 0;  // the collective whose wait goes at wait_at (0: none)
+    uint32_t text_size = 0;
+    uint32_t ts_at = 0, dur_at = 0, wait_at = 0;
+  };
+
+  SpoolFile* file_;
+  Entry entry_;          // the numbers of the event being built...
+  size_t entry_at_ = 0;  // ...whose Entry goes at this offset of buffer_, its text after it
+  std::string buffer_;   // entries not yet in the file (the last one maybe being built)
+  std::vector<std::pair<uint64_t, uint64_t>> chunks_;  // (offset, size) in the file, in order
+  int64_t events_ = 0;
+};
+
+// The spool of every rank of one timeline, and its temporary file.
+class SpoolFile {
+ public:
+  // The temporary file goes in `dir` (made and unlinked at once; nothing is left behind);
+  // `ranks` spools share `memory_budget` bytes of buffers. Throws std::runtime_error when
+  // the file cannot be made.
+  SpoolFile(const std::string& dir, size_t ranks, size_t memory_budget = kDefaultBudget);
+  ~SpoolFile();
+  SpoolFile(const SpoolFile&) = delete;
+  SpoolFile& operator=(const SpoolFile&) = delete;
+
+  RankSpool* rank(size_t i) { return ranks_[i].get(); }
+
+  // Writes rank i's events, in order, relative to `origin_ns`, with collective waits from
+  // `collectives`. Throws std::runtime_error when the file cannot be read back.
+  void Replay(size_t i, const CollectiveIndex& collectives, int64_t origin_ns,
+              ChromeTraceWriter* out);
+
+  static constexpr size_t kDefaultBudget = size_t{64} << 20;
+
+ private:
+  friend class RankSpool;
+  void Flush(RankSpool* spool);  // its buffer to the file, as a chunk
+  void ReplayEntries(std::string_view entries, const CollectiveIndex& collectives,
+                     int64_t origin_ns, ChromeTraceWriter* out);
+
+  int fd_ = -1;
+  uint64_t size_ = 0;        // bytes in the file
+  size_t buffer_limit_ = 0;  // per rank
+  std::vector<std::unique_ptr<RankSpool>> ranks_;
+  std::string read_buffer_;
+};
+
+}  // namespace dsdiag::timeline
