@@ -8,9 +8,9 @@
 #include <iostream>
 #include <sstream>
 
-#include "analyzers/compare.h"
-#include "analyzers/findings_output.h"
-#include "analyzers/input_error.h"
+#include "analyzers/framework/compare.h"
+#include "analyzers/framework/input_error.h"
+#include "analyzers/output/findings_output.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/run_dir_args.h"

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "analyzers/finding.h"
+#include "analyzers/framework/finding.h"
 #include "cli/subcommand.h"
 
 namespace dsdiag::cli {

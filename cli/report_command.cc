@@ -10,7 +10,7 @@
 #include <memory>
 #include <sstream>
 
-#include "analyzers/input_error.h"
+#include "analyzers/framework/input_error.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/output_file.h"

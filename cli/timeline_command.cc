@@ -9,10 +9,10 @@
 #include <memory>
 #include <sstream>
 
-#include "analyzers/compare.h"
-#include "analyzers/finding.h"
-#include "analyzers/input_error.h"
-#include "analyzers/run_loader.h"
+#include "analyzers/framework/compare.h"
+#include "analyzers/framework/finding.h"
+#include "analyzers/framework/input_error.h"
+#include "analyzers/framework/run_loader.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/output_file.h"

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "analyzers/run_context.h"
+#include "analyzers/framework/run_context.h"
 
 namespace dsdiag::report {
 

@@ -2,7 +2,7 @@
 // navigation, and at the end the findings as JSON. Self-contained: no external script,
 // style sheet, font or image, so that the file can be mailed, attached to a ticket or
 // opened on an air-gapped cluster login node.
-#include "analyzers/findings_output.h"
+#include "analyzers/output/findings_output.h"
 #include "report/html.h"
 #include "report/sections.h"
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "analyzers/finding.h"
+#include "analyzers/framework/finding.h"
 
 namespace dsdiag::report {
 

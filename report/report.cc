@@ -4,8 +4,8 @@
 #include <utility>
 #include <vector>
 
-#include "analyzers/compare.h"
-#include "analyzers/registry.h"
+#include "analyzers/framework/compare.h"
+#include "analyzers/framework/registry.h"
 #include "report/run_collector.h"
 #include "report/sections.h"
 #include "trace/loader_sweep_file.h"

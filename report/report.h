@@ -20,7 +20,7 @@
 #include <ostream>
 #include <string>
 
-#include "analyzers/step_driver.h"
+#include "analyzers/framework/step_driver.h"
 #include "report/collective_waits.h"
 
 namespace dsdiag::report {

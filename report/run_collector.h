@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-#include "analyzers/analyzer.h"
+#include "analyzers/framework/analyzer.h"
 #include "report/collective_waits.h"
 #include "report/config_diff.h"
 #include "report/rank_rows.h"

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "analyzers/compare.h"
+#include "analyzers/framework/compare.h"
 #include "report/config_diff.h"
 #include "report/run_collector.h"
 #include "trace/loader_sweep_file.h"

@@ -21,8 +21,8 @@
 #include <utility>
 #include <vector>
 
-#include "analyzers/finding.h"
-#include "analyzers/run_context.h"
+#include "analyzers/framework/finding.h"
+#include "analyzers/framework/run_context.h"
 #include "timeline/selection.h"
 #include "trace/rank_clock.h"
 

@@ -35,7 +35,7 @@
 #include <memory>
 #include <string_view>
 
-#include "analyzers/run_context.h"
+#include "analyzers/framework/run_context.h"
 #include "timeline/event_spool.h"
 #include "timeline/selection.h"
 #include "trace/trace_reader.h"

@@ -4,7 +4,7 @@
 #include <memory>
 #include <utility>
 
-#include "analyzers/registry.h"
+#include "analyzers/framework/registry.h"
 
 namespace dsdiag::timeline {
 namespace {

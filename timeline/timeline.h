@@ -23,9 +23,9 @@
 #include <string>
 #include <vector>
 
-#include "analyzers/compare.h"
-#include "analyzers/finding.h"
-#include "analyzers/run_context.h"
+#include "analyzers/framework/compare.h"
+#include "analyzers/framework/finding.h"
+#include "analyzers/framework/run_context.h"
 #include "timeline/selection.h"
 #include "timeline/timeline_collector.h"
 

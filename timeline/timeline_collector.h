@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "analyzers/analyzer.h"
+#include "analyzers/framework/analyzer.h"
 #include "timeline/collective_index.h"
 #include "timeline/event_spool.h"
 #include "timeline/finding_placement.h"

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "analyzers/compare.h"
+#include "analyzers/framework/compare.h"
 
 namespace dsdiag::analyzers::testing {
 

@@ -1,4 +1,4 @@
-#include "analyzers/finding.h"
+#include "analyzers/framework/finding.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "analyzers/findings_output.h"
+#include "analyzers/output/findings_output.h"
 
 #include <gtest/gtest.h>
 #include <simdjson.h>

@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "analyzers/analyzer_factories.h"
-#include "analyzers/finding_kinds.h"
-#include "analyzers/findings_pass.h"
+#include "analyzers/framework/analyzer_factories.h"
+#include "analyzers/framework/finding_kinds.h"
+#include "analyzers/framework/findings_pass.h"
 #include "tests/analyzers/analyzer_test_util.h"
 #include "tests/analyzers/ghost_trace_util.h"
 #include "tests/analyzers/test_run.h"

@@ -3,8 +3,8 @@
 #include <functional>
 #include <vector>
 
-#include "analyzers/analyzer_factories.h"
-#include "analyzers/finding_kinds.h"
+#include "analyzers/framework/analyzer_factories.h"
+#include "analyzers/framework/finding_kinds.h"
 #include "tests/analyzers/analyzer_test_util.h"
 #include "tests/analyzers/test_run.h"
 #include "trace/record_types.h"

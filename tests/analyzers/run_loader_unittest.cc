@@ -1,8 +1,8 @@
-#include "analyzers/run_loader.h"
+#include "analyzers/framework/run_loader.h"
 
 #include <gtest/gtest.h>
 
-#include "analyzers/input_error.h"
+#include "analyzers/framework/input_error.h"
 #include "tests/analyzers/test_run.h"
 #include "trace/flight_dump.h"
 #include "trace/run_files.h"

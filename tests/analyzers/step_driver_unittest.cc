@@ -1,11 +1,11 @@
-#include "analyzers/step_driver.h"
+#include "analyzers/framework/step_driver.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <tuple>
 
-#include "analyzers/run_loader.h"
+#include "analyzers/framework/run_loader.h"
 #include "tests/analyzers/test_run.h"
 #include "trace/record_types.h"
 

@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
-#include "analyzers/analyzer_factories.h"
-#include "analyzers/compare.h"
-#include "analyzers/finding_kinds.h"
+#include "analyzers/framework/analyzer_factories.h"
+#include "analyzers/framework/compare.h"
+#include "analyzers/framework/finding_kinds.h"
 #include "tests/analyzers/analyzer_test_util.h"
 #include "tests/analyzers/ghost_trace_util.h"
 #include "tests/analyzers/test_run.h"

@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "analyzers/compare.h"
-#include "analyzers/findings_output.h"
+#include "analyzers/framework/compare.h"
+#include "analyzers/output/findings_output.h"
 #include "synth/synth_run.h"
 #include "tests/analyzers/test_run.h"
 

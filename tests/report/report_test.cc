@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <sstream>
 
-#include "analyzers/input_error.h"
+#include "analyzers/framework/input_error.h"
 #include "tests/report/report_test_util.h"
 #include "trace/loader_sweep_file.h"
 

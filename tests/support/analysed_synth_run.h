@@ -7,8 +7,8 @@
 #include <string_view>
 #include <vector>
 
-#include "analyzers/compare.h"
-#include "analyzers/finding.h"
+#include "analyzers/framework/compare.h"
+#include "analyzers/framework/finding.h"
 #include "tests/support/shell.h"
 #include "tests/support/temp_dir.h"
 

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "analyzers/compare.h"
-#include "analyzers/finding_kinds.h"
+#include "analyzers/framework/compare.h"
+#include "analyzers/framework/finding_kinds.h"
 #include "tests/support/analysed_synth_run.h"
 
 namespace dsdiag::synth {

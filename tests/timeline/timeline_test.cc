@@ -9,8 +9,8 @@
 #include <sstream>
 #include <thread>
 
-#include "analyzers/finding.h"
-#include "analyzers/run_loader.h"
+#include "analyzers/framework/finding.h"
+#include "analyzers/framework/run_loader.h"
 #include "tests/timeline/timeline_test_util.h"
 #include "timeline/chrome_trace_writer.h"
 #include "timeline/rank_events.h"

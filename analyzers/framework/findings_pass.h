@@ -1,0 +1,37 @@
+// FindingsPass: a rule over the findings of every analyzer, applied once they have all
+// finished. Analyzers run independently and never see each other's findings; a relation
+// between two kinds ("these ranks timed out only because of that hang") is decided here,
+// in one place, rather than by coupling two analyzers:
+//
+//   every analyzer's Finish  ->  each pass's Apply, in CreateAllFindingsPasses() order
+//                            ->  sort (finding.h)
+//
+// A pass may change a finding's severity, summary, evidence and hint; it never changes its
+// kind, ranks or step, and it adds or drops no finding: what each analyzer found is still
+// in the output, only ranked as what it is.
+#pragma once
+
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "analyzers/framework/finding.h"
+#include "analyzers/framework/run_context.h"
+
+namespace dsdiag::analyzers {
+
+class FindingsPass {
+ public:
+  virtual ~FindingsPass() = default;
+  virtual std::string_view name() const = 0;
+  virtual void Apply(const RunContext& run, std::vector<Finding>* findings) const = 0;
+};
+
+// rank-died findings of ranks left waiting in a hang's collective become info follow-ons
+// of the hang finding (hang_follow_on_pass.cc).
+std::unique_ptr<FindingsPass> CreateHangFollowOnPass();
+
+// Every pass, in the order RunCompare applies them (registry.cc).
+std::vector<std::unique_ptr<FindingsPass>> CreateAllFindingsPasses();
+
+}  // namespace dsdiag::analyzers

@@ -1,0 +1,47 @@
+#include "analyzers/framework/record_dispatch.h"
+
+#include <algorithm>
+#include <string>
+
+namespace dsdiag::analyzers {
+
+bool IsLineOneHeader(const trace::Record& r) {
+  return r.line() == 1 && r.type_id() == trace::rec_id::kHeader;
+}
+
+// What a delivered record tells about how its rank ends.
+void ObserveRecord(const trace::Record& r, RankEnd* end) {
+  ++end->records;
+  end->max_step = std::max(end->max_step, r.step());
+  end->last_ts = r.ts();
+  end->last_line = r.line();
+  const int type = r.type_id();
+  if (type == trace::rec_id::kStepBegin) {
+    end->last_step_begun = std::max(end->last_step_begun.value_or(r.step()), r.step());
+  } else if (type == trace::rec_id::kStep) {
+    end->last_step_done = std::max(end->last_step_done.value_or(r.step()), r.step());
+  } else if (type == trace::rec_id::kPhase) {
+    if (auto name = r.Str("name")) end->last_phase.assign(name->data(), name->size());
+  } else if (type == trace::rec_id::kEnd) {
+    end->end_seen = true;
+    end->reason = std::string(r.Str("reason").value_or(""));
+    end->status = r.Int("status");
+    end->end_step = r.step();
+    if (auto signal = r.Str("signal")) {
+      end->detail = std::string(*signal);
+    } else if (auto error = r.Str("error")) {
+      end->detail = std::string(*error);
+    }
+  }
+}
+
+// What the reader went through, once its file has run out.
+void TakeReaderEnd(const trace::TraceReader& reader, RankEnd* end) {
+  end->lines_read = reader.lines_read();
+  end->bytes_read = reader.bytes_read();
+  end->issues = reader.issues();
+  end->issue_count = reader.issue_count();
+  end->truncated_tail = reader.saw_truncated_tail();
+}
+
+}  // namespace dsdiag::analyzers

@@ -1,0 +1,39 @@
+// An analyzer (or a findings pass) is added here and nowhere else: no static-initialiser
+// registration, so the list a run uses is the list you read.
+#include "analyzers/framework/registry.h"
+
+#include "analyzers/framework/analyzer_factories.h"
+#include "analyzers/framework/findings_pass.h"
+
+namespace dsdiag::analyzers {
+
+std::vector<std::unique_ptr<Analyzer>> CreateAllAnalyzers() {
+  std::vector<std::unique_ptr<Analyzer>> analyzers;
+  analyzers.push_back(CreateTraceCorruptAnalyzer());
+  analyzers.push_back(CreateRankDiedAnalyzer());
+  analyzers.push_back(CreateConfigMismatchAnalyzer());
+  analyzers.push_back(CreateMissingGradAnalyzer());
+  analyzers.push_back(CreateGradDesyncAnalyzer());
+  analyzers.push_back(CreateReplicaDivergenceAnalyzer());
+  analyzers.push_back(CreateStragglerAnalyzer());
+  analyzers.push_back(CreateCollectiveMismatchAnalyzer());
+  analyzers.push_back(CreateHangAnalyzer());
+  analyzers.push_back(CreateScalerOverflowAnalyzer());
+  analyzers.push_back(CreateScalerDesyncAnalyzer());
+  analyzers.push_back(CreateClipBeforeUnscaleAnalyzer());
+  analyzers.push_back(CreateCheckpointRaceAnalyzer());
+  analyzers.push_back(CreateCheckpointMismatchAnalyzer());
+  analyzers.push_back(CreateRngCollisionAnalyzer());
+  analyzers.push_back(CreateShardOverlapAnalyzer());
+  analyzers.push_back(CreateEpochOrderRepeatAnalyzer());
+  analyzers.push_back(CreateLoaderStarvationAnalyzer());
+  return analyzers;
+}
+
+std::vector<std::unique_ptr<FindingsPass>> CreateAllFindingsPasses() {
+  std::vector<std::unique_ptr<FindingsPass>> passes;
+  passes.push_back(CreateHangFollowOnPass());
+  return passes;
+}
+
+}  // namespace dsdiag::analyzers

@@ -1,0 +1,178 @@
+// checkpoint-mismatch: the ranks of a resumed run did not resume from the same state.
+//
+// Input: `ckpt` load records and the parameter fingerprints taken right after the load:
+//   {"type":"ckpt","op":"load","path":"run/checkpoints/step-00000006.pt","h":"c402..",
+//    "ckpt_step":6,"epoch":0,...}
+//   {"type":"fp","what":"param","why":"resume","gran":"bucket","h":[...]}
+// Every replica must restart from the same parameters, optimizer and scaler state, at the
+// same step and epoch. A rank that read a stale or another job's file (a stale directory
+// listing, a `latest` symlink updated mid-way, a per-node path) silently trains a different
+// model. The n-th load of each rank is compared across ranks by content digest `h`,
+// `ckpt_step` and `epoch`; then the resume fingerprints. Either mismatch is one error naming
+// the odd ranks; its subject is the checkpoint the odd ranks loaded (or, when only the
+// fingerprints differ, the one every rank loaded), its step the step training resumed at.
+// A run that loads on rank 0 only and broadcasts is compared by its fingerprints alone.
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "analyzers/framework/analyzer_factories.h"
+#include "analyzers/framework/finding_kinds.h"
+#include "analyzers/kinds/common/fingerprints.h"
+#include "analyzers/kinds/common/rank_groups.h"
+#include "trace/record_types.h"
+
+namespace dsdiag::analyzers {
+namespace {
+
+using trace::JsonValue;
+
+const std::optional<std::string_view> kLoad = "load", kParam = "param", kResume = "resume";
+
+struct Load {
+  std::string path;
+  uint64_t hash = 0;
+  int64_t ckpt_step = 0;
+  int64_t epoch = 0;
+  int64_t step = 0;  // the record's step
+  // What must agree across ranks (the path may legitimately differ: per-node copies).
+  bool operator==(const Load& o) const {
+    return hash == o.hash && ckpt_step == o.ckpt_step && epoch == o.epoch;
+  }
+};
+
+JsonValue IntArray(const std::vector<int>& v) {
+  JsonValue a = JsonValue::Array();
+  for (int x : v) a.Push(x);
+  return a;
+}
+
+std::string Hex(uint64_t h) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+class CheckpointMismatchAnalyzer : public Analyzer {
+ public:
+  std::string_view name() const override { return kind::kCheckpointMismatch; }
+  std::vector<std::string_view> record_types() const override {
+    return {trace::rec::kCheckpoint, trace::rec::kFingerprint};
+  }
+
+  void OnRecord(const RankInfo& rank, const trace::Record& r) override {
+    if (r.type_id() == trace::rec_id::kCheckpoint) {
+      if (r.Str("op") != kLoad) return;
+      Load l;
+      l.path = std::string(r.Str("path").value_or(""));
+      l.hash = r.Hex("h").value_or(0);
+      l.ckpt_step = r.Int("ckpt_step").value_or(0);
+      l.epoch = r.Int("epoch").value_or(0);
+      l.step = r.step();
+      loads_[rank.rank].push_back(std::move(l));
+      return;
+    }
+    if (r.type_id() != trace::rec_id::kFingerprint || r.Str("what") != kParam ||
+        r.Str("why") != kResume)
+      return;
+    auto fp = ReadFingerprint(r);
+    if (!fp) return;
+    auto& list = resume_fps_[rank.rank];
+    list.push_back({r.step(), std::move(*fp)});
+  }
+
+  void Finish(const RunContext&, std::vector<Finding>* findings) override {
+    size_t n = 0;
+    for (const auto& [rank, list] : loads_) n = std::max(n, list.size());
+    for (const auto& [rank, list] : resume_fps_) n = std::max(n, list.size());
+    for (size_t i = 0; i < n; ++i) {
+      if (auto f = CompareNth(i)) {
+        findings->push_back(std::move(*f));
+        return;  // the first mismatch explains what follows
+      }
+    }
+  }
+
+ private:
+  std::optional<Finding> CompareNth(size_t i) const {
+    std::vector<std::pair<int, Load>> loads;
+    for (const auto& [rank, list] : loads_)
+      if (i < list.size()) loads.emplace_back(rank, list[i]);
+    std::map<int, FingerprintRecord> fps;
+    int64_t fp_step = 0;
+    for (const auto& [rank, list] : resume_fps_) {
+      if (i >= list.size()) continue;
+      fps[rank] = list[i].second;
+      fp_step = list[i].first;
+    }
+    const auto load_groups = GroupRanks(loads);
+    const bool loads_differ = load_groups.size() > 1;
+    const auto fp_groups = fps.size() > 1 ? GroupByVector(fps) : std::vector<RankGroup<uint64_t>>{};
+    const bool fps_differ = fp_groups.size() > 1;
+    if (!loads_differ && !fps_differ) return std::nullopt;
+
+    Finding f;
+    f.kind = std::string(kind::kCheckpointMismatch);
+    f.severity = Severity::kError;
+    f.ranks = loads_differ ? OddRanks(load_groups) : OddRanks(fp_groups);
+    const std::string who = (f.ranks.size() == 1 ? "rank " : "ranks ") + FormatRankRanges(f.ranks);
+    if (loads_differ) {
+      const Load& ref = load_groups[0].value;
+      const Load& odd = load_groups[1].value;
+      f.step = std::max(ref.step, ref.ckpt_step);
+      f.subject = odd.path;
+      f.summary = who + " resumed from " + odd.path + " (step " + std::to_string(odd.ckpt_step) +
+                  ", epoch " + std::to_string(odd.epoch) + ") while rank" +
+                  (load_groups[0].ranks.size() == 1 ? " " : "s ") +
+                  FormatRankRanges(load_groups[0].ranks) + " resumed from " + ref.path + " (step " +
+                  std::to_string(ref.ckpt_step) + ", epoch " + std::to_string(ref.epoch) + ")";
+      if (ref.hash != odd.hash && ref.ckpt_step == odd.ckpt_step && ref.epoch == odd.epoch)
+        f.summary = who + " loaded different content (h " + Hex(odd.hash) + " vs " + Hex(ref.hash) +
+                    ") for the checkpoint of step " + std::to_string(ref.ckpt_step);
+    } else {
+      const Load* any = loads.empty() ? nullptr : &loads.front().second;
+      f.step = any ? std::max(any->step, any->ckpt_step) : fp_step;
+      if (any) f.subject = any->path;
+      f.summary = "after resuming, " + who + " hold parameters that differ from the others'" +
+                  (loads.size() > 1 ? " although every rank loaded the same checkpoint" : "");
+    }
+    f.hint =
+        "Every rank must resume from the same checkpoint: resolve the path once (on rank 0) and "
+        "broadcast it, or load on rank 0 and broadcast the state; check for stale directory "
+        "listings or `latest` links on shared filesystems, and make the resume step, epoch and "
+        "scaler state come from the same file.";
+    JsonValue groups = JsonValue::Array();
+    for (const auto& g : load_groups) {
+      JsonValue o = JsonValue::Object();
+      o.Set("ranks", IntArray(g.ranks));
+      o.Set("path", g.value.path);
+      o.Set("h", Hex(g.value.hash));
+      o.Set("ckpt_step", g.value.ckpt_step);
+      o.Set("epoch", g.value.epoch);
+      groups.Push(std::move(o));
+    }
+    f.evidence.Set("loads", std::move(groups));
+    if (!fps.empty()) {
+      f.evidence.Set("params_differ_after_load", fps_differ);
+      if (fps_differ) f.evidence.Set("param_groups", GroupsJson(fp_groups));
+    }
+    return f;
+  }
+
+  std::map<int, std::vector<Load>> loads_;  // rank -> its loads, in order
+  std::map<int, std::vector<std::pair<int64_t, FingerprintRecord>>> resume_fps_;
+};
+
+}  // namespace
+
+std::unique_ptr<Analyzer> CreateCheckpointMismatchAnalyzer() {
+  return std::make_unique<CheckpointMismatchAnalyzer>();
+}
+
+}  // namespace dsdiag::analyzers

@@ -1,0 +1,295 @@
+// collective-mismatch: at the same (process group, sequence number) ranks issued different
+// collectives — another op, dtype or element count.
+//
+// Input: `coll` records, one per collective a rank completed,
+//   {"type":"coll","ts":7000,"step":3,"pg":0,"seq":17,"op":"allreduce","dtype":"f32",
+//    "n":12288,"bytes":49152,"dur":2100000,"tag":"grad-bucket-2"}
+// plus the pending entries of flight-recorder dumps (a mismatched collective often never
+// completes, so only the dump has it). (pg, seq) names the same op on every rank: that is
+// what a collective backend pairs. Ranks whose (op, dtype, n) differ at one (pg, seq) paired
+// unrelated work; the backend then hangs, fails, or combines the wrong tensors in silence.
+// The ranks are grouped by signature (rank_groups.h): the largest group is the reference,
+// the others are odd. Error. One finding per process group: its first mismatch (lowest seq)
+// in full, plus how many later collectives of the group differ too — after one extra or
+// missing collective every later seq is shifted, so the first is the one that matters.
+// The tag (what the op is for) is shown but not compared: two buckets of equal size may
+// legitimately swap order between runs, never between ranks, but that is not visible here.
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "analyzers/framework/analyzer_factories.h"
+#include "analyzers/framework/finding_kinds.h"
+#include "analyzers/kinds/common/collective_window.h"
+#include "analyzers/kinds/common/rank_groups.h"
+#include "trace/record_types.h"
+#include "trace/trace_reader.h"
+
+namespace dsdiag::analyzers {
+namespace {
+
+using trace::JsonValue;
+
+constexpr size_t kMaxGroupsListed = 4;
+constexpr size_t kMaxRanksListed = 32;
+
+// What the backend pairs: op, dtype and element count (n; -1 when not recorded).
+struct Signature {
+  std::string op;
+  std::string dtype;
+  int64_t n = -1;
+};
+
+// A signature still pointing into a record: looked up without building strings.
+struct SignatureView {
+  std::string_view op;
+  std::string_view dtype;
+  int64_t n = -1;
+};
+
+// Orders Signature and SignatureView alike, so that maps find either.
+struct SignatureLess {
+  using is_transparent = void;
+  template <typename A, typename B>
+  bool operator()(const A& a, const B& b) const {
+    return std::make_tuple(std::string_view(a.op), std::string_view(a.dtype), a.n) <
+           std::make_tuple(std::string_view(b.op), std::string_view(b.dtype), b.n);
+  }
+};
+
+// One rank's record of one collective; signatures and tags are interned.
+struct Issued {
+  int rank = 0;
+  int signature = 0;
+  int tag = 0;
+  int64_t step = 0;
+};
+
+// The first mismatch of a process group, and how many followed.
+struct PgMismatch {
+  CollectiveKey key;
+  int64_t step = 0;
+  std::vector<RankGroup<int>> groups;        // by signature id, reference first
+  std::vector<std::vector<int>> group_tags;  // tag ids per group
+  int64_t count = 0;
+  int64_t last_seq = 0;
+  bool from_dump = false;
+};
+
+// What the intern maps keep of a key that points into a record.
+Signature ToOwned(const SignatureView& v) { return {std::string(v.op), std::string(v.dtype), v.n}; }
+std::string ToOwned(std::string_view v) { return std::string(v); }
+
+bool Same(const Signature& a, const SignatureView& b) {
+  return a.n == b.n && a.op == b.op && a.dtype == b.dtype;
+}
+bool Same(const std::string& a, std::string_view b) { return a == b; }
+
+// Ids for signatures or tags, given in order of first sight. A run has a handful of each and
+// they come round in turn (one per gradient bucket), so the last few ids handed out are
+// tried before the map: a map lookup compares strings at every level, per `coll` record.
+template <typename Owned, typename Less>
+class InternTable {
+ public:
+  template <typename Key>
+  int Id(const Key& key) {
+    for (int id : recent_)
+      if (id >= 0 && Same(*by_id_[static_cast<size_t>(id)], key)) return id;
+    auto it = ids_.find(key);
+    if (it == ids_.end()) {
+      it = ids_.emplace(ToOwned(key), static_cast<int>(by_id_.size())).first;
+      by_id_.push_back(&it->first);
+    }
+    recent_[next_++ % recent_.size()] = it->second;
+    return it->second;
+  }
+  const Owned& operator[](int id) const { return *by_id_[static_cast<size_t>(id)]; }
+
+ private:
+  std::map<Owned, int, Less> ids_;
+  std::vector<const Owned*> by_id_;
+  std::array<int, 4> recent_ = {-1, -1, -1, -1};
+  size_t next_ = 0;
+};
+
+JsonValue RankList(const std::vector<int>& ranks) {
+  JsonValue list = JsonValue::Array();
+  for (size_t i = 0; i < ranks.size() && i < kMaxRanksListed; ++i) list.Push(ranks[i]);
+  return list;
+}
+
+std::string OnRanks(const std::vector<int>& ranks) {
+  return (ranks.size() == 1 ? "rank " : "ranks ") + FormatRankRanges(ranks);
+}
+
+class CollectiveMismatchAnalyzer : public Analyzer {
+ public:
+  std::string_view name() const override { return kind::kCollectiveMismatch; }
+  std::vector<std::string_view> record_types() const override { return {trace::rec::kCollective}; }
+
+  void Begin(const RunContext& run) override {
+    // Only the pending entries: completed ones are in the traces already.
+    for (const RunFlightDump& d : run.flight_dumps) {
+      for (const trace::FlightDumpEntry& e : d.dump.entries) {
+        if (!e.pending()) continue;
+        const SignatureView sig{e.op, e.dtype, e.n.value_or(-1)};
+        const Issued issued{d.rank, sigs_.Id(sig), tags_.Id(std::string_view(e.tag)),
+                            e.step.value_or(0)};
+        pending_.push_back({CollectiveKey{e.pg, e.seq}, issued});
+      }
+    }
+  }
+
+  void OnRecord(const RankInfo& rank, const trace::Record& r) override {
+    if (r.type_id() != trace::rec_id::kCollective) return;
+    const auto pg = r.Int("pg");
+    const auto seq = r.Int("seq");
+    if (!pg || !seq) return;
+    const SignatureView sig{r.Str("op").value_or(""), r.Str("dtype").value_or(""),
+                            r.Int("n").value_or(-1)};
+    const std::string_view tag = r.Str("tag").value_or("");
+    window_.Add({static_cast<int>(*pg), *seq}, r.step(),
+                {rank.rank, sigs_.Id(sig), tags_.Id(tag), r.step()});
+  }
+
+  void OnStepDone(int64_t step) override {
+    window_.Flush(step, [this](const CollectiveKey& k, const CollectiveSlot<Issued>& s) {
+      Check(k, s, false);
+    });
+  }
+
+  void Finish(const RunContext&, std::vector<Finding>* findings) override {
+    auto check = [this](const CollectiveKey& k, const CollectiveSlot<Issued>& s) {
+      Check(k, s, false);
+    };
+    window_.FlushAll(check);
+    // Dump entries last: a rank that recorded the collective in its trace keeps that record.
+    CollectiveWindow<Issued> dumps;
+    for (const PendingEntry& p : pending_) dumps.Add(p.key, p.issued.step, p.issued);
+    dumps.FlushAll(
+        [this](const CollectiveKey& k, const CollectiveSlot<Issued>& s) { Check(k, s, true); });
+    for (const auto& [pg, m] : mismatches_) findings->push_back(MakeFinding(m));
+  }
+
+ private:
+  struct PendingEntry {
+    CollectiveKey key;
+    Issued issued;
+  };
+
+  void Check(const CollectiveKey& key, const CollectiveSlot<Issued>& slot, bool from_dump) {
+    if (slot.entries.size() < 2) return;
+    std::vector<Issued> issued = slot.entries;
+    std::stable_sort(issued.begin(), issued.end(),
+                     [](const Issued& a, const Issued& b) { return a.rank < b.rank; });
+    issued.erase(std::unique(issued.begin(), issued.end(),
+                             [](const Issued& a, const Issued& b) { return a.rank == b.rank; }),
+                 issued.end());
+    std::vector<std::pair<int, int>> values;
+    for (const Issued& i : issued) values.emplace_back(i.rank, i.signature);
+    std::vector<RankGroup<int>> groups = GroupRanks(values);
+    if (groups.size() < 2) return;
+
+    auto [it, fresh] = mismatches_.try_emplace(key.pg);
+    PgMismatch& m = it->second;
+    ++m.count;
+    m.last_seq = std::max(m.last_seq, key.seq);
+    if (!fresh && m.key.seq <= key.seq) return;
+    m.key = key;
+    m.from_dump = from_dump;
+    m.step = issued.front().step;
+    for (const Issued& i : issued) m.step = std::min(m.step, i.step);
+    m.group_tags.assign(groups.size(), {});
+    for (size_t g = 0; g < groups.size(); ++g) {
+      for (const Issued& i : issued) {
+        if (i.signature != groups[g].value) continue;
+        auto& tags = m.group_tags[g];
+        if (std::find(tags.begin(), tags.end(), i.tag) == tags.end()) tags.push_back(i.tag);
+      }
+    }
+    m.groups = std::move(groups);
+  }
+
+  std::string SignatureText(int id, const std::vector<int>& tags) const {
+    const Signature& s = sigs_[id];
+    std::string text = (s.op.empty() ? "(no op)" : s.op) + (s.dtype.empty() ? "" : " " + s.dtype) +
+                       " n=" + (s.n < 0 ? std::string("?") : std::to_string(s.n));
+    if (!tags.empty() && !tags_[tags.front()].empty())
+      text += " (" + tags_[tags.front()] + (tags.size() > 1 ? ", ..." : "") + ")";
+    return text;
+  }
+
+  Finding MakeFinding(const PgMismatch& m) const {
+    Finding f;
+    f.kind = std::string(kind::kCollectiveMismatch);
+    f.severity = Severity::kError;
+    f.ranks = OddRanks(m.groups);
+    f.step = m.step;
+    f.subject = "pg " + std::to_string(m.key.pg) + " seq " + std::to_string(m.key.seq);
+
+    const RankGroup<int>& ref = m.groups.front();
+    std::string odd;
+    for (size_t g = 1; g < m.groups.size() && g <= 2; ++g) {
+      odd += (g > 1 ? ", " : "") + OnRanks(m.groups[g].ranks) + " issued " +
+             SignatureText(m.groups[g].value, m.group_tags[g]);
+    }
+    if (m.groups.size() > 3) odd += ", and " + std::to_string(m.groups.size() - 3) + " more";
+    f.summary = "at " + *f.subject + " (step " + std::to_string(m.step) + ") " + odd + " where " +
+                OnRanks(ref.ranks) + " issued " + SignatureText(ref.value, m.group_tags[0]);
+    if (m.count > 1) {
+      f.summary += "; " + std::to_string(m.count - 1) + " later collective" +
+                   (m.count > 2 ? "s" : "") + " of pg " + std::to_string(m.key.pg) + " differ too";
+    }
+
+    JsonValue groups = JsonValue::Array();
+    for (size_t g = 0; g < m.groups.size() && g < kMaxGroupsListed; ++g) {
+      const Signature& s = sigs_[m.groups[g].value];
+      JsonValue v = JsonValue::Object();
+      v.Set("op", s.op);
+      v.Set("dtype", s.dtype);
+      v.Set("n", s.n < 0 ? JsonValue() : JsonValue(s.n));
+      JsonValue tags = JsonValue::Array();
+      for (int t : m.group_tags[g]) tags.Push(tags_[t]);
+      v.Set("tags", std::move(tags));
+      v.Set("ranks", RankList(m.groups[g].ranks));
+      v.Set("count", static_cast<int64_t>(m.groups[g].ranks.size()));
+      groups.Push(std::move(v));
+    }
+    JsonValue& e = f.evidence;
+    e.Set("pg", m.key.pg);
+    e.Set("seq", m.key.seq);
+    e.Set("step", m.step);
+    e.Set("groups", std::move(groups));
+    e.Set("distinct_signatures", static_cast<int64_t>(m.groups.size()));
+    e.Set("mismatched_collectives", m.count);
+    e.Set("last_mismatched_seq", m.last_seq);
+    e.Set("source", m.from_dump ? "flight-dump" : "trace");
+    f.hint =
+        "The ranks' code paths diverged before this collective: a data-dependent branch or an "
+        "`if rank == ...` issued a collective on some ranks only, or tensors of different "
+        "shapes (an uneven last batch, variable-length inputs, a parameter that exists on some "
+        "ranks only) went into the same collective. Look at what the odd ranks did at step " +
+        std::to_string(m.step) + ", just before seq " + std::to_string(m.key.seq) +
+        " (the tags say what each collective was for).";
+    return f;
+  }
+
+  CollectiveWindow<Issued> window_;
+  InternTable<Signature, SignatureLess> sigs_;
+  InternTable<std::string, std::less<>> tags_;
+  std::vector<PendingEntry> pending_;
+  std::map<int, PgMismatch> mismatches_;
+};
+
+}  // namespace
+
+std::unique_ptr<Analyzer> CreateCollectiveMismatchAnalyzer() {
+  return std::make_unique<CollectiveMismatchAnalyzer>();
+}
+
+}  // namespace dsdiag::analyzers

@@ -1,0 +1,56 @@
+#include "analyzers/kinds/common/fingerprints.h"
+
+namespace dsdiag::analyzers {
+
+std::optional<FingerprintRecord> ReadFingerprint(const trace::Record& record) {
+  FingerprintRecord fp;
+  auto what = record.Str("what");
+  auto why = record.Str("why");
+  auto gran = record.Str("gran");
+  if (!what || !why || !gran) return std::nullopt;
+  fp.what = std::string(*what);
+  fp.why = std::string(*why);
+  fp.per_param = *gran == "param";
+  if (!record.HexArray("h", &fp.hashes)) return std::nullopt;
+  return fp;
+}
+
+std::vector<IndexDivergence> DiffByIndex(const std::map<int, FingerprintRecord>& by_rank) {
+  std::vector<IndexDivergence> out;
+  if (by_rank.size() < 2) return out;
+  const FingerprintRecord& first = by_rank.begin()->second;
+  for (size_t i = 0; i < first.hashes.size(); ++i) {
+    std::vector<std::pair<int, uint64_t>> values;
+    for (const auto& [rank, fp] : by_rank)
+      if (fp.per_param == first.per_param && fp.hashes.size() == first.hashes.size())
+        values.emplace_back(rank, fp.hashes[i]);
+    auto groups = GroupRanks(values);
+    if (groups.size() > 1) out.push_back({static_cast<int>(i), std::move(groups)});
+  }
+  return out;
+}
+
+std::vector<RankGroup<uint64_t>> GroupByVector(const std::map<int, FingerprintRecord>& by_rank) {
+  std::vector<std::pair<int, uint64_t>> values;
+  for (const auto& [rank, fp] : by_rank) {
+    // FNV-style fold of the vector: equal vectors give equal keys.
+    uint64_t key = 1469598103934665603ull ^ fp.hashes.size();
+    for (uint64_t h : fp.hashes) key = (key ^ h) * 1099511628211ull;
+    values.emplace_back(rank, key);
+  }
+  return GroupRanks(values);
+}
+
+trace::JsonValue GroupsJson(const std::vector<RankGroup<uint64_t>>& groups) {
+  trace::JsonValue out = trace::JsonValue::Array();
+  for (const auto& g : groups) {
+    trace::JsonValue ranks = trace::JsonValue::Array();
+    for (int r : g.ranks) ranks.Push(r);
+    trace::JsonValue group = trace::JsonValue::Object();
+    group.Set("ranks", std::move(ranks));
+    out.Push(std::move(group));
+  }
+  return out;
+}
+
+}  // namespace dsdiag::analyzers

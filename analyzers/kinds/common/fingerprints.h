@@ -1,0 +1,46 @@
+// Fingerprint records (`fp`) and how ranks' fingerprints differ, shared by the grad-desync
+// and the init-/replica-divergence analyzers.
+//
+//   {"type":"fp","step":3,"what":"grad","why":"after-sync","gran":"bucket","h":["9f..","1c.."]}
+// `h` is aligned with the `params` table (gran "param") or its buckets (gran "bucket").
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analyzers/kinds/common/rank_groups.h"
+#include "trace/json_value.h"
+#include "trace/trace_reader.h"
+
+namespace dsdiag::analyzers {
+
+struct FingerprintRecord {
+  std::string what;  // "grad", "param"
+  std::string why;   // "after-sync", "init", "resume", "periodic", "final"
+  bool per_param = false;
+  std::vector<uint64_t> hashes;
+};
+
+// Nullopt when the record lacks a field or a hash is malformed.
+std::optional<FingerprintRecord> ReadFingerprint(const trace::Record& record);
+
+// One tensor (or bucket) whose fingerprint is not the same on every rank.
+struct IndexDivergence {
+  int index = 0;
+  std::vector<RankGroup<uint64_t>> groups;  // reference group first
+};
+
+// Compares the ranks' fingerprints index by index. Ranks whose granularity or length
+// differs from the lowest rank's are left out of the comparison (a config mismatch).
+std::vector<IndexDivergence> DiffByIndex(const std::map<int, FingerprintRecord>& by_rank);
+
+// Ranks grouped by their whole fingerprint vector (replicas that agree with each other).
+std::vector<RankGroup<uint64_t>> GroupByVector(const std::map<int, FingerprintRecord>& by_rank);
+
+// [{"ranks":[0,2,3]},{"ranks":[1]}] for evidence.
+trace::JsonValue GroupsJson(const std::vector<RankGroup<uint64_t>>& groups);
+
+}  // namespace dsdiag::analyzers

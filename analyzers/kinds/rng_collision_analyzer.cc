@@ -1,0 +1,138 @@
+// rng-collision: per-rank random streams that are identical across ranks.
+//
+// Input: the `rng` records, one per generator when it is seeded (or re-seeded):
+//   {"type":"rng","step":0,"stream":"dropout","why":"init","seed":1234,"h":"<state hash>"}
+// Streams fall in two families:
+//  - shared by design: the model-init generator (`cpu`, `cuda`, `cuda:<i>`), identical
+//    everywhere so that replicas start equal, and the distributed sampler's shuffle
+//    generator (`sampler`), identical so that the ranks' shards partition one permutation;
+//  - per rank: everything else (dropout, augmentation, noise). Ranks sharing such a state
+//    draw the same masks and augmentations, which quietly shrinks the effective batch.
+// For each per-rank stream the n-th record of every rank is compared (same `stream`, `why`
+// and occurrence); every group of >= 2 ranks with the same state hash is a collision.
+// Severity: warning — training proceeds, but the replicas regularise in lockstep.
+// One finding per stream, at its first colliding occurrence; `subject` is the stream.
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "analyzers/framework/analyzer_factories.h"
+#include "analyzers/framework/finding_kinds.h"
+#include "analyzers/kinds/common/rank_groups.h"
+#include "trace/record_types.h"
+
+namespace dsdiag::analyzers {
+namespace {
+
+using trace::JsonValue;
+
+bool SharedByDesign(const std::string& stream) {
+  return stream == "cpu" || stream == "sampler" || stream == "cuda" ||
+         stream.rfind("cuda:", 0) == 0;
+}
+
+struct Draw {
+  int rank = 0;
+  uint64_t hash = 0;
+  int64_t seed = 0;
+  int64_t step = 0;
+};
+
+class RngCollisionAnalyzer : public Analyzer {
+ public:
+  std::string_view name() const override { return kind::kRngCollision; }
+  std::vector<std::string_view> record_types() const override { return {trace::rec::kRng}; }
+
+  void OnRecord(const RankInfo& rank, const trace::Record& r) override {
+    if (r.type_id() != trace::rec_id::kRng) return;
+    const auto stream = r.Str("stream");
+    const auto hash = r.Hex("h");
+    if (!stream || !hash) return;
+    std::string stream_name(*stream);
+    if (SharedByDesign(stream_name)) return;
+    const std::string why(r.Str("why").value_or(""));
+    int& nth = occurrences_[{rank.rank, stream_name, why}];
+    draws_[{stream_name, why, nth}].push_back(
+        {rank.rank, *hash, r.Int("seed").value_or(0), r.step()});
+    ++nth;
+  }
+
+  void Finish(const RunContext&, std::vector<Finding>* findings) override {
+    std::map<std::string, bool> reported;  // stream -> a finding exists
+    for (auto& [key, draws] : draws_) {
+      const auto& [stream, why, nth] = key;
+      if (reported[stream] || draws.size() < 2) continue;
+      std::sort(draws.begin(), draws.end(),
+                [](const Draw& a, const Draw& b) { return a.rank < b.rank; });
+      std::vector<std::pair<int, uint64_t>> values;
+      for (const Draw& d : draws) values.emplace_back(d.rank, d.hash);
+      std::vector<RankGroup<uint64_t>> colliding;
+      for (auto& g : GroupRanks(values))
+        if (g.ranks.size() >= 2) colliding.push_back(std::move(g));
+      if (colliding.empty()) continue;
+      reported[stream] = true;
+      findings->push_back(MakeFinding(stream, why, nth, draws, colliding));
+    }
+  }
+
+ private:
+  static Finding MakeFinding(const std::string& stream, const std::string& why, int nth,
+                             const std::vector<Draw>& draws,
+                             const std::vector<RankGroup<uint64_t>>& colliding) {
+    Finding f;
+    f.kind = std::string(kind::kRngCollision);
+    f.severity = Severity::kWarning;
+    f.subject = stream;
+    int64_t step = draws.front().step;
+    JsonValue groups = JsonValue::Array();
+    for (const auto& g : colliding) {
+      f.ranks.insert(f.ranks.end(), g.ranks.begin(), g.ranks.end());
+      JsonValue group = JsonValue::Object();
+      JsonValue ranks = JsonValue::Array();
+      for (int r : g.ranks) ranks.Push(r);
+      group.Set("ranks", std::move(ranks));
+      char hex[17];
+      std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(g.value));
+      group.Set("h", std::string(hex));
+      for (const Draw& d : draws)
+        if (d.rank == g.ranks.front()) group.Set("seed", d.seed);
+      groups.Push(std::move(group));
+    }
+    for (const Draw& d : draws)
+      if (std::binary_search(f.ranks.begin(), f.ranks.end(), d.rank)) step = std::min(step, d.step);
+    NormalizeRanks(&f.ranks);
+    f.step = step;
+    const bool all = f.ranks.size() == draws.size() && colliding.size() == 1;
+    f.summary = "RNG stream \"" + stream + "\" has the same state on " +
+                (all ? "every rank (" + FormatRankRanges(f.ranks) + ")"
+                     : "ranks " + FormatRankRanges(f.ranks)) +
+                (why.empty() ? "" : " at \"" + why + "\"") + ": per-rank randomness is repeated";
+    f.evidence.Set("stream", stream);
+    f.evidence.Set("why", why);
+    f.evidence.Set("occurrence", nth);
+    f.evidence.Set("ranks_reporting", static_cast<int64_t>(draws.size()));
+    f.evidence.Set("groups", std::move(groups));
+    f.hint =
+        "Seed per-rank generators (dropout, augmentation, noise) with base_seed + rank (or a "
+        "seed derived from the rank), and keep only the model-init and sampler generators "
+        "shared; identical streams give every replica the same dropout masks and "
+        "augmentations, shrinking the effective batch.";
+    return f;
+  }
+
+  std::map<std::tuple<int, std::string, std::string>, int> occurrences_;
+  std::map<std::tuple<std::string, std::string, int>, std::vector<Draw>> draws_;
+};
+
+}  // namespace
+
+std::unique_ptr<Analyzer> CreateRngCollisionAnalyzer() {
+  return std::make_unique<RngCollisionAnalyzer>();
+}
+
+}  // namespace dsdiag::analyzers

@@ -1,0 +1,299 @@
+// shard-overlap: within an epoch, the ranks' shards intersect or jointly miss samples.
+//
+// Input: each rank's `sampler` record at the start of an epoch, with the exact membership
+// of its shard: `size` (the dataset size N) and `bits` (base64 of ceil(N/8) bytes, bit i set
+// when sample i is in the rank's epoch), or the `idx` list (--probes full):
+//   {"type":"sampler","step":16,"epoch":1,"sampler_epoch":1,"seed":1234,"n":32,
+//    "order":"..","set":"..","size":64,"bits":"q1VV..."}
+// Per epoch, once every rank has delivered its record, each sample's holder count is taken:
+//  - overlap: sum over samples of (holders - 1). DistributedSampler pads the permutation by
+//    wrapping to W * n samples (n per rank), so up to padding = W * n - N duplicates are
+//    normal and not reported; more than that is an error (ranks train on the same data,
+//    the effective dataset shrinks). The ranks named are those whose sampler settings
+//    (`seed`, `sampler_epoch`) differ from the majority, or else every rank holding a
+//    shared sample.
+//  - missed: samples no rank holds. A correct sampler never misses one: warning (part of
+//    the dataset is never trained on in that epoch). Only epochs described by every rank
+//    of the world are checked for misses.
+// Records without `bits`/`idx` fall back to the order-insensitive `set` hash: two ranks
+// with the same hash hold the same shard, an overlap of n per pair. One finding per
+// problem (overlap, missed) over the run, at the first epoch where it holds.
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "analyzers/framework/analyzer_factories.h"
+#include "analyzers/framework/finding_kinds.h"
+#include "analyzers/kinds/common/rank_groups.h"
+#include "trace/record_types.h"
+#include "trace/sample_bitmap.h"
+
+namespace dsdiag::analyzers {
+namespace {
+
+using trace::JsonValue;
+
+struct Shard {
+  int rank = 0;
+  int64_t step = 0;
+  int64_t n = 0;
+  int64_t seed = 0;
+  int64_t sampler_epoch = 0;
+  uint64_t set = 0;
+  int64_t size = 0;               // N, 0 when unknown
+  std::vector<uint64_t> members;  // distinct indices, when exact membership was recorded
+  bool exact = false;
+};
+
+std::optional<Shard> ReadShard(int rank, const trace::Record& r) {
+  Shard s;
+  s.rank = rank;
+  s.step = r.step();
+  s.n = r.Int("n").value_or(0);
+  s.seed = r.Int("seed").value_or(0);
+  s.sampler_epoch = r.Int("sampler_epoch").value_or(0);
+  s.set = r.Hex("set").value_or(0);
+  s.size = r.Int("size").value_or(0);
+  if (auto bits = r.Str("bits"); bits && s.size > 0) {
+    auto members = trace::DecodeSampleBitmap(*bits, s.size);
+    if (!members) return s;  // unusable
+    s.members = std::move(*members);
+    s.exact = true;
+  } else if (auto idx = r.Value("idx"); idx && idx->elements().size() > 0) {
+    for (const JsonValue& v : idx->elements())
+      s.members.push_back(static_cast<uint64_t>(v.as_int()));
+    std::sort(s.members.begin(), s.members.end());
+    s.members.erase(std::unique(s.members.begin(), s.members.end()), s.members.end());
+    s.exact = true;
+  }
+  return s;
+}
+
+struct Problem {
+  int64_t first_epoch = -1;
+  int64_t first_step = 0;
+  std::vector<int> ranks;
+  JsonValue per_epoch = JsonValue::Array();
+  int64_t epochs = 0;
+  JsonValue first_detail = JsonValue::Object();
+};
+
+class ShardOverlapAnalyzer : public Analyzer {
+ public:
+  std::string_view name() const override { return kind::kShardOverlap; }
+  std::vector<std::string_view> record_types() const override { return {trace::rec::kSampler}; }
+
+  void Begin(const RunContext& run) override {
+    ranks_expected_ = run.ranks.size();
+    world_size_ = run.world_size;
+    for (const RankInfo& r : run.ranks)
+      if (const JsonValue* v = r.header.config.Find("dataset_size")) header_size_ = v->as_int();
+  }
+
+  void OnRecord(const RankInfo& rank, const trace::Record& r) override {
+    if (r.type_id() != trace::rec_id::kSampler) return;
+    const auto epoch = r.Int("epoch");
+    if (!epoch) return;
+    auto& shards = pending_[*epoch];
+    if (shards.count(rank.rank)) return;  // a resume re-describes the epoch: keep the first
+    if (auto s = ReadShard(rank.rank, r)) shards.emplace(rank.rank, std::move(*s));
+  }
+
+  void OnStepDone(int64_t) override {
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      if (it->second.size() < ranks_expected_) {
+        ++it;
+        continue;
+      }
+      Check(it->first, it->second);
+      it = pending_.erase(it);
+    }
+  }
+
+  void Finish(const RunContext&, std::vector<Finding>* findings) override {
+    for (auto& [epoch, shards] : pending_) Check(epoch, shards);
+    pending_.clear();
+    if (overlap_.first_epoch >= 0) findings->push_back(Report(overlap_, true));
+    if (missed_.first_epoch >= 0) findings->push_back(Report(missed_, false));
+  }
+
+ private:
+  void Check(int64_t epoch, const std::map<int, Shard>& shards) {
+    if (shards.size() < 2) return;
+    std::vector<const Shard*> all;
+    for (const auto& [rank, s] : shards) all.push_back(&s);
+    const bool exact = std::all_of(all.begin(), all.end(), [](const Shard* s) { return s->exact; });
+    if (exact)
+      CheckExact(epoch, all);
+    else
+      CheckHashes(epoch, all);
+  }
+
+  // Ranks whose sampler settings differ from the majority: the likely culprits.
+  static std::vector<int> OddSettings(const std::vector<const Shard*>& shards) {
+    std::vector<std::pair<int, std::pair<int64_t, int64_t>>> values;
+    for (const Shard* s : shards) values.push_back({s->rank, {s->seed, s->sampler_epoch}});
+    return OddRanks(GroupRanks(values));
+  }
+
+  void CheckExact(int64_t epoch, const std::vector<const Shard*>& shards) {
+    int64_t size = 0, n = 0, step = shards.front()->step;
+    for (const Shard* s : shards) {
+      size = std::max(size, s->size);
+      n = std::max(n, s->n);
+      step = std::min(step, s->step);
+    }
+    if (size <= 0) size = header_size_;
+    std::map<uint64_t, int> holders;
+    std::vector<int> count(static_cast<size_t>(std::max<int64_t>(size, 0)), 0);
+    for (const Shard* s : shards)
+      for (uint64_t i : s->members) {
+        if (i < count.size())
+          ++count[i];
+        else
+          ++holders[i];  // outside the known size: still counts for overlap
+      }
+    int64_t duplicates = 0, missed = 0;
+    for (int c : count) {
+      if (c > 1) duplicates += c - 1;
+      if (c == 0) ++missed;
+    }
+    for (const auto& [i, c] : holders) duplicates += c > 1 ? c - 1 : 0;
+    const int64_t world = static_cast<int64_t>(shards.size());
+    const int64_t padding = size > 0 ? std::max<int64_t>(world * n - size, 0) : 0;
+    std::vector<int> odd = OddSettings(shards);
+    if (duplicates > padding) {
+      std::vector<int> ranks = odd;
+      JsonValue shared = JsonValue::Object();
+      for (const Shard* s : shards) {
+        int64_t k = 0;
+        for (uint64_t i : s->members)
+          if (i < count.size() && count[i] > 1) ++k;
+        shared.Set(std::to_string(s->rank), k);
+        if (odd.empty() && k > 0) ranks.push_back(s->rank);
+      }
+      JsonValue detail = Detail(epoch, shards, size, n, padding);
+      detail.Set("overlap", duplicates);
+      detail.Set("shared_per_rank", std::move(shared));
+      Add(&overlap_, epoch, step, ranks, std::move(detail), duplicates);
+    }
+    // A rank without a record (dead, trace missing) leaves samples unaccounted for, not missed.
+    const bool complete = world > 0 && world == world_size_;
+    if (complete && size > 0 && missed > 0) {
+      JsonValue detail = Detail(epoch, shards, size, n, padding);
+      detail.Set("missed", missed);
+      std::vector<int> ranks = odd;
+      if (ranks.empty())
+        for (const Shard* s : shards) ranks.push_back(s->rank);
+      Add(&missed_, epoch, step, ranks, std::move(detail), missed);
+    }
+  }
+
+  void CheckHashes(int64_t epoch, const std::vector<const Shard*>& shards) {
+    std::vector<std::pair<int, uint64_t>> values;
+    int64_t n = 0, step = shards.front()->step;
+    for (const Shard* s : shards) {
+      values.push_back({s->rank, s->set});
+      n = std::max(n, s->n);
+      step = std::min(step, s->step);
+    }
+    if (n <= 0) return;
+    std::vector<int> ranks;
+    int64_t duplicates = 0;
+    for (const auto& g : GroupRanks(values))
+      if (g.ranks.size() > 1) {
+        ranks.insert(ranks.end(), g.ranks.begin(), g.ranks.end());
+        duplicates += static_cast<int64_t>(g.ranks.size() - 1) * n;
+      }
+    if (ranks.empty()) return;
+    std::vector<int> odd = OddSettings(shards);
+    JsonValue detail = Detail(epoch, shards, header_size_, n, 0);
+    detail.Set("overlap", duplicates);
+    detail.Set("identical_shards", true);
+    Add(&overlap_, epoch, step, odd.empty() ? ranks : odd, std::move(detail), duplicates);
+  }
+
+  static JsonValue Detail(int64_t epoch, const std::vector<const Shard*>& shards, int64_t size,
+                          int64_t n, int64_t padding) {
+    JsonValue d = JsonValue::Object();
+    d.Set("epoch", epoch);
+    d.Set("dataset_size", size);
+    d.Set("per_rank", n);
+    d.Set("padding", padding);
+    JsonValue seeds = JsonValue::Object(), epochs = JsonValue::Object();
+    for (const Shard* s : shards) {
+      seeds.Set(std::to_string(s->rank), s->seed);
+      epochs.Set(std::to_string(s->rank), s->sampler_epoch);
+    }
+    d.Set("seeds", std::move(seeds));
+    d.Set("sampler_epochs", std::move(epochs));
+    return d;
+  }
+
+  static void Add(Problem* p, int64_t epoch, int64_t step, const std::vector<int>& ranks,
+                  JsonValue detail, int64_t count) {
+    if (p->first_epoch < 0) {
+      p->first_epoch = epoch;
+      p->first_step = step;
+      p->first_detail = std::move(detail);
+    }
+    ++p->epochs;
+    p->ranks.insert(p->ranks.end(), ranks.begin(), ranks.end());
+    JsonValue e = JsonValue::Object();
+    e.Set("epoch", epoch);
+    e.Set("count", count);
+    p->per_epoch.Push(std::move(e));
+  }
+
+  static Finding Report(Problem& p, bool overlap) {
+    Finding f;
+    f.kind = std::string(kind::kShardOverlap);
+    f.severity = overlap ? Severity::kError : Severity::kWarning;
+    NormalizeRanks(&p.ranks);
+    f.ranks = p.ranks;
+    f.step = p.first_step;
+    f.subject = "sampler";
+    const JsonValue* count = p.first_detail.Find(overlap ? "overlap" : "missed");
+    const std::string k = std::to_string(count ? count->as_int() : 0);
+    const std::string where =
+        " in epoch " + std::to_string(p.first_epoch) +
+        (p.epochs > 1 ? " (and " + std::to_string(p.epochs - 1) + " more)" : "");
+    const std::string who = (f.ranks.size() == 1 ? "rank " : "ranks ") + FormatRankRanges(f.ranks);
+    if (overlap) {
+      const JsonValue* pad = p.first_detail.Find("padding");
+      f.summary = "The ranks' data shards overlap by " + k + " samples" + where +
+                  " (padding allows " + std::to_string(pad ? pad->as_int() : 0) + "); suspect " +
+                  who;
+    } else {
+      f.summary = k + " samples are on no rank's shard" + where + "; suspect " + who;
+    }
+    for (const auto& [key, value] : p.first_detail.members()) f.evidence.Set(key, value);
+    f.evidence.Set("epochs_affected", p.epochs);
+    f.evidence.Set("per_epoch", p.per_epoch);
+    f.hint =
+        "Every rank must build its DistributedSampler with the same seed (and shuffle=True on "
+        "all or none) and call sampler.set_epoch(epoch) on every rank; a per-rank seed "
+        "(seed + rank) makes the shards overlap and miss samples, so the ranks train on "
+        "partly the same data.";
+    return f;
+  }
+
+  size_t ranks_expected_ = 0;
+  int world_size_ = 0;
+  int64_t header_size_ = 0;
+  std::map<int64_t, std::map<int, Shard>> pending_;  // epoch -> rank -> shard
+  Problem overlap_, missed_;
+};
+
+}  // namespace
+
+std::unique_ptr<Analyzer> CreateShardOverlapAnalyzer() {
+  return std::make_unique<ShardOverlapAnalyzer>();
+}
+
+}  // namespace dsdiag::analyzers
