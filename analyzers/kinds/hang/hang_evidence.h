@@ -1,0 +1,83 @@
+// What the hang analysis gathers per rank, and the questions the verdict and the finding ask
+// of it. The hang analyzer (hang_analyzer.cc) fills a HangRun from the records, the rank
+// ends and the flight dumps; hang_verdict.h decides from it, hang_finding.h writes it up.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analyzers/framework/run_context.h"
+#include "analyzers/kinds/common/collective_window.h"
+#include "trace/flight_dump.h"
+#include "trace/rank_clock.h"
+
+namespace dsdiag::analyzers::hang {
+
+// A failing rank's `error` record saying it could not reach the rendezvous store.
+struct StoreUnreachable {
+  std::string store;  // "host:port"
+  std::optional<int64_t> tried_ms;
+  std::string error;
+};
+
+struct TimeoutSignal {
+  int64_t ts = 0;
+  int64_t step = 0;
+  std::string where;
+  std::string message;
+  std::optional<CollectiveKey> key;
+  std::string op;
+  std::string tag;
+};
+
+struct HangRankState {
+  bool traced = false;
+  std::string file_name;
+  trace::RankClock clock;
+  std::map<int, int64_t> completed;  // per pg, the highest seq completed
+  std::optional<CollectiveKey> last_coll;
+  std::optional<TimeoutSignal> timeout;
+  int64_t timeouts = 0;
+  std::optional<StoreUnreachable> store_unreachable;
+  bool ended = false;
+  RankEnd end;
+  const trace::FlightDump* dump = nullptr;  // RunContext::flight_dumps
+  std::string dump_file_name;
+};
+
+// Why a rank counts as a witness of the hang, and where it waits.
+struct Witness {
+  int rank = 0;
+  std::string signal;  // "watchdog error", "timeout dump", "end: error", "pending in dump"
+  std::optional<CollectiveKey> key;
+  bool inferred = false;
+};
+
+// Every rank the hang analysis knows of, by rank number (traced ranks, dumps, the world).
+struct HangRun {
+  std::vector<HangRankState> ranks;
+  std::vector<int> missing;          // ranks without a trace file
+  std::optional<int64_t> run_start;  // the earliest header clock, rank 0's clock
+  int64_t max_step_ns = 0;           // the longest step any rank recorded
+};
+
+// Whether an error message says it timed out ("timeout", "timed out", "time out").
+bool IsTimeoutText(std::string_view text);
+// "allreduce pg 0 seq 20 (grad-bucket-0)".
+std::string DescribeCollective(const std::string& op, const CollectiveKey& k,
+                               const std::string& tag);
+// How long a dump's entry had been pending when the dump was written.
+int64_t PendingAge(const trace::FlightDump& d, const trace::FlightDumpEntry& e);
+// The rank's dump entry for collective `k`, or null.
+const trace::FlightDumpEntry* DumpEntry(const HangRankState& s, const CollectiveKey& k);
+// Whether the rank takes part in process group `pg` (pg 0 holds every rank).
+bool UsesPg(const HangRankState& s, int pg);
+// A rank-local time on rank 0's clock: the trace's clock (refined by its clock records)
+// when there is a trace, else the dump's.
+std::optional<int64_t> ToRank0(const HangRankState& s, std::optional<int64_t> ts);
+
+}  // namespace dsdiag::analyzers::hang
