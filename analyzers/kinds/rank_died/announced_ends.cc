@@ -1,0 +1,198 @@
+// rank-died verdicts for ranks that said why they stopped: an `end` record with a signal or
+// an error (or a recorded signal before a kill), odd ends, ranks that stopped because a
+// peer failed, and the grouping of many ranks that ended alike (rank_died_analyzer.cc has
+// the severity rules).
+#include <algorithm>
+#include <map>
+#include <string>
+#include <utility>
+
+#include "analyzers/framework/finding_kinds.h"
+#include "analyzers/kinds/common/evidence_text.h"
+#include "analyzers/kinds/rank_died/rank_died_findings.h"
+
+namespace dsdiag::analyzers::rank_died {
+namespace {
+
+using trace::JsonValue;
+
+bool IsStopSignal(const std::string& name) {
+  return name == "SIGTERM" || name == "SIGINT" || name == "SIGHUP";
+}
+
+}  // namespace
+
+// Ranks that stopped without a word (or left no trace): when one did, a polite stop
+// signal on another rank is the launcher tearing the job down after it, not a cause.
+std::vector<int> SilentlyDead(const DeathView& view) {
+  const RunContext& run = view.run();
+  std::vector<int> dead(run.missing_ranks.begin(), run.missing_ranks.end());
+  for (const auto& s : view.ranks())
+    if (s.fate == Fate::kNoEnd) dead.push_back(s.rank);
+  NormalizeRanks(&dead);
+  return dead;
+}
+
+// A rank that said why it stopped: an `end` with a signal or an error, or a recorded
+// signal before it was killed.
+Finding Announced(const DeathView& view, const RankState& s,
+                  const std::vector<int>& silently_dead) {
+  const std::string signal = SignalOf(s);
+  const bool signalled = s.fate == Fate::kSignal || s.fate == Fate::kKilledAfterSignal;
+  const bool killed = s.fate == Fate::kKilledAfterSignal;
+  const bool follow_on = signalled && IsStopSignal(signal) && !silently_dead.empty();
+  Finding f = view.Base(s, follow_on ? Severity::kInfo : Severity::kError);
+  if (s.end.end_seen) {
+    f.evidence.Set("reason", s.end.reason);
+    f.evidence.Set("status", OptInt(s.end.status));
+  } else {
+    f.evidence.Set("reason", JsonValue());
+    f.evidence.Set("truncated_tail", s.end.truncated_tail);
+  }
+  const std::string rank = "rank " + std::to_string(s.rank);
+  if (follow_on) {
+    JsonValue dead = JsonValue::Array();
+    for (int r : silently_dead) dead.Push(r);
+    f.evidence.Set("signal", signal);
+    f.evidence.Set("after_deaths_of", std::move(dead));
+    f.summary = rank + " was stopped (" + signal +
+                (killed ? ", then killed before its end record" : "") + ") " + view.WhereText(s) +
+                " after " + (silently_dead.size() == 1 ? "rank " : "ranks ") +
+                FormatRankRanges(silently_dead) + " died: a follow-on, not a cause";
+    f.hint =
+        "The launcher (or the scheduler) stops the surviving ranks once one has died; "
+        "look at the rank-died error of the rank that died first.";
+  } else if (killed) {
+    f.evidence.Set("signal", signal);
+    f.summary = rank + " received " + signal + " and was killed " + view.WhereText(s) +
+                " before writing its end record";
+    f.hint = "Something sent " + signal +
+             " to the rank (the scheduler, an operator, the launcher tearing the job down), "
+             "and the rank did not get through its exit path before it was killed: after a "
+             "grace period launchers send SIGKILL (dsdiag train: 5 s). What held it up is "
+             "where it was (evidence.stopped_in, evidence.waiting_in): usually a collective "
+             "waiting for a peer that is gone or stuck, or slow I/O.";
+  } else if (s.fate == Fate::kSignal) {
+    const std::string name = signal.empty() ? "a signal" : signal;
+    f.evidence.Set("signal", signal);
+    f.summary = rank + " stopped on " + name + " " + view.WhereText(s);
+    f.hint = "Something sent " + name +
+             " to the rank: usually the scheduler (time limit, "
+             "preemption), an operator, or the launcher tearing the job down after another "
+             "failure. Check the job's log for who sent it.";
+  } else {
+    f.evidence.Set("error", s.end.detail);
+    f.summary = rank + " failed " + view.WhereText(s) + ": " +
+                Clip(s.end.detail.empty() ? "(no message)" : s.end.detail, kMaxMessage);
+    f.hint =
+        "The rank stopped on an error it caught: the message is in evidence.error and "
+        "the trace's `error` records say in which phase it was raised.";
+  }
+  return f;
+}
+
+Finding OddEnd(const DeathView& view, const RankState& s) {
+  Finding f = view.Base(s, Severity::kWarning);
+  f.evidence.Set("reason", s.end.reason);
+  f.evidence.Set("status", OptInt(s.end.status));
+  if (s.fate == Fate::kOkNonZero) {
+    f.summary = "rank " + std::to_string(s.rank) + " ended \"ok\" with exit status " +
+                std::to_string(s.end.status.value_or(0));
+    f.hint =
+        "The loop finished but the process reported failure on exit: look at what runs "
+        "after training (checkpoint upload, evaluation, teardown).";
+  } else {
+    f.summary = "rank " + std::to_string(s.rank) + " ended with reason \"" + s.end.reason + "\" " +
+                StepText(s.end.last_step_begun);
+    f.hint =
+        "The probes were torn down without a normal end (\"destroyed\": the training "
+        "loop left through an exception or an early return). Check the rank's log.";
+  }
+  return f;
+}
+
+// Ranks that stopped because another failed: information when the failure is reported
+// here, a warning when nothing in the run explains it.
+void ReportPeerFailures(const DeathView& view, std::vector<Finding>* out) {
+  const RunContext& run = view.run();
+  std::vector<int> stopped;
+  std::vector<int> failed = run.missing_ranks;
+  std::optional<int64_t> step;
+  for (const auto& s : view.ranks()) {
+    if (s.fate == Fate::kPeerFailure) {
+      stopped.push_back(s.rank);
+      if (s.end.last_step_begun)
+        step = std::min(step.value_or(*s.end.last_step_begun), *s.end.last_step_begun);
+    } else if (IsFailure(s.fate)) {
+      failed.push_back(s.rank);
+    }
+  }
+  for (const auto& e : run.excluded) failed.push_back(e.rank);
+  if (stopped.empty()) return;
+  NormalizeRanks(&failed);
+  Finding f;
+  f.kind = std::string(kind::kRankDied);
+  f.severity = failed.empty() ? Severity::kWarning : Severity::kInfo;
+  f.ranks = stopped;
+  f.step = step;
+  const bool one = stopped.size() == 1;
+  f.summary = std::string(one ? "rank " : "ranks ") + FormatRankRanges(stopped) +
+              " stopped on purpose after a peer failed" +
+              (failed.empty() ? ", but no rank's failure is recorded"
+                              : " (failed: " + FormatRankRanges(failed) + ")");
+  JsonValue failed_json = JsonValue::Array();
+  for (int r : failed) failed_json.Push(r);
+  f.evidence.Set("count", static_cast<int64_t>(stopped.size()));
+  f.evidence.Set("failed_ranks", std::move(failed_json));
+  f.hint = failed.empty() ? "These ranks saw a peer fail, yet every trace here ends cleanly or on "
+                            "purpose: the failing rank's trace may be in another directory or was "
+                            "written by another job. Check the launcher's log."
+                          : "Follow-on stops, not the cause: read the failed ranks' findings.";
+  out->push_back(std::move(f));
+}
+
+// When many ranks ended alike (the survivors of a 1,024-rank hang all time out in the same
+// collective), one finding says so instead of one per rank: the findings of a group share
+// severity and summary once the rank is taken out.
+void GroupAlike(std::vector<Finding> findings, std::vector<Finding>* out) {
+  std::map<std::pair<Severity, std::string>, std::vector<Finding>> groups;
+  for (Finding& f : findings) {
+    std::string key = f.summary;
+    const std::string rank = "rank " + std::to_string(f.ranks.front()) + " ";
+    if (key.rfind(rank, 0) == 0) key = key.substr(rank.size());
+    groups[{f.severity, key}].push_back(std::move(f));
+  }
+  for (auto& [key, group] : groups) {
+    if (group.size() <= kMaxPerRank) {
+      for (Finding& f : group) out->push_back(std::move(f));
+      continue;
+    }
+    JsonValue listed = JsonValue::Array();
+    std::vector<int> ranks;
+    std::optional<int64_t> step;
+    // The collective they all waited in, when they agree (what the hang pass matches).
+    const JsonValue* waiting = group.front().evidence.Find("waiting_in");
+    std::optional<JsonValue> shared_wait;
+    if (waiting) shared_wait = *waiting;
+    for (const Finding& g : group) {
+      ranks.push_back(g.ranks.front());
+      if (g.step && (!step || *g.step < *step)) step = g.step;
+      const JsonValue* w = g.evidence.Find("waiting_in");
+      if (shared_wait && (!w || *w != *shared_wait)) shared_wait.reset();
+      if (listed.elements().size() < kMaxListed) listed.Push(g.evidence);
+    }
+    Finding f = std::move(group.front());
+    f.ranks = std::move(ranks);
+    f.step = step;
+    NormalizeRanks(&f.ranks);
+    f.summary =
+        std::to_string(f.ranks.size()) + " ranks (" + FormatRankRanges(f.ranks) + ") " + key.second;
+    f.evidence = JsonValue::Object();
+    f.evidence.Set("ranks_alike", static_cast<int64_t>(f.ranks.size()));
+    if (shared_wait) f.evidence.Set("waiting_in", std::move(*shared_wait));
+    f.evidence.Set("first", std::move(listed));
+    out->push_back(std::move(f));
+  }
+}
+
+}  // namespace dsdiag::analyzers::rank_died

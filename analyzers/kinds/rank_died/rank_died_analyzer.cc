@@ -1,0 +1,143 @@
+// rank-died: ranks that did not finish the run the way dsdiag finishes it.
+//
+// Input: RunContext::missing_ranks, each rank's RankEnd, its `signal` records, the
+// collective named by its `error` records, and its flight-recorder dump. A rank that exits
+// through a path dsdiag controls writes a last record
+//   {"type":"end","ts":98765,"step":50,"reason":"ok","status":0}
+// with reason ok | signal (+ "signal": name) | error (+ "error": message) | peer-failure.
+// Fates and severities:
+//   no trace file at all              error   one finding for all missing ranks
+//   trace stops without `end`, in a   warning one per rank (grouped past kMaxPerRank): the
+//   partial last line ending at a             writer's write(2) came up short (disk full,
+//   block boundary (file size a               quota, I/O error). The writer writes whole
+//   multiple of kBlockBytes), no              lines in one write(2), so a killed process
+//   `signal` record                           leaves whole lines, and a file system refuses
+//                                             a write a block at a time; this rank's fate
+//                                             after the failed write is unknown, not a
+//                                             death. A partial line elsewhere is a rank
+//                                             killed mid-record (below)
+//   trace stops without `end`         error   one per rank (killed, crashed, lost node);
+//                                             one grouped finding when every rank stopped
+//                                             so (the job was killed from outside) or when
+//                                             more than kMaxPerRank ranks did
+//   a `signal` record, then no `end`  error   the rank was told to stop and was killed
+//                                             before its exit path ended (the launcher's
+//                                             SIGKILL after the grace period); like a
+//                                             signal end below otherwise
+//   `end` reason signal / error       error   one per rank, naming the signal or message
+//                                             (one grouped finding for more than
+//                                             kMaxPerRank ranks that ended alike);
+//                                     info for SIGTERM/SIGINT/SIGHUP when another rank died
+//                                             silently (the launcher tearing the job down)
+//   `end` reason peer-failure         info    when another rank's failure is found here,
+//                                     warning when none is (the cause left no trace)
+//   `end` reason ok, status != 0      warning
+//   `end` with another reason         warning (e.g. "destroyed": the session was torn down
+//                                             without End(), an exception unwound the loop)
+// Every failure finding carries `peers_max_step`, the furthest step any other rank began:
+// a rank far behind it stopped first. Where a rank stopped: the trace's last step begun,
+// and the phase from its flight dump's `where` when the dump was written after the rank's
+// last step/phase/collective record (an older dump says where it was then, not where it
+// stopped). The collective a rank was left waiting in (`waiting_in`): the oldest pending
+// entry of such a dump, else the pg/seq of its first `error` record naming one. The hang
+// follow-on pass (passes/hang_follow_on_pass.cc) matches `waiting_in` against a hang finding.
+//
+// This file gathers each rank's records and fate (rank_fate.h); the verdicts are in
+// silent_deaths.cc and announced_ends.cc, over the DeathView of death_view.h.
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "analyzers/framework/analyzer_factories.h"
+#include "analyzers/framework/finding_kinds.h"
+#include "analyzers/kinds/rank_died/death_view.h"
+#include "analyzers/kinds/rank_died/rank_died_findings.h"
+#include "analyzers/kinds/rank_died/rank_fate.h"
+#include "trace/record_types.h"
+
+namespace dsdiag::analyzers {
+namespace rank_died {
+namespace {
+
+class RankDiedAnalyzer : public Analyzer {
+ public:
+  std::string_view name() const override { return kind::kRankDied; }
+  std::vector<std::string_view> record_types() const override {
+    return {trace::rec::kStepBegin,  trace::rec::kStep,   trace::rec::kPhase,
+            trace::rec::kCollective, trace::rec::kSignal, trace::rec::kError};
+  }
+
+  void Begin(const RunContext& run) override {
+    int max_rank = -1;
+    for (const RankInfo& r : run.ranks) max_rank = std::max(max_rank, r.rank);
+    records_.resize(static_cast<size_t>(max_rank + 1));
+  }
+
+  // Signals, errors, and how far the rank's progress records reach.
+  void OnRecord(const RankInfo& rank, const trace::Record& r) override {
+    RankRecords& t = records_[static_cast<size_t>(rank.rank)];
+    const int type = r.type_id();
+    if (IsProgress(type)) {
+      const int64_t end = r.ts() + std::max<int64_t>(0, r.Int("dur").value_or(0));
+      t.progress_end = std::max(t.progress_end.value_or(end), end);
+    } else if (type == trace::rec_id::kSignal) {
+      const std::string_view name = r.Str("signal").value_or("signal");
+      if (!t.signal && EndsProcess(name))
+        t.signal = RecordedSignal{std::string(name), r.step(), r.ts()};
+    } else if (type == trace::rec_id::kError && !t.error_collective) {
+      t.error_collective = NamedIn(r);
+    }
+  }
+
+  void OnRankEnd(const RankInfo& rank, const RankEnd& end) override {
+    RankState s{rank.rank, rank.file_name, rank.header.host, rank.header.pid, end,
+                {},        Fate::kClean};
+    s.end.issues.clear();
+    if (static_cast<size_t>(rank.rank) < records_.size())
+      s.records = std::move(records_[static_cast<size_t>(rank.rank)]);
+    s.fate = Classify(s.end, s.records);
+    ranks_.push_back(std::move(s));
+  }
+
+  void Finish(const RunContext& run, std::vector<Finding>* out) override {
+    std::sort(ranks_.begin(), ranks_.end(),
+              [](const RankState& a, const RankState& b) { return a.rank < b.rank; });
+    const DeathView view(run, std::move(ranks_));
+    if (!run.missing_ranks.empty()) out->push_back(MissingRanks(run));
+    ReportSilentDeaths(view, out);
+    ReportCutShort(view, out);
+    const std::vector<int> silently_dead = SilentlyDead(view);
+    std::vector<Finding> announced;
+    for (const auto& s : view.ranks()) {
+      switch (s.fate) {
+        case Fate::kKilledAfterSignal:
+        case Fate::kSignal:
+        case Fate::kError:
+          announced.push_back(Announced(view, s, silently_dead));
+          break;
+        case Fate::kOkNonZero:
+        case Fate::kOtherReason:
+          out->push_back(OddEnd(view, s));
+          break;
+        default:
+          break;
+      }
+    }
+    GroupAlike(std::move(announced), out);
+    ReportPeerFailures(view, out);
+  }
+
+ private:
+  std::vector<RankRecords> records_;  // by rank, until its RankEnd
+  std::vector<RankState> ranks_;
+};
+
+}  // namespace
+}  // namespace rank_died
+
+std::unique_ptr<Analyzer> CreateRankDiedAnalyzer() {
+  return std::make_unique<rank_died::RankDiedAnalyzer>();
+}
+
+}  // namespace dsdiag::analyzers

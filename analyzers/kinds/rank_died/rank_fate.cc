@@ -1,0 +1,70 @@
+#include "analyzers/kinds/rank_died/rank_fate.h"
+
+#include "analyzers/kinds/common/watchdog_message.h"
+#include "trace/record_types.h"
+
+namespace dsdiag::analyzers::rank_died {
+
+using trace::JsonValue;
+
+std::string SignalOf(const RankState& s) {
+  if (s.fate == Fate::kSignal) return s.end.detail;
+  return s.records.signal ? s.records.signal->name : std::string();
+}
+
+Fate Classify(const RankEnd& end, const RankRecords& records) {
+  if (!end.end_seen) {
+    if (records.signal) return Fate::kKilledAfterSignal;
+    const bool at_block = end.bytes_read > 0 && end.bytes_read % kBlockBytes == 0;
+    return end.truncated_tail && at_block ? Fate::kCutShort : Fate::kNoEnd;
+  }
+  if (end.reason == "ok") return end.status.value_or(0) == 0 ? Fate::kClean : Fate::kOkNonZero;
+  if (end.reason == "signal") return Fate::kSignal;
+  if (end.reason == "error") return Fate::kError;
+  if (end.reason == "peer-failure") return Fate::kPeerFailure;
+  return Fate::kOtherReason;
+}
+
+bool IsFailure(Fate fate) {
+  return fate == Fate::kNoEnd || fate == Fate::kKilledAfterSignal || fate == Fate::kSignal ||
+         fate == Fate::kError;
+}
+
+bool EndsProcess(std::string_view signal) { return signal != "SIGUSR1"; }
+
+bool IsProgress(int type) {
+  return type == trace::rec_id::kStepBegin || type == trace::rec_id::kStep ||
+         type == trace::rec_id::kPhase || type == trace::rec_id::kCollective;
+}
+
+std::optional<WaitingIn> NamedIn(const trace::Record& r) {
+  const auto pg = r.Int("pg");
+  const auto seq = r.Int("seq");
+  if (pg && seq && *pg >= 0 && *pg <= INT32_MAX) {
+    return WaitingIn{{static_cast<int>(*pg), *seq},
+                     std::string(r.Str("op").value_or("")),
+                     std::string(r.Str("tag").value_or("")),
+                     r.step(),
+                     "error record"};
+  }
+  const auto named = ParseNamedCollective(r.Str("message").value_or(""));
+  if (!named) return std::nullopt;
+  return WaitingIn{{named->pg, named->seq}, named->op, named->tag, r.step(), "error record"};
+}
+
+JsonValue WaitingJson(const WaitingIn& w) {
+  JsonValue v = JsonValue::Object();
+  v.Set("pg", w.key.pg);
+  v.Set("seq", w.key.seq);
+  v.Set("op", w.op.empty() ? JsonValue() : JsonValue(w.op));
+  v.Set("tag", w.tag.empty() ? JsonValue() : JsonValue(w.tag));
+  v.Set("step", w.step ? JsonValue(*w.step) : JsonValue());
+  v.Set("from", w.from);
+  return v;
+}
+
+std::string StepText(const std::optional<int64_t>& step) {
+  return step ? "during step " + std::to_string(*step) : "before its first step";
+}
+
+}  // namespace dsdiag::analyzers::rank_died
