@@ -5,9 +5,9 @@
 #include <charconv>
 #include <climits>
 
+#include "trace/json_from_dom.h"
 #include "trace/json_syntax.h"
 #include "trace/record_types.h"
-#include "trace/trace_reader.h"
 
 namespace dsdiag::trace {
 namespace {

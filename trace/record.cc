@@ -1,0 +1,210 @@
+#include "trace/record.h"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "trace/field_index.h"
+#include "trace/json_from_dom.h"
+#include "trace/owned_record_storage.h"
+#include "trace/record_tape.h"
+
+namespace dsdiag::trace {
+
+namespace dom = simdjson::dom;
+
+// ---- Record ----
+
+uint32_t Record::Locate(const FieldKey& key) const {
+  return fields_ ? fields_->Locate(key) : tape::kNotListed;
+}
+
+bool Record::Find(const FieldKey& key, dom::element* value) const {
+  // The tape gives no elements (simdjson builds them only from its iterators): it only
+  // says whether the object's own lookup, which also takes the first match, can be skipped.
+  if (Locate(key) == 0) return false;
+  return !object_->at_key(key.name()).get(*value);
+}
+
+std::optional<int64_t> Record::Int(FieldKey key) const {
+  int64_t v;
+  if (const uint32_t at = Locate(key); at != tape::kNotListed) {
+    if (at == 0 || !tape::Int(fields_->words(), at, &v)) return std::nullopt;
+    return v;
+  }
+  dom::element e;
+  if (!Find(key, &e) || e.get_int64().get(v)) return std::nullopt;
+  return v;
+}
+
+std::optional<double> Record::Double(FieldKey key) const {
+  double v;
+  if (const uint32_t at = Locate(key); at != tape::kNotListed) {
+    if (at == 0 || !tape::Double(fields_->words(), at, &v)) return std::nullopt;
+    return v;
+  }
+  dom::element e;
+  if (!Find(key, &e) || e.get_double().get(v)) return std::nullopt;
+  return v;
+}
+
+std::optional<bool> Record::Bool(FieldKey key) const {
+  bool v;
+  if (const uint32_t at = Locate(key); at != tape::kNotListed) {
+    if (at == 0 || !tape::Bool(fields_->words(), at, &v)) return std::nullopt;
+    return v;
+  }
+  dom::element e;
+  if (!Find(key, &e) || e.get_bool().get(v)) return std::nullopt;
+  return v;
+}
+
+std::optional<std::string_view> Record::Str(FieldKey key) const {
+  std::string_view v;
+  if (const uint32_t at = Locate(key); at != tape::kNotListed) {
+    if (at == 0 || !tape::String(fields_->words(), fields_->strings(), at, &v)) return std::nullopt;
+    return v;
+  }
+  dom::element e;
+  if (!Find(key, &e) || e.get_string().get(v)) return std::nullopt;
+  return v;
+}
+
+namespace {
+
+// Each byte's value as a hex digit; 0xFF for the bytes that are none.
+struct HexDigits {
+  uint8_t of[256];
+  constexpr HexDigits() : of() {
+    for (int c = 0; c < 256; ++c) of[c] = 0xFF;
+    for (int d = 0; d < 10; ++d) of['0' + d] = static_cast<uint8_t>(d);
+    for (int d = 0; d < 6; ++d) {
+      of['a' + d] = static_cast<uint8_t>(10 + d);
+      of['A' + d] = static_cast<uint8_t>(10 + d);
+    }
+  }
+};
+constexpr HexDigits kHexDigits;
+
+// 16 hex digits, as from_chars in base 16 takes them whole; false for anything else.
+bool ParseHex16(std::string_view s, uint64_t* out) {
+  if (s.size() != 16) return false;
+  uint64_t v = 0;
+  uint8_t bad = 0;  // 0xFF's bits survive the OR when any byte is no digit
+  for (char c : s) {
+    const uint8_t digit = kHexDigits.of[static_cast<unsigned char>(c)];
+    bad |= digit;
+    v = v << 4 | (digit & 0xF);
+  }
+  if (bad & 0xF0) return false;
+  *out = v;
+  return true;
+}
+
+}  // namespace
+
+std::optional<uint64_t> Record::Hex(FieldKey key) const {
+  const std::optional<std::string_view> s = Str(key);
+  uint64_t v;
+  if (!s || !ParseHex16(*s, &v)) return std::nullopt;
+  return v;
+}
+
+bool Record::HexArray(FieldKey key, std::vector<uint64_t>* out) const {
+  out->clear();
+  if (const uint32_t at = Locate(key); at != tape::kNotListed) {
+    // Straight off the tape: the elements lie between the '[' and the ']' before the index
+    // the '[' holds.
+    const uint64_t* words = fields_->words();
+    if (at == 0 || tape::Type(words[at]) != '[') return false;
+    const uint32_t close = static_cast<uint32_t>(words[at]) - 1;
+    out->reserve(close - at - 1);  // at most: one word per string
+    for (uint32_t i = at + 1; i < close; ++i) {
+      std::string_view text;
+      uint64_t v;
+      if (!tape::String(words, fields_->strings(), i, &text) || !ParseHex16(text, &v)) return false;
+      out->push_back(v);
+    }
+    return true;
+  }
+  dom::element e;
+  dom::array array;
+  if (!Find(key, &e) || e.get_array().get(array)) return false;
+  for (dom::element item : array) {
+    std::string_view text;
+    uint64_t v;
+    if (item.get_string().get(text) || !ParseHex16(text, &v)) return false;
+    out->push_back(v);
+  }
+  return true;
+}
+
+bool Record::IntArray(FieldKey key, std::vector<int64_t>* out) const {
+  out->clear();
+  dom::element e;
+  dom::array array;
+  if (!Has(key) || !Find(key, &e) || e.get_array().get(array)) return false;
+  for (dom::element item : array) {
+    int64_t v;
+    if (item.get_int64().get(v)) return false;
+    out->push_back(v);
+  }
+  return true;
+}
+
+bool Record::StrArray(FieldKey key, std::vector<std::string>* out) const {
+  out->clear();
+  dom::element e;
+  dom::array array;
+  if (!Has(key) || !Find(key, &e) || e.get_array().get(array)) return false;
+  for (dom::element item : array) {
+    std::string_view v;
+    if (item.get_string().get(v)) return false;
+    out->emplace_back(v);
+  }
+  return true;
+}
+
+bool Record::NumberMembers(FieldKey key, std::vector<NumberMember>* out) const {
+  out->clear();
+  dom::element e;
+  dom::object object;
+  if (!Has(key) || !Find(key, &e) || e.get_object().get(object)) return false;
+  for (dom::key_value_pair kv : object) {
+    const std::string_view name = kv.key;
+    const bool seen = std::any_of(out->begin(), out->end(),
+                                  [&](const NumberMember& m) { return m.name == name; });
+    if (seen) continue;
+    NumberMember m;
+    m.name = name;
+    m.is_number = !kv.value.get_double().get(m.value);
+    m.is_int64 = kv.value.type() == dom::element_type::INT64;
+    if (m.is_int64) m.int64 = kv.value.get_int64().value_unsafe();
+    out->push_back(m);
+  }
+  return true;
+}
+
+bool Record::Has(FieldKey key) const {
+  if (const uint32_t at = Locate(key); at != tape::kNotListed) return at != 0;
+  dom::element e;
+  return Find(key, &e);
+}
+
+std::optional<JsonValue> Record::Value(FieldKey key) const {
+  dom::element e;
+  if (!Find(key, &e)) return std::nullopt;
+  return ToJsonValue(e);
+}
+
+const simdjson::dom::object& Record::object() const { return *object_; }
+
+// ---- OwnedRecord ----
+
+OwnedRecord::OwnedRecord() = default;
+OwnedRecord::~OwnedRecord() = default;
+OwnedRecord::OwnedRecord(OwnedRecord&&) noexcept = default;
+OwnedRecord& OwnedRecord::operator=(OwnedRecord&&) noexcept = default;
+
+}  // namespace dsdiag::trace
