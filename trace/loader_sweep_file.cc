@@ -10,7 +10,7 @@
 
 #include "trace/json_syntax.h"
 #include "trace/json_value.h"
-#include "trace/trace_reader.h"  // ToJsonValue
+#include "trace/json_from_dom.h"
 
 namespace dsdiag::trace {
 namespace {
