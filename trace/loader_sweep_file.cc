@@ -8,9 +8,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "trace/json_from_dom.h"
 #include "trace/json_syntax.h"
 #include "trace/json_value.h"
-#include "trace/json_from_dom.h"
 
 namespace dsdiag::trace {
 namespace {

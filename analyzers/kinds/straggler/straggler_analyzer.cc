@@ -1,0 +1,182 @@
+// straggler: ranks that reach the collectives late, again and again, so that everyone else
+// waits for them — and the phase of their step that takes longer than on the other ranks.
+//
+// Input: `coll` records (ts = when the rank entered the collective), `step` records with
+// their per-phase times, and `clock` records:
+//   {"type":"coll","ts":7000,"step":3,"pg":0,"seq":17,"op":"allreduce",...,"dur":2100000}
+//   {"type":"step","ts":5000,"step":3,"dur":41000000,...,"phases":{"data":1200000,...}}
+// Enter times are mapped to rank 0's clock first (rank_clock.h), so that a skewed wall clock
+// on some host does not make its rank look late or early. For each collective (pg, seq) that
+// two or more ranks entered, a rank's *lateness* is its enter time minus the earliest rank's,
+// and its *excess* is its enter time minus the median rank's. Collectives before a rank's
+// first step_begin (the initial broadcast) are left out: launch skew is not straggling.
+//
+// A rank is a straggler when, over all the collectives it took part in (at least 3, in at
+// least 5 steps), its
+// mean excess per step (per step, its largest excess at any collective of the step: once the
+// others have waited for it, the step's later collectives start together)
+//   > max(1 ms, 10% of the median rank's mean step time)              (it costs something)
+//   and either its median per-step excess passes that too (late in most steps), or its mean
+//   passes twice that (rarely late, but by a lot)                     (it is no bad luck)
+//   mean excess - median over ranks > 5 x their spread (1.4826 x the median absolute
+//     deviation of the ranks' mean excess; not applied with 2 ranks)     (it is an outlier)
+// The median, not the earliest rank, is the reference: with R ranks the spread of random
+// jitter between the first and the last rank grows with R, its median does not; and the
+// outlier test keeps the unluckiest of 1024 ranks in a short run from looking guilty. With
+// two ranks the median is their midpoint, so a rank late by d has an excess of d/2. So a
+// rank that is late every time, or rarely but by a lot (a checkpoint, a GC pause), is found;
+// a minority of ranks can be stragglers, half or more cannot (they are the median).
+// Per straggler the finding gives the share of collectives it entered last, mean / p95 / max
+// lateness (p95 from a fixed log histogram, ~6% resolution, so memory stays bounded), the
+// time the job stood still for it alone (per step, the most it arrived after every other rank
+// at one collective), and the phase that explains it: the phase (`sync` aside, where the
+// others' waiting shows) whose mean time exceeds the median rank's the most.
+// Severity: warning; error when the job stood still for the stragglers at least half of the
+// median rank's total step time (the job ran at most half speed because of them).
+//
+// This file gathers (RankStats, straggler_stats.h) and measures each collective; the verdict
+// and the finding are in straggler_finding.cc.
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "analyzers/framework/analyzer_factories.h"
+#include "analyzers/framework/finding_kinds.h"
+#include "analyzers/kinds/common/collective_window.h"
+#include "analyzers/kinds/straggler/straggler_finding.h"
+#include "analyzers/kinds/straggler/straggler_stats.h"
+#include "trace/record_types.h"
+#include "trace/trace_reader.h"
+
+namespace dsdiag::analyzers {
+namespace straggler {
+namespace {
+
+class StragglerAnalyzer : public Analyzer {
+ public:
+  std::string_view name() const override { return kind::kStraggler; }
+  std::vector<std::string_view> record_types() const override {
+    return {trace::rec::kCollective, trace::rec::kStep, trace::rec::kStepBegin, trace::rec::kClock};
+  }
+
+  void Begin(const RunContext& run) override {
+    int max_rank = -1;
+    for (const RankInfo& r : run.ranks) max_rank = std::max(max_rank, r.rank);
+    ranks_.resize(static_cast<size_t>(max_rank + 1));
+    for (const RankInfo& r : run.ranks) {
+      RankStats& s = ranks_[r.rank];
+      s.present = true;
+      s.clock = trace::RankClock(r.header.clock);
+    }
+  }
+
+  void OnRecord(const RankInfo& rank, const trace::Record& r) override {
+    RankStats& s = ranks_[rank.rank];
+    const int type = r.type_id();
+    if (type == trace::rec_id::kCollective) {
+      if (!s.stepping) return;
+      const auto pg = r.Int("pg");
+      const auto seq = r.Int("seq");
+      if (!pg || !seq) return;
+      window_.Add({static_cast<int>(*pg), *seq}, r.step(), {rank.rank, s.clock.ToRank0(r.ts())});
+    } else if (type == trace::rec_id::kStep) {
+      AddStep(&s, r);
+    } else if (type == trace::rec_id::kStepBegin) {
+      s.stepping = true;
+    } else if (type == trace::rec_id::kClock) {
+      s.clock.Refine(r);
+    }
+  }
+
+  void OnStepDone(int64_t step) override {
+    window_.Flush(
+        step, [this](const CollectiveKey&, const CollectiveSlot<Arrival>& slot) { Measure(slot); });
+  }
+
+  void Finish(const RunContext&, std::vector<Finding>* findings) override {
+    window_.FlushAll(
+        [this](const CollectiveKey&, const CollectiveSlot<Arrival>& slot) { Measure(slot); });
+    for (RankStats& s : ranks_) {
+      s.CloseHeld();
+      s.CloseStepExcess();
+    }
+    if (auto f = JudgeStragglers(ranks_)) findings->push_back(std::move(*f));
+  }
+
+ private:
+  void AddStep(RankStats* s, const trace::Record& r) {
+    ++s->steps;
+    s->step_ns += std::max<int64_t>(0, r.Int("dur").value_or(0));
+    // Straight off the parsed record (a JsonValue tree per step adds up over a big run):
+    // the first of duplicate keys counts, int64 values only.
+    if (!r.NumberMembers("phases", &phase_members_)) return;  // reused: no allocation per step
+    for (const trace::Record::NumberMember& m : phase_members_) {
+      if (m.is_int64) *s->PhaseNs(m.name) += std::max<int64_t>(0, m.int64);
+    }
+  }
+
+  void Measure(const CollectiveSlot<Arrival>& slot) {
+    std::vector<Arrival>& a = arrivals_;  // reused: no allocation per collective
+    a.assign(slot.entries.begin(), slot.entries.end());
+    const auto by_rank = [](const Arrival& x, const Arrival& y) { return x.rank < y.rank; };
+    // The driver delivers rank by rank, so the entries are usually in order already; the
+    // sort (not stable) is left for the other cases, to keep which duplicate survives.
+    if (std::adjacent_find(a.begin(), a.end(), [](const Arrival& x, const Arrival& y) {
+          return x.rank >= y.rank;
+        }) != a.end()) {
+      std::sort(a.begin(), a.end(), by_rank);
+      a.erase(std::unique(a.begin(), a.end(),
+                          [](const Arrival& x, const Arrival& y) { return x.rank == y.rank; }),
+              a.end());
+    }
+    if (a.size() < 2) return;
+    int64_t earliest = a[0].enter;
+    size_t last = 0;
+    for (size_t i = 1; i < a.size(); ++i) {
+      earliest = std::min(earliest, a[i].enter);
+      if (a[i].enter > a[last].enter) last = i;
+    }
+    // Relative to the earliest: wall-clock ns (~1.8e18) would lose precision as doubles.
+    std::vector<double>& behind = behind_;
+    behind.clear();
+    for (const Arrival& x : a) behind.push_back(double(x.enter - earliest));
+    const double median = MedianInPlace(&behind);
+    int64_t second = INT64_MIN;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (i != last) second = std::max(second, a[i].enter);
+
+    for (size_t i = 0; i < a.size(); ++i) {
+      RankStats& s = ranks_[a[i].rank];
+      const int64_t lateness = a[i].enter - earliest;
+      const int64_t excess = static_cast<int64_t>(std::llround(double(lateness) - median));
+      ++s.collectives;
+      s.lateness_ns += lateness;
+      s.excess_ns += excess;
+      s.max_lateness_ns = std::max(s.max_lateness_ns, lateness);
+      s.StepExcess(slot.step, excess);
+      if (s.histogram.empty()) s.histogram.assign(kBuckets, 0);
+      ++s.histogram[BucketOf(lateness)];
+      for (size_t l = 0; l < kLevelsNs.size() && excess >= kLevelsNs[l]; ++l)
+        if (!s.first_step_past[l]) s.first_step_past[l] = slot.step;
+    }
+    RankStats& late = ranks_[a[last].rank];
+    ++late.last;
+    late.Held(slot.step, a[last].enter - second);
+  }
+
+  std::vector<RankStats> ranks_;  // by rank number
+  CollectiveWindow<Arrival> window_;
+  std::vector<trace::Record::NumberMember> phase_members_;  // AddStep's scratch
+  std::vector<Arrival> arrivals_;                           // Measure's scratch
+  std::vector<double> behind_;                              // Measure's scratch
+};
+
+}  // namespace
+}  // namespace straggler
+
+std::unique_ptr<Analyzer> CreateStragglerAnalyzer() {
+  return std::make_unique<straggler::StragglerAnalyzer>();
+}
+
+}  // namespace dsdiag::analyzers

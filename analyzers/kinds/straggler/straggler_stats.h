@@ -1,0 +1,164 @@
+// What the straggler analysis keeps per rank while the collectives stream by: arrival
+// lateness and excess per collective and per step, the time the others waited for it alone,
+// its phase times — in bounded memory (fixed histograms), whatever the run's length.
+// straggler_analyzer.cc has the rules.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "trace/rank_clock.h"
+
+namespace dsdiag::analyzers::straggler {
+
+inline constexpr int64_t kMs = 1000000;
+inline constexpr int64_t kMinCollectives = 3;
+// Steps with collectives a rank needs before it can be called a straggler: "again and
+// again" needs repetitions, and in a 4-step run one preempted process on a shared host
+// looks like a pattern.
+inline constexpr int64_t kMinSteps = 5;
+
+// Lateness histogram: bucket 0 holds < 1 us, bucket i >= 1 holds
+// [1 us * 10^((i-1)/20), 1 us * 10^(i/20)): 20 buckets a decade up to 1000 s, then overflow.
+inline constexpr int kPerDecade = 20;
+inline constexpr int kBuckets = 1 + 9 * kPerDecade + 1;
+inline constexpr double kFirstEdgeNs = 1000.0;
+
+int BucketOf(int64_t ns);
+// The middle of a bucket (geometric), ns.
+double BucketMiddle(int i);
+
+// The median (the mean of the middle two for an even count); 0 when empty. The first
+// reorders *v: selection, not a sort, as it runs per collective over every rank's arrival.
+double MedianInPlace(std::vector<double>* v);
+double Median(std::vector<double> v);
+
+// Steps at which a rank's excess first passed each level; the finding's step is the first
+// step past the largest level below half its mean excess (a rank late by 30 ms from step 4
+// on may have been 1 ms late by chance at step 0).
+inline constexpr std::array<int64_t, 12> kLevelsNs = {
+    1 * kMs,   2 * kMs,   5 * kMs,   10 * kMs,   20 * kMs,   50 * kMs,
+    100 * kMs, 200 * kMs, 500 * kMs, 1000 * kMs, 2000 * kMs, 5000 * kMs};
+
+struct Arrival {
+  int rank = 0;
+  int64_t enter = 0;  // rank 0's clock, ns
+};
+
+struct RankStats {
+  bool present = false;
+  trace::RankClock clock;
+  bool stepping = false;  // a step_begin was seen: collectives count from now on
+
+  int64_t steps = 0;  // `step` records
+  int64_t step_ns = 0;
+  // Per phase name, in order of first sight: a handful, looked up 5 times per `step` record,
+  // where a map compared strings at every level.
+  std::vector<std::pair<std::string, int64_t>> phase_ns;
+  const int64_t* FindPhaseNs(std::string_view name) const {
+    for (const auto& [phase, ns] : phase_ns)
+      if (phase == name) return &ns;
+    return nullptr;
+  }
+  int64_t* PhaseNs(std::string_view name) {
+    if (const int64_t* ns = FindPhaseNs(name)) return const_cast<int64_t*>(ns);
+    return &phase_ns.emplace_back(std::string(name), 0).second;
+  }
+
+  int64_t collectives = 0;
+  int64_t last = 0;  // collectives it entered last
+  int64_t lateness_ns = 0;
+  int64_t max_lateness_ns = 0;
+  int64_t excess_ns = 0;
+  std::vector<uint32_t> histogram;  // allocated on its first collective
+  std::array<std::optional<int64_t>, kLevelsNs.size()> first_step_past;
+
+  // Time the job stood still for this rank alone: per step, the most it arrived after all
+  // the others at one collective (async buckets overlap, so per-collective sums overcount).
+  int64_t held_ns = 0;
+  std::optional<int64_t> held_step;
+  int64_t held_step_ns = 0;
+
+  // Per step, the largest excess at any of its collectives, summed over steps. A rank late
+  // for the first gradient bucket is on time for the next ones (the others waited), so a
+  // mean over collectives would dilute it by the number of buckets.
+  int64_t step_excess_sum_ns = 0;
+  int64_t excess_steps = 0;
+  std::optional<int64_t> excess_step;
+  int64_t excess_step_max_ns = 0;
+
+  void StepExcess(int64_t step, int64_t ns) {
+    if (excess_step != step) {
+      CloseStepExcess();
+      excess_step = step;
+      excess_step_max_ns = ns;
+    }
+    excess_step_max_ns = std::max(excess_step_max_ns, ns);
+  }
+  void CloseStepExcess() {
+    if (!excess_step) return;
+    step_excess_sum_ns += excess_step_max_ns;
+    ++excess_steps;
+    if (step_excess_histogram.empty()) step_excess_histogram.assign(kBuckets, 0);
+    ++step_excess_histogram[BucketOf(excess_step_max_ns)];
+    excess_step.reset();
+  }
+  std::vector<uint32_t> step_excess_histogram;  // per-step excess; negative ones in bucket 0
+
+  // The median over steps of the step's largest excess (from the histogram, ~6%).
+  double MedianStepExcess() const {
+    if (excess_steps == 0) return 0;
+    const int64_t want = (excess_steps + 1) / 2;
+    int64_t seen = 0;
+    for (int i = 0; i < kBuckets; ++i) {
+      seen += step_excess_histogram[i];
+      if (seen >= want) return BucketMiddle(i);
+    }
+    return 0;
+  }
+
+  // The mean over steps of the step's largest excess.
+  double MeanExcess() const { return excess_steps ? double(step_excess_sum_ns) / excess_steps : 0; }
+  // Enough evidence to be judged (after CloseStepExcess).
+  bool Judged() const {
+    return present && collectives >= kMinCollectives && excess_steps >= kMinSteps;
+  }
+  double MeanLateness() const { return collectives ? double(lateness_ns) / collectives : 0; }
+  double LastShare() const { return collectives ? double(last) / collectives : 0; }
+  double MeanPhase(const std::string& phase) const {
+    const int64_t* ns = FindPhaseNs(phase);
+    return ns == nullptr || steps == 0 ? 0 : double(*ns) / steps;
+  }
+
+  double P95() const {
+    if (histogram.empty() || collectives == 0) return 0;
+    const int64_t want = (collectives * 95 + 99) / 100;
+    int64_t seen = 0;
+    for (int i = 0; i < kBuckets; ++i) {
+      seen += histogram[i];
+      if (seen >= want) return std::min(BucketMiddle(i), double(max_lateness_ns));
+    }
+    return double(max_lateness_ns);
+  }
+
+  void Held(int64_t step, int64_t ns) {
+    if (held_step != step) {
+      held_ns += held_step_ns;
+      held_step = step;
+      held_step_ns = 0;
+    }
+    held_step_ns = std::max(held_step_ns, ns);
+  }
+  void CloseHeld() {
+    held_ns += held_step_ns;
+    held_step_ns = 0;
+    held_step.reset();
+  }
+};
+
+}  // namespace dsdiag::analyzers::straggler
