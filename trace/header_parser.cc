@@ -14,8 +14,6 @@ namespace {
 
 namespace dom = simdjson::dom;
 
-constexpr std::string_view kSchemaPrefix = "dsdiag.trace/";
-
 // Reads typed fields, turning the first failure into a FieldProblem that points at the
 // field's value in the line.
 class FieldReader {
@@ -103,16 +101,6 @@ class FieldReader {
   std::string_view line_;
 };
 
-// "dsdiag.trace/<major>[.<minor>]" → major, or -1.
-int SchemaMajor(std::string_view schema) {
-  if (schema.substr(0, kSchemaPrefix.size()) != kSchemaPrefix) return -1;
-  std::string_view rest = schema.substr(kSchemaPrefix.size());
-  int major = -1;
-  auto r = std::from_chars(rest.data(), rest.data() + rest.size(), major);
-  if (r.ec != std::errc() || (r.ptr != rest.data() + rest.size() && *r.ptr != '.')) return -1;
-  return major;
-}
-
 bool ReadClock(FieldReader& r, ClockReference* clock) {
   dom::element e;
   if (!r.Object("clock", &e)) return r.problem == std::nullopt;
@@ -133,7 +121,7 @@ std::optional<FieldProblem> ParseHeaderObject(const dom::object& object, std::st
                                               TraceHeader* header) {
   FieldReader r(object, line);
   if (!r.String("schema", &header->schema, true)) return r.problem;
-  if (SchemaMajor(header->schema) != kSchemaMajor) {
+  if (TraceSchemaMajor(header->schema) != kSchemaMajor) {
     r.Fail("schema", "schema \"" + std::string(kSchema) + "\" (major version " +
                          std::to_string(kSchemaMajor) + ")");
     return r.problem;

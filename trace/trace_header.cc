@@ -1,6 +1,7 @@
 #include "trace/trace_header.h"
 
 #include <array>
+#include <charconv>
 #include <string_view>
 
 #include "trace/json_line.h"
@@ -108,6 +109,18 @@ void AppendHeaderRecord(const TraceHeader& header, int64_t ts_ns, std::string* o
     line.RawEscapedKey(m.first, m.second.ToJson());
   }
   line.Finish();
+}
+
+// "dsdiag.trace/<major>[.<minor>]" → major, or -1.
+int TraceSchemaMajor(std::string_view schema) {
+  // kSchema is "dsdiag.trace/<major>": its prefix up to the slash is every version's.
+  const std::string_view kPrefix = kSchema.substr(0, kSchema.rfind('/') + 1);
+  if (schema.substr(0, kPrefix.size()) != kPrefix) return -1;
+  std::string_view rest = schema.substr(kPrefix.size());
+  int major = -1;
+  auto r = std::from_chars(rest.data(), rest.data() + rest.size(), major);
+  if (r.ec != std::errc() || (r.ptr != rest.data() + rest.size() && *r.ptr != '.')) return -1;
+  return major;
 }
 
 }  // namespace dsdiag::trace

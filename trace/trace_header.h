@@ -37,6 +37,10 @@ std::map<std::string, std::string> CollectRelevantEnv();
 // included); any other top-level key of a header record is a section.
 bool IsHeaderField(std::string_view key);
 
+// The major version of a trace schema, "dsdiag.trace/<major>[.<minor>]" → major; -1 when
+// `schema` is not a dsdiag trace schema.
+int TraceSchemaMajor(std::string_view schema);
+
 // Appends the header as one JSON line (with "type":"header", "ts", "step":0).
 void AppendHeaderRecord(const TraceHeader& header, int64_t ts_ns, std::string* out);
 

@@ -79,17 +79,6 @@ void CheckDuplicateNames(const std::vector<TraceFile>& traces) {
   }
 }
 
-std::optional<int> SchemaMajor(std::string_view schema) {
-  const size_t slash = schema.rfind('/');
-  if (slash == std::string_view::npos || schema.substr(0, slash) != "dsdiag.trace")
-    return std::nullopt;
-  int major = 0;
-  const char* end = schema.data() + schema.size();
-  auto r = std::from_chars(schema.data() + slash + 1, end, major);
-  if (r.ec != std::errc() || r.ptr != end) return std::nullopt;
-  return major;
-}
-
 trace::LocatedIssue LineOneIssue(const std::string& path, std::string expected, std::string found) {
   trace::LocatedIssue issue;
   issue.file = path;
@@ -120,7 +109,7 @@ void CheckRankClaims(const std::vector<TraceFile>& traces) {
   std::map<int, const TraceFile*> by_name;
   for (const auto& t : traces) by_name[t.rank] = &t;
   for (const auto& t : traces) {
-    if (!t.header || SchemaMajor(t.header->schema) != trace::kSchemaMajor) continue;
+    if (!t.header || trace::TraceSchemaMajor(t.header->schema) != trace::kSchemaMajor) continue;
     if (t.header->rank == t.rank) continue;
     std::string message = t.path + ":1: header says rank " + std::to_string(t.header->rank) +
                           " but the file name says rank " + std::to_string(t.rank);
@@ -137,7 +126,7 @@ template <typename T, typename Get>
 std::optional<T> Majority(const std::vector<TraceFile>& traces, Get get) {
   std::vector<std::pair<T, int>> counts;  // in order of first appearance (by rank)
   for (const auto& t : traces) {
-    if (!t.header || SchemaMajor(t.header->schema) != trace::kSchemaMajor) continue;
+    if (!t.header || trace::TraceSchemaMajor(t.header->schema) != trace::kSchemaMajor) continue;
     const T value = get(*t.header);
     auto it =
         std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == value; });
@@ -169,7 +158,7 @@ bool Admit(const TraceFile& t, const RunContext& run, ExcludedFile* excluded) {
     excluded->issue = t.header_issue;
     return false;
   }
-  if (SchemaMajor(t.header->schema) != trace::kSchemaMajor) {
+  if (trace::TraceSchemaMajor(t.header->schema) != trace::kSchemaMajor) {
     excluded->reason = ExcludedFile::Reason::kSchemaMajor;
     excluded->issue = LineOneIssue(t.path, "schema " + Quoted(std::string(trace::kSchema)),
                                    Quoted(t.header->schema));
