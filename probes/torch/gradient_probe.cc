@@ -7,6 +7,8 @@
 
 #include "probes/fingerprint.h"
 #include "probes/probe_timer.h"
+#include "probes/records/gradient_records.h"
+#include "probes/records/params_record.h"
 #include "trace/record_types.h"
 
 namespace dsdiag::probes {
@@ -68,29 +70,49 @@ GradientProbe::GradientProbe(Session* session, std::vector<std::string> names,
     for (size_t i = 0; i < params_.size(); ++i) buckets_.back().push_back(static_cast<int>(i));
   }
   WriteParamTable();
+  HookParameters();
+}
+
+GradientProbe::~GradientProbe() {
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (hook_ids_[i] < 0) continue;
+    try {
+      params_[i].remove_hook(static_cast<unsigned>(hook_ids_[i]));
+    } catch (const std::exception&) {
+      // A tensor that no longer takes hooks: the hook only sets a flag nobody reads.
+    }
+  }
+}
+
+void GradientProbe::HookParameters() noexcept {
+  took_part_ = std::make_shared<std::vector<uint8_t>>(params_.size(), 0);
+  hook_ids_.assign(params_.size(), -1);
+  if (!session_->on()) return;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    try {
+      std::shared_ptr<std::vector<uint8_t>> flags = took_part_;
+      hook_ids_[i] = params_[i].register_hook([flags, i](const at::Tensor&) { (*flags)[i] = 1; });
+    } catch (const std::exception&) {
+      hook_ids_[i] = -1;  // does not require grad: falls back to "is .grad defined"
+    }
+  }
+}
+
+bool GradientProbe::TookPart(size_t i) const {
+  if (hook_ids_[i] >= 0) return (*took_part_)[i] != 0;
+  return params_[i].grad().defined();
 }
 
 void GradientProbe::WriteParamTable() noexcept {
   if (!session_->on()) return;
-  auto r = session_->writer()->Begin(trace::rec::kParams);
-  auto& l = r.line();
-  l.BeginArray("names");
-  for (const auto& n : names_) l.Add(n);
-  l.EndArray().BeginArray("shapes");
+  records::ParamsRecord r;
+  r.names = names_;
+  r.buckets = buckets_;
   for (const auto& p : params_) {
-    l.BeginArray();
-    for (int64_t d : p.sizes()) l.Add(d);
-    l.EndArray();
+    r.shapes.emplace_back(p.sizes().begin(), p.sizes().end());
+    r.dtypes.emplace_back(DtypeName(p.scalar_type()));
   }
-  l.EndArray().BeginArray("dtypes");
-  for (const auto& p : params_) l.Add(DtypeName(p.scalar_type()));
-  l.EndArray().BeginArray("buckets");
-  for (const auto& b : buckets_) {
-    l.BeginArray();
-    for (int i : b) l.Add(i);
-    l.EndArray();
-  }
-  l.EndArray();
+  records::WriteParams(session_, r);
 }
 
 void GradientProbe::AfterBackward() noexcept {
@@ -101,11 +123,10 @@ void GradientProbe::AfterBackward() noexcept {
     double sum_sq = 0;
     std::vector<at::Tensor> other_norms;  // of gradients the plain loop does not read
     for (size_t i = 0; i < params_.size(); ++i) {
+      if (!TookPart(i)) missing_.push_back(static_cast<int>(i));
+      (*took_part_)[i] = 0;  // the next backward starts afresh
       const at::Tensor& g = params_[i].grad();
-      if (!g.defined()) {
-        missing_.push_back(static_cast<int>(i));
-        continue;
-      }
+      if (!g.defined()) continue;
       if (!AddSquares(g, &sum_sq)) other_norms.push_back(g.detach().norm());
     }
     if (!other_norms.empty()) {
@@ -123,22 +144,17 @@ void GradientProbe::AfterBackward() noexcept {
           nonfinite.push_back(static_cast<int>(i));
       }
     }
-    auto r = session_->writer()->Begin(trace::rec::kGradient);
-    auto& l = r.line();
-    l.Field("norm", norm).Field("n_missing", static_cast<int64_t>(missing_.size()));
+    records::GradRecord r;
+    r.norm = norm;
+    r.n_missing = static_cast<int64_t>(missing_.size());
     // The list is written when it changes, not every step: MoE runs leave experts
     // unrouted for long stretches.
     if (first_backward_ || missing_ != last_written_missing_) {
-      l.BeginArray("missing");
-      for (int i : missing_) l.Add(i);
-      l.EndArray();
+      r.missing = &missing_;
       last_written_missing_ = missing_;
     }
-    if (!nonfinite.empty()) {
-      l.BeginArray("nonfinite");
-      for (int i : nonfinite) l.Add(i);
-      l.EndArray();
-    }
+    r.nonfinite = &nonfinite;
+    records::WriteGrad(session_, r);
     first_backward_ = false;
   } catch (const std::exception& e) {
     session_->RecordError("gradient-probe", e.what());
@@ -157,17 +173,13 @@ void GradientProbe::WriteFingerprints(std::string_view what, std::string_view wh
     auto tensor_of = [&](size_t i) -> at::Tensor {
       return grads ? params_[i].grad() : params_[i].detach();
     };
-    auto r = session_->writer()->Begin(trace::rec::kFingerprint);
-    auto& l = r.line();
-    l.Field("what", what).Field("why", why);
+    std::vector<uint64_t> hashes;
     if (session_->full()) {
-      l.Field("gran", "param").BeginArray("h");
       for (size_t i = 0; i < params_.size(); ++i) {
         at::Tensor t = tensor_of(i);
-        l.AddHex(t.defined() ? HashTensor(t) : 0);
+        hashes.push_back(t.defined() ? HashTensor(t) : 0);
       }
     } else {
-      l.Field("gran", "bucket").BeginArray("h");
       Fingerprinter fp;
       for (const auto& bucket : buckets_) {
         fp.Reset();
@@ -177,10 +189,10 @@ void GradientProbe::WriteFingerprints(std::string_view what, std::string_view wh
           at::Tensor h = HashableView(t);
           fp.Add(h.data_ptr(), h.nbytes());
         }
-        l.AddHex(fp.Digest());
+        hashes.push_back(fp.Digest());
       }
     }
-    l.EndArray();
+    records::WriteFingerprints(session_, what, why, session_->full(), hashes);
   } catch (const std::exception& e) {
     session_->RecordError("fingerprint-probe", e.what());
   }
@@ -191,6 +203,14 @@ void GradientProbe::AfterSync() noexcept {
   WriteFingerprints("grad", "after-sync", true);
 }
 
+void GradientProbe::BeforeOptimizerStep() noexcept {
+  if (!session_->on()) return;
+  ProbeTimer timer(session_);
+  WriteFingerprints("grad", "pre-step", true);
+  if (params_fingerprinted_) WriteFingerprints("param", "pre-step", false);
+  params_fingerprinted_ = false;
+}
+
 void GradientProbe::FingerprintParams(std::string_view why) noexcept {
   ProbeTimer timer(session_);
   WriteFingerprints("param", why, false);
@@ -199,8 +219,9 @@ void GradientProbe::FingerprintParams(std::string_view why) noexcept {
 void GradientProbe::AfterOptimizerStep(int64_t step) noexcept {
   if (!session_->on()) return;
   ProbeTimer timer(session_);
-  if (session_->full() || (options_.param_fp_every > 0 && step % options_.param_fp_every == 0))
-    FingerprintParams("periodic");
+  params_fingerprinted_ =
+      session_->full() || (options_.param_fp_every > 0 && step % options_.param_fp_every == 0);
+  if (params_fingerprinted_) FingerprintParams("periodic");
 }
 
 }  // namespace dsdiag::probes

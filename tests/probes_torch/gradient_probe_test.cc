@@ -93,6 +93,35 @@ TEST_F(GradientProbeTest, MissingListIsWrittenOncePerChange) {
   EXPECT_NE(params[0].find("\"buckets\":[[2,1],[0]]"), std::string::npos) << params[0];
 }
 
+// "No gradient" is "took no part in this backward", however zero_grad() leaves .grad: set
+// to None, zeroed and kept, or left from the step before (no zero_grad at all).
+TEST_F(GradientProbeTest, AParameterOutOfTheBackwardIsMissingWhateverItsGradHolds) {
+  enum class ZeroGrad { kSetToNone, kZeroAndKeep, kNone };
+  for (ZeroGrad zero : {ZeroGrad::kSetToNone, ZeroGrad::kZeroAndKeep, ZeroGrad::kNone}) {
+    SCOPED_TRACE(static_cast<int>(zero));
+    fs::remove_all(dir_);
+    auto s = Start(Mode::kLight);
+    GradientProbe probe(s.get(), names_, params_, {});
+    for (int step = 0; step < 4; ++step) {
+      s->BeginStep(step, 0);
+      for (auto& p : params_) {
+        if (!p.grad().defined()) continue;
+        if (zero == ZeroGrad::kSetToNone) p.mutable_grad() = torch::Tensor();
+        if (zero == ZeroGrad::kZeroAndKeep) p.mutable_grad().zero_();
+      }
+      // Step 0 uses every parameter (so that each has a .grad from then on); later steps
+      // skip param 2, as a rank-conditional branch would.
+      auto loss = params_[0].sum() + params_[1].sum();
+      if (step == 0) loss = loss + params_[2].sum();
+      loss.backward();
+      probe.AfterBackward();
+      EXPECT_EQ(probe.missing(), step == 0 ? std::vector<int>{} : std::vector<int>{2})
+          << "step " << step;
+    }
+    s->End("ok", 0);
+  }
+}
+
 TEST_F(GradientProbeTest, NonFiniteGradientsAreNamed) {
   auto s = Start(Mode::kLight);
   GradientProbe probe(s.get(), names_, params_, {});
@@ -165,6 +194,35 @@ TEST_F(GradientProbeTest, LightModeFingerprintsParametersEveryNSteps) {
   for (int step = 0; step < 11; ++step) probe.AfterOptimizerStep(step);
   s->End("ok", 0);
   EXPECT_EQ(Lines("fp").size(), 3u);  // steps 0, 5, 10
+}
+
+// Before the optimizer uses them, gradients are fingerprinted again ("pre-step"), and so are
+// the parameters when the last optimizer step fingerprinted them: a rank's own edits in
+// between show as a change on that rank alone.
+TEST_F(GradientProbeTest, BeforeOptimizerStepFingerprintsGradientsAndParametersAgain) {
+  auto s = Start(Mode::kLight);
+  GradientProbe probe(s.get(), names_, params_, {}, {.param_fp_every = 2});
+  for (int step = 0; step < 3; ++step) {
+    s->BeginStep(step, 0);
+    Backward(1.0);
+    probe.AfterSync();
+    probe.BeforeOptimizerStep();
+    probe.AfterOptimizerStep(step);  // params fingerprinted at steps 0 and 2
+  }
+  s->End("ok", 0);
+  std::vector<std::string> whys;
+  for (const std::string& line : Lines("fp")) {
+    const size_t at = line.find("\"what\":");
+    whys.push_back(line.substr(at, line.find(",\"gran\"") - at));
+  }
+  EXPECT_EQ(
+      whys,
+      (std::vector<std::string>{
+          "\"what\":\"grad\",\"why\":\"after-sync\"", "\"what\":\"grad\",\"why\":\"pre-step\"",
+          "\"what\":\"param\",\"why\":\"periodic\"", "\"what\":\"grad\",\"why\":\"after-sync\"",
+          "\"what\":\"grad\",\"why\":\"pre-step\"", "\"what\":\"param\",\"why\":\"pre-step\"",
+          "\"what\":\"grad\",\"why\":\"after-sync\"", "\"what\":\"grad\",\"why\":\"pre-step\"",
+          "\"what\":\"param\",\"why\":\"periodic\""}));
 }
 
 TEST_F(GradientProbeTest, OffRecordsNothing) {

@@ -344,13 +344,13 @@ bool Trainer::State::Sync(int64_t step, double loss, double* global_loss) {
     inf_global = flag.item<float>() > 0;
   }
   grad_sync->AllReduceMean(comm, faults.collective_mismatch_at(step) ? 1 : 0);
+  grad_probe->AfterSync();  // at the allreduce's completion: every rank agrees here
   if (faults.alter_grad_at(step)) {
     // A rank-local edit after the sync (a hook, a stray in-place op): replicas now differ.
     torch::NoGradGuard no_grad;
     const torch::Tensor& p = params.tensors[FindParam(params, kDesyncParam)];
     p.mutable_grad().mul_(1.5).add_(1e-3);
   }
-  grad_probe->AfterSync();
 
   torch::Tensor sum = torch::tensor({loss}, torch::kDouble);
   comm.AllReduce(sum, c10d::ReduceOp::SUM, "loss");
@@ -369,6 +369,7 @@ bool Trainer::State::Sync(int64_t step, double loss, double* global_loss) {
 
 void Trainer::State::OptimizerStep(int64_t step, bool skip) {
   PhaseScope phase(session, Phase::kOptimizer);
+  grad_probe->BeforeOptimizerStep();  // before unscaling and clipping touch the gradients
   const double lr = LearningRate(config, step);
   for (auto& group : optimizer->param_groups()) {
     static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
