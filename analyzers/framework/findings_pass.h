@@ -27,9 +27,15 @@ class FindingsPass {
   virtual void Apply(const RunContext& run, std::vector<Finding>* findings) const = 0;
 };
 
+// rank-died and hang findings of a collective mismatch's failure become info follow-ons of
+// the mismatch (passes/mismatch_follow_on_pass.cc).
+std::unique_ptr<FindingsPass> CreateMismatchFollowOnPass();
 // rank-died findings of ranks left waiting in a hang's collective become info follow-ons
-// of the hang finding (hang_follow_on_pass.cc).
+// of the hang finding (passes/hang_follow_on_pass.cc).
 std::unique_ptr<FindingsPass> CreateHangFollowOnPass();
+// replica-divergence after a grad-desync or scaler-desync becomes an info follow-on of it
+// (passes/divergence_follow_on_pass.cc).
+std::unique_ptr<FindingsPass> CreateDivergenceFollowOnPass();
 
 // Every pass, in the order RunCompare applies them (registry.cc).
 std::vector<std::unique_ptr<FindingsPass>> CreateAllFindingsPasses();

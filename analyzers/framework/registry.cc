@@ -14,6 +14,7 @@ std::vector<std::unique_ptr<Analyzer>> CreateAllAnalyzers() {
   analyzers.push_back(CreateConfigMismatchAnalyzer());
   analyzers.push_back(CreateMissingGradAnalyzer());
   analyzers.push_back(CreateGradDesyncAnalyzer());
+  analyzers.push_back(CreateInitDivergenceAnalyzer());
   analyzers.push_back(CreateReplicaDivergenceAnalyzer());
   analyzers.push_back(CreateStragglerAnalyzer());
   analyzers.push_back(CreateCollectiveMismatchAnalyzer());
@@ -32,7 +33,11 @@ std::vector<std::unique_ptr<Analyzer>> CreateAllAnalyzers() {
 
 std::vector<std::unique_ptr<FindingsPass>> CreateAllFindingsPasses() {
   std::vector<std::unique_ptr<FindingsPass>> passes;
+  // A mismatch first: the hang it causes becomes its follow-on, so the hang's own victims
+  // are follow-ons of a follow-on, and one error stays on screen.
+  passes.push_back(CreateMismatchFollowOnPass());
   passes.push_back(CreateHangFollowOnPass());
+  passes.push_back(CreateDivergenceFollowOnPass());
   return passes;
 }
 

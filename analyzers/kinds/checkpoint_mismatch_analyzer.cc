@@ -8,9 +8,13 @@
 // same step and epoch. A rank that read a stale or another job's file (a stale directory
 // listing, a `latest` symlink updated mid-way, a per-node path) silently trains a different
 // model. The n-th load of each rank is compared across ranks by content digest `h`,
-// `ckpt_step` and `epoch`; then the resume fingerprints. Either mismatch is one error naming
-// the odd ranks; its subject is the checkpoint the odd ranks loaded (or, when only the
-// fingerprints differ, the one every rank loaded), its step the step training resumed at.
+// `ckpt_step` and `epoch`; then the resume fingerprints. Either mismatch is one error; its
+// subject is the checkpoint the named ranks loaded (or, when only the fingerprints differ,
+// the one every rank loaded), its step the step training resumed at.
+// Who is named, evidence first: ranks that loaded an older checkpoint (a lower ckpt_step)
+// than others did are the stale ones, at any world size — resuming means the latest state;
+// otherwise the split verdict (split_verdict.h): the ranks outside the largest group, or
+// every rank of the split when there is no majority.
 // A run that loads on rank 0 only and broadcasts is compared by its fingerprints alone.
 #include <algorithm>
 #include <cstdio>
@@ -26,6 +30,7 @@
 #include "analyzers/framework/finding_kinds.h"
 #include "analyzers/kinds/common/fingerprints.h"
 #include "analyzers/kinds/common/rank_groups.h"
+#include "analyzers/kinds/common/split_verdict.h"
 #include "trace/record_types.h"
 
 namespace dsdiag::analyzers {
@@ -100,6 +105,40 @@ class CheckpointMismatchAnalyzer : public Analyzer {
   }
 
  private:
+  // Who loaded what: the stale ranks (an older checkpoint than others), else the vote.
+  struct LoadVerdict {
+    std::vector<int> named;
+    size_t reference = 0;  // the group the named ranks are compared with
+    size_t odd = 1;        // the group shown as theirs
+    std::string basis;
+    bool majority = true;
+  };
+  static LoadVerdict JudgeLoads(const std::vector<RankGroup<Load>>& groups) {
+    LoadVerdict v;
+    int64_t latest = groups[0].value.ckpt_step;
+    for (size_t g = 0; g < groups.size(); ++g)
+      if (groups[g].value.ckpt_step > latest) latest = groups[g].value.ckpt_step, v.reference = g;
+    for (size_t g = 0; g < groups.size(); ++g)
+      if (groups[g].value.ckpt_step < latest)
+        v.named.insert(v.named.end(), groups[g].ranks.begin(), groups[g].ranks.end());
+    if (!v.named.empty()) {
+      std::sort(v.named.begin(), v.named.end());
+      v.odd = v.reference == 0 ? 1 : 0;
+      for (size_t g = 0; g < groups.size(); ++g)
+        if (groups[g].value.ckpt_step < latest) {
+          v.odd = g;
+          break;
+        }
+      v.basis = "older checkpoint";
+      return v;
+    }
+    const SplitVerdict split = JudgeSplit(groups);
+    v.named = split.named;
+    v.basis = split.majority ? "majority" : "no majority";
+    v.majority = split.majority;
+    return v;
+  }
+
   std::optional<Finding> CompareNth(size_t i) const {
     std::vector<std::pair<int, Load>> loads;
     for (const auto& [rank, list] : loads_)
@@ -120,27 +159,33 @@ class CheckpointMismatchAnalyzer : public Analyzer {
     Finding f;
     f.kind = std::string(kind::kCheckpointMismatch);
     f.severity = Severity::kError;
-    f.ranks = loads_differ ? OddRanks(load_groups) : OddRanks(fp_groups);
+    const LoadVerdict verdict = loads_differ ? JudgeLoads(load_groups) : LoadVerdict{};
+    const SplitVerdict fp_split = fps_differ ? JudgeSplit(fp_groups) : SplitVerdict{};
+    f.ranks = loads_differ ? verdict.named : fp_split.named;
     const std::string who = (f.ranks.size() == 1 ? "rank " : "ranks ") + FormatRankRanges(f.ranks);
     if (loads_differ) {
-      const Load& ref = load_groups[0].value;
-      const Load& odd = load_groups[1].value;
+      const Load& ref = load_groups[verdict.reference].value;
+      const Load& odd = load_groups[verdict.odd].value;
+      const std::vector<int>& ref_ranks = load_groups[verdict.reference].ranks;
       f.step = std::max(ref.step, ref.ckpt_step);
       f.subject = odd.path;
       f.summary = who + " resumed from " + odd.path + " (step " + std::to_string(odd.ckpt_step) +
                   ", epoch " + std::to_string(odd.epoch) + ") while rank" +
-                  (load_groups[0].ranks.size() == 1 ? " " : "s ") +
-                  FormatRankRanges(load_groups[0].ranks) + " resumed from " + ref.path + " (step " +
-                  std::to_string(ref.ckpt_step) + ", epoch " + std::to_string(ref.epoch) + ")";
+                  (ref_ranks.size() == 1 ? " " : "s ") + FormatRankRanges(ref_ranks) +
+                  " resumed from " + ref.path + " (step " + std::to_string(ref.ckpt_step) +
+                  ", epoch " + std::to_string(ref.epoch) + ")";
       if (ref.hash != odd.hash && ref.ckpt_step == odd.ckpt_step && ref.epoch == odd.epoch)
         f.summary = who + " loaded different content (h " + Hex(odd.hash) + " vs " + Hex(ref.hash) +
                     ") for the checkpoint of step " + std::to_string(ref.ckpt_step);
+      if (verdict.basis == "older checkpoint") f.summary += ": an older checkpoint";
+      if (!verdict.majority) f.summary += NoMajorityText(load_groups, JudgeSplit(load_groups));
     } else {
       const Load* any = loads.empty() ? nullptr : &loads.front().second;
       f.step = any ? std::max(any->step, any->ckpt_step) : fp_step;
       if (any) f.subject = any->path;
       f.summary = "after resuming, " + who + " hold parameters that differ from the others'" +
-                  (loads.size() > 1 ? " although every rank loaded the same checkpoint" : "");
+                  (loads.size() > 1 ? " although every rank loaded the same checkpoint" : "") +
+                  NoMajorityText(fp_groups, fp_split);
     }
     f.hint =
         "Every rank must resume from the same checkpoint: resolve the path once (on rank 0) and "
@@ -158,6 +203,10 @@ class CheckpointMismatchAnalyzer : public Analyzer {
       groups.Push(std::move(o));
     }
     f.evidence.Set("loads", std::move(groups));
+    f.evidence.Set("basis", loads_differ        ? verdict.basis
+                            : fp_split.majority ? "majority"
+                                                : "no majority");
+    f.evidence.Set("majority", loads_differ ? verdict.majority : fp_split.majority);
     if (!fps.empty()) {
       f.evidence.Set("params_differ_after_load", fps_differ);
       if (fps_differ) f.evidence.Set("param_groups", GroupsJson(fp_groups));

@@ -8,12 +8,15 @@
 // completes, so only the dump has it). (pg, seq) names the same op on every rank: that is
 // what a collective backend pairs. Ranks whose (op, dtype, n) differ at one (pg, seq) paired
 // unrelated work; the backend then hangs, fails, or combines the wrong tensors in silence.
-// The ranks are grouped by signature (rank_groups.h): the largest group is the reference,
-// the others are odd. Error. One finding per process group: its first mismatch (lowest seq)
-// in full, plus how many later collectives of the group differ too — after one extra or
-// missing collective every later seq is shifted, so the first is the one that matters.
-// The tag (what the op is for) is shown but not compared: two buckets of equal size may
-// legitimately swap order between runs, never between ranks, but that is not visible here.
+// The ranks are grouped by signature and judged by split_verdict.h: the largest group is
+// the reference and the others are odd; a tie (two ranks, 2 against 2) has no majority and
+// names every rank of the split. Error. A rank that never completed the collective is
+// still counted with the signature its flight dump's pending entry holds. One finding per process
+// group: its first mismatch (lowest seq) in full, plus how many later collectives of the group
+// differ too — after one extra or missing collective every later seq is shifted, so the first is
+// the one that matters. The tag (what the op is for) is shown but not compared: two buckets of
+// equal size may legitimately swap order between runs, never between ranks, but that is not visible
+// here.
 
 #include <algorithm>
 #include <array>
@@ -26,7 +29,9 @@
 #include "analyzers/framework/analyzer_factories.h"
 #include "analyzers/framework/finding_kinds.h"
 #include "analyzers/kinds/common/collective_window.h"
+#include "analyzers/kinds/common/evidence_text.h"
 #include "analyzers/kinds/common/rank_groups.h"
+#include "analyzers/kinds/common/split_verdict.h"
 #include "trace/record_types.h"
 #include "trace/trace_reader.h"
 
@@ -36,7 +41,6 @@ namespace {
 using trace::JsonValue;
 
 constexpr size_t kMaxGroupsListed = 4;
-constexpr size_t kMaxRanksListed = 32;
 
 // What the backend pairs: op, dtype and element count (n; -1 when not recorded).
 struct Signature {
@@ -79,6 +83,7 @@ struct PgMismatch {
   int64_t count = 0;
   int64_t last_seq = 0;
   bool from_dump = false;
+  std::vector<Issued> issued;  // every rank's record of `key`, by rank
 };
 
 // What the intern maps keep of a key that points into a record.
@@ -116,16 +121,6 @@ class InternTable {
   std::array<int, 4> recent_ = {-1, -1, -1, -1};
   size_t next_ = 0;
 };
-
-JsonValue RankList(const std::vector<int>& ranks) {
-  JsonValue list = JsonValue::Array();
-  for (size_t i = 0; i < ranks.size() && i < kMaxRanksListed; ++i) list.Push(ranks[i]);
-  return list;
-}
-
-std::string OnRanks(const std::vector<int>& ranks) {
-  return (ranks.size() == 1 ? "rank " : "ranks ") + FormatRankRanges(ranks);
-}
 
 class CollectiveMismatchAnalyzer : public Analyzer {
  public:
@@ -183,8 +178,14 @@ class CollectiveMismatchAnalyzer : public Analyzer {
   };
 
   void Check(const CollectiveKey& key, const CollectiveSlot<Issued>& slot, bool from_dump) {
-    if (slot.entries.size() < 2) return;
     std::vector<Issued> issued = slot.entries;
+    auto known = mismatches_.find(key.pg);
+    const bool merge = from_dump && known != mismatches_.end() && known->second.key == key;
+    if (issued.size() < 2 && !merge) return;
+    // The trace's records first (they are kept over a dump's entry of the same rank), then
+    // the dump entries of ranks that never completed the collective.
+    if (merge)
+      issued.insert(issued.begin(), known->second.issued.begin(), known->second.issued.end());
     std::stable_sort(issued.begin(), issued.end(),
                      [](const Issued& a, const Issued& b) { return a.rank < b.rank; });
     issued.erase(std::unique(issued.begin(), issued.end(),
@@ -197,11 +198,14 @@ class CollectiveMismatchAnalyzer : public Analyzer {
 
     auto [it, fresh] = mismatches_.try_emplace(key.pg);
     PgMismatch& m = it->second;
-    ++m.count;
-    m.last_seq = std::max(m.last_seq, key.seq);
-    if (!fresh && m.key.seq <= key.seq) return;
+    if (!merge) {
+      ++m.count;
+      m.last_seq = std::max(m.last_seq, key.seq);
+    }
+    if (!fresh && !merge && m.key.seq <= key.seq) return;
     m.key = key;
-    m.from_dump = from_dump;
+    m.from_dump = from_dump && !merge;
+    m.issued = issued;
     m.step = issued.front().step;
     for (const Issued& i : issued) m.step = std::min(m.step, i.step);
     m.group_tags.assign(groups.size(), {});
@@ -228,7 +232,8 @@ class CollectiveMismatchAnalyzer : public Analyzer {
     Finding f;
     f.kind = std::string(kind::kCollectiveMismatch);
     f.severity = Severity::kError;
-    f.ranks = OddRanks(m.groups);
+    const SplitVerdict verdict = JudgeSplit(m.groups);
+    f.ranks = verdict.named;
     f.step = m.step;
     f.subject = "pg " + std::to_string(m.key.pg) + " seq " + std::to_string(m.key.seq);
 
@@ -240,7 +245,8 @@ class CollectiveMismatchAnalyzer : public Analyzer {
     }
     if (m.groups.size() > 3) odd += ", and " + std::to_string(m.groups.size() - 3) + " more";
     f.summary = "at " + *f.subject + " (step " + std::to_string(m.step) + ") " + odd + " where " +
-                OnRanks(ref.ranks) + " issued " + SignatureText(ref.value, m.group_tags[0]);
+                OnRanks(ref.ranks) + " issued " + SignatureText(ref.value, m.group_tags[0]) +
+                NoMajorityText(m.groups, verdict);
     if (m.count > 1) {
       f.summary += "; " + std::to_string(m.count - 1) + " later collective" +
                    (m.count > 2 ? "s" : "") + " of pg " + std::to_string(m.key.pg) + " differ too";
@@ -269,6 +275,7 @@ class CollectiveMismatchAnalyzer : public Analyzer {
     e.Set("mismatched_collectives", m.count);
     e.Set("last_mismatched_seq", m.last_seq);
     e.Set("source", m.from_dump ? "flight-dump" : "trace");
+    e.Set("majority", verdict.majority);
     f.hint =
         "The ranks' code paths diverged before this collective: a data-dependent branch or an "
         "`if rank == ...` issued a collective on some ranks only, or tensors of different "

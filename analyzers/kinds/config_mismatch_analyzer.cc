@@ -19,6 +19,7 @@
 
 #include "analyzers/framework/analyzer_factories.h"
 #include "analyzers/framework/finding_kinds.h"
+#include "analyzers/kinds/common/evidence_text.h"
 
 namespace dsdiag::analyzers {
 namespace {
@@ -100,10 +101,6 @@ std::string ValueText(const ValueGroup& g) {
   return g.value->kind() == JsonValue::Kind::kString ? "\"" + text + "\"" : text;
 }
 
-std::string OnRanks(const std::vector<int>& ranks) {
-  return (ranks.size() == 1 ? "rank " : "ranks ") + FormatRankRanges(ranks);
-}
-
 struct Section {
   std::string_view name;  // "versions", "env", "config", or "" for world_size
   Severity severity;
@@ -116,7 +113,9 @@ Finding MakeFinding(const Section& section, const std::string& key,
   f.kind = std::string(kind::kConfigMismatch);
   f.severity = section.severity;
   f.subject = section.name.empty() ? key : std::string(section.name) + "." + key;
-  for (size_t i = 1; i < groups.size(); ++i)
+  // A tie (two ranks, 2 against 2) has no reference: every rank of the split is named.
+  const bool majority = groups[0].ranks.size() > groups[1].ranks.size();
+  for (size_t i = majority ? 1 : 0; i < groups.size(); ++i)
     f.ranks.insert(f.ranks.end(), groups[i].ranks.begin(), groups[i].ranks.end());
   NormalizeRanks(&f.ranks);
 
@@ -124,8 +123,14 @@ Finding MakeFinding(const Section& section, const std::string& key,
   for (size_t i = 1; i < groups.size() && i <= 2; ++i)
     odd += (i > 1 ? ", " : "") + ValueText(groups[i]) + " on " + OnRanks(groups[i].ranks);
   if (groups.size() > 3) odd += ", and " + std::to_string(groups.size() - 3) + " more values";
-  f.summary = *f.subject + " differs: " + odd + " vs " + ValueText(groups[0]) + " on " +
-              OnRanks(groups[0].ranks);
+  if (majority) {
+    f.summary = *f.subject + " differs: " + odd + " vs " + ValueText(groups[0]) + " on " +
+                OnRanks(groups[0].ranks);
+  } else {
+    f.summary = *f.subject + " differs, with no majority: " + ValueText(groups[0]) + " on " +
+                OnRanks(groups[0].ranks) + ", " + odd +
+                " (nothing in the traces says which is the intended setting)";
+  }
 
   JsonValue values = JsonValue::Array();
   for (size_t i = 0; i < groups.size() && i < kMaxValuesListed; ++i) {
@@ -139,6 +144,7 @@ Finding MakeFinding(const Section& section, const std::string& key,
   }
   f.evidence.Set("key", *f.subject);
   f.evidence.Set("distinct_values", static_cast<int64_t>(groups.size()));
+  f.evidence.Set("majority", majority);
   f.evidence.Set("values", std::move(values));
   f.hint = section.hint;
   return f;

@@ -1,16 +1,24 @@
-// init-divergence and replica-divergence: do all ranks hold the same parameters?
+// replica-divergence: replicas that were equal drift apart during training.
 //
-// Input: `fp` records with what "param":
-//   {"type":"fp","step":0,"what":"param","why":"init","gran":"bucket","h":["..",".."]}
-// written after the initial broadcast (why "init"), every N steps ("periodic"), at the end
-// ("final") and after a resume ("resume"). Data parallelism is only correct while every
-// replica is bit-identical, so
-//  - init-divergence: the `init` fingerprints differ (a forgotten broadcast, seeds that
-//    differ per rank before model construction). Replicas never were equal.
-//  - replica-divergence: equal at init, different later: the first fingerprint at which
-//    they differ, the tensors that differ, and which ranks agree with which.
-// Fingerprints after a resume are left to checkpoint-mismatch; a divergence first seen
-// there is not reported again here.
+// Input: `fp` records with what "param" (and "buffer", from the Python package):
+//   {"type":"fp","step":10,"what":"param","why":"periodic","gran":"bucket","h":["..",".."]}
+//   {"type":"fp","step":11,"what":"param","why":"pre-step","gran":"bucket","h":["..",".."]}
+// "periodic" after an optimizer step every N steps (and "final"); "pre-step" at the next
+// step, just before the optimizer uses the gradients. Data parallelism is only correct while
+// every replica is bit-identical: the first fingerprint at which the ranks differ is the
+// finding (its step, the tensors that differ, which ranks agree with which).
+//
+// Who is named, evidence first:
+//   changed outside the optimizer  a rank whose "pre-step" parameters differ from its own
+//                                  "periodic" ones of the step before changed them between
+//                                  two optimizer steps (a manual decay, a rank-conditional
+//                                  load), at any world size;
+//   majority / no majority         otherwise the split verdict (split_verdict.h).
+// A divergence that follows a grad-desync (the gradient differed, so the update did) is a
+// follow-on of that finding: the follow-on pass ranks it info, with the cause in its
+// evidence. Replicas that differ at "init" never were equal: that is init-divergence, and
+// no replica-divergence follows it; fingerprints after a resume are left to
+// checkpoint-mismatch.
 #include <map>
 #include <memory>
 #include <string>
@@ -18,8 +26,10 @@
 
 #include "analyzers/framework/analyzer_factories.h"
 #include "analyzers/framework/finding_kinds.h"
+#include "analyzers/kinds/common/evidence_text.h"
 #include "analyzers/kinds/common/fingerprints.h"
 #include "analyzers/kinds/common/param_table.h"
+#include "analyzers/kinds/common/split_verdict.h"
 #include "trace/record_types.h"
 
 namespace dsdiag::analyzers {
@@ -30,12 +40,13 @@ using trace::JsonValue;
 constexpr size_t kMaxTensorsListed = 10;
 
 // Within one step fingerprints are taken in this order: after the broadcast or the load,
-// then after the optimizer step.
+// before the optimizer step, then after it.
 int WhyOrder(const std::string& why) {
   if (why == "init") return 0;
   if (why == "resume") return 1;
-  if (why == "periodic") return 2;
-  return 3;  // "final" and anything newer
+  if (why == "pre-step") return 2;
+  if (why == "periodic") return 3;
+  return 4;  // "final" and anything newer
 }
 
 class ReplicaDivergenceAnalyzer : public Analyzer {
@@ -50,16 +61,17 @@ class ReplicaDivergenceAnalyzer : public Analyzer {
       if (!table_) table_ = ParamTable::FromRecord(r);
       return;
     }
-    if (r.type_id() != trace::rec_id::kFingerprint || r.Str("what") != "param") return;
+    if (r.type_id() != trace::rec_id::kFingerprint) return;
+    const auto what = r.Str("what");
+    if (what != "param" && what != "buffer") return;
     auto fp = ReadFingerprint(r);
     if (!fp) return;
-    const int order = WhyOrder(fp->why);
-    pending_[{r.step(), order}][rank.rank] = std::move(*fp);
+    pending_[{r.step(), WhyOrder(fp->why), fp->what}][rank.rank] = std::move(*fp);
   }
 
   void OnStepDone(int64_t step) override {
-    while (!pending_.empty() && pending_.begin()->first.first <= step) {
-      Compare(pending_.begin()->first.first, pending_.begin()->second);
+    while (!pending_.empty() && std::get<0>(pending_.begin()->first) <= step) {
+      Compare(std::get<0>(pending_.begin()->first), pending_.begin()->second);
       pending_.erase(pending_.begin());
     }
   }
@@ -71,71 +83,93 @@ class ReplicaDivergenceAnalyzer : public Analyzer {
 
  private:
   void Compare(int64_t step, const std::map<int, FingerprintRecord>& by_rank) {
+    const FingerprintRecord& any = by_rank.begin()->second;
+    // A rank's own parameters between two optimizer steps (evidence at any world size).
+    std::vector<int> changed;
+    if (any.why == "pre-step" && any.what == "param") {
+      changed = ChangedRanks(last_periodic_, by_rank);
+      if (changed.size() == by_rank.size()) changed.clear();  // every rank: no odd one
+    } else if (any.why == "periodic" && any.what == "param") {
+      last_periodic_ = by_rank;
+    }
     if (done_ || by_rank.size() < 2) return;
-    const std::string& why = by_rank.begin()->second.why;
     const auto diffs = DiffByIndex(by_rank);
     if (diffs.empty()) {
-      if (why != "resume") last_equal_step_ = step;
+      if (any.why != "resume") last_equal_step_ = step;
       return;
     }
     done_ = true;  // the first divergence is the one that matters
-    if (why == "resume") return;
-    const bool at_init = why == "init";
-    finding_ = MakeFinding(step, why, by_rank, diffs, at_init);
+    // Never equal (init-divergence's), or after a resume (checkpoint-mismatch's).
+    if (any.why == "init" || any.why == "resume") return;
+    finding_ = MakeFinding(step, by_rank, diffs, changed);
   }
 
-  std::string Describe(bool per_param, int index) const {
-    if (table_) return table_->Describe(per_param, index);
-    return (per_param ? "param #" : "bucket ") + std::to_string(index);
+  std::string Describe(const FingerprintRecord& fp, int index) const {
+    if (fp.what == "param" && table_) return table_->Describe(fp.per_param, index);
+    return (fp.what == "buffer" ? "buffer #"
+            : fp.per_param      ? "param #"
+                                : "bucket ") +
+           std::to_string(index);
   }
 
-  Finding MakeFinding(int64_t step, const std::string& why,
-                      const std::map<int, FingerprintRecord>& by_rank,
-                      const std::vector<IndexDivergence>& diffs, bool at_init) const {
-    const bool per_param = by_rank.begin()->second.per_param;
+  Finding MakeFinding(int64_t step, const std::map<int, FingerprintRecord>& by_rank,
+                      const std::vector<IndexDivergence>& diffs,
+                      const std::vector<int>& changed) const {
+    const FingerprintRecord& any = by_rank.begin()->second;
     const auto groups = GroupByVector(by_rank);
+    const SplitVerdict split = JudgeSplit(groups);
+    const bool evidence = !changed.empty();
     Finding f;
-    f.kind = std::string(at_init ? kind::kInitDivergence : kind::kReplicaDivergence);
+    f.kind = std::string(kind::kReplicaDivergence);
     f.severity = Severity::kError;
-    f.ranks = OddRanks(groups);
+    f.ranks = evidence ? changed : split.named;
     f.step = step;
-    f.subject = Describe(per_param, diffs.front().index);
+    f.subject = Describe(any, diffs.front().index);
     const std::string n = std::to_string(diffs.size()) + " of " +
-                          std::to_string(by_rank.begin()->second.hashes.size()) +
-                          (per_param ? " parameters" : " buckets");
-    if (at_init) {
-      f.summary = "parameters differ across ranks before the first update: " + n +
-                  " differ, first " + *f.subject + "; " + std::to_string(groups.size()) +
-                  " distinct replicas";
-      f.hint =
-          "Replicas must start identical: broadcast parameters and buffers from rank 0 after "
-          "building the model (DDP does this in its constructor), and seed the model-init RNG "
-          "with the same seed on every rank (per-rank seeds only for dropout and data).";
+                          std::to_string(any.hashes.size()) +
+                          (any.what == "buffer" ? " buffers"
+                           : any.per_param      ? " parameters"
+                                                : " buckets");
+    f.summary = "replicas diverged by step " + std::to_string(step) + ": " + n + " differ, first " +
+                *f.subject + "; " + std::to_string(groups.size()) + " distinct replicas";
+    if (evidence) {
+      f.summary += "; " + OnRanks(changed) +
+                   (changed.size() == 1 ? " changed its" : " changed their") +
+                   " parameters outside the optimizer (between the optimizer steps of step " +
+                   std::to_string(step - 1) + " and " + std::to_string(step) + ")";
     } else {
-      f.summary = "replicas diverged by step " + std::to_string(step) + ": " + n +
-                  " differ, first " + *f.subject + "; " + std::to_string(groups.size()) +
-                  " distinct replicas";
-      f.hint =
-          "Replicas were equal and drifted apart: look for a grad-desync finding at or before "
-          "this step, a rank-dependent optimizer or scaler decision (scaler-desync), or "
-          "non-deterministic ops that differ per rank. Fingerprint more often (--probes full) "
-          "to find the exact step.";
+      f.summary += NoMajorityText(groups, split);
     }
+    f.hint = evidence
+                 ? "The parameters changed on these ranks between two optimizer steps, where "
+                   "nothing should touch them: look for a manual update (weight decay, a "
+                   "projection, an EMA written back) or a load that runs on some ranks only."
+                 : "Replicas were equal and drifted apart: look for a grad-desync finding at or "
+                   "before this step, a rank-dependent optimizer or scaler decision "
+                   "(scaler-desync), buffers left unsynced (BatchNorm with "
+                   "broadcast_buffers=False), or non-deterministic ops that differ per rank. "
+                   "Fingerprint more often (--probes full) to find the exact step.";
     JsonValue tensors = JsonValue::Array();
     for (size_t i = 0; i < diffs.size() && i < kMaxTensorsListed; ++i)
-      tensors.Push(Describe(per_param, diffs[i].index));
-    f.evidence.Set("fingerprint", why);
-    f.evidence.Set("granularity", per_param ? "param" : "bucket");
+      tensors.Push(Describe(any, diffs[i].index));
+    f.evidence.Set("fingerprint", any.why);
+    f.evidence.Set("what", any.what);
+    f.evidence.Set("granularity", any.per_param ? "param" : "bucket");
     f.evidence.Set("tensors_differing", static_cast<int64_t>(diffs.size()));
     f.evidence.Set("tensors", std::move(tensors));
-    if (!at_init && last_equal_step_ >= 0) f.evidence.Set("last_equal_step", last_equal_step_);
+    if (last_equal_step_ >= 0) f.evidence.Set("last_equal_step", last_equal_step_);
+    f.evidence.Set("basis", evidence         ? "changed outside the optimizer"
+                            : split.majority ? "majority"
+                                             : "no majority");
+    f.evidence.Set("majority", evidence || split.majority);
     f.evidence.Set("groups", GroupsJson(groups));
     return f;
   }
 
   std::optional<ParamTable> table_;
-  // (step, order of `why` within a step) -> rank -> fingerprint, in the order taken.
-  std::map<std::pair<int64_t, int>, std::map<int, FingerprintRecord>> pending_;
+  // (step, order of `why` within a step, what) -> rank -> fingerprint, in the order taken.
+  std::map<std::tuple<int64_t, int, std::string>, std::map<int, FingerprintRecord>> pending_;
+  std::map<int, FingerprintRecord> last_periodic_;  // the latest "periodic" param fingerprints
   int64_t last_equal_step_ = -1;
   bool done_ = false;
   std::optional<Finding> finding_;

@@ -5,9 +5,13 @@
 // same scale; a rank that decides on its local flag (a missing reduction, a scaler per rank
 // with its own state, a restored scale on one rank only) steps when the others skip, and the
 // replicas diverge from there. At each step the ranks are grouped by (inf_global, skipped,
-// scale); the first step with more than one group is one error naming the odd ranks, with
-// the number of steps that disagreed. A rank whose own `skipped` contradicts its
-// `inf_global` ignored the reduced flag; the evidence says so.
+// scale); the first step with more than one group is one error, with the number of steps
+// that disagreed. Who is named, evidence first, at any world size: the ranks whose own
+// `skipped` contradicts their `inf_global` (they ignored the reduced flag); else the ranks
+// whose `inf_global` is not the OR of every rank's `inf_local` (they did not take part in the
+// reduction); else the split verdict (split_verdict.h: the odd ranks, or every rank of the
+// split when there is no majority).
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <optional>
@@ -18,7 +22,9 @@
 
 #include "analyzers/framework/analyzer_factories.h"
 #include "analyzers/framework/finding_kinds.h"
+#include "analyzers/kinds/common/evidence_text.h"
 #include "analyzers/kinds/common/rank_groups.h"
+#include "analyzers/kinds/common/split_verdict.h"
 #include "trace/record_types.h"
 
 namespace dsdiag::analyzers {
@@ -27,6 +33,7 @@ namespace {
 using trace::JsonValue;
 
 struct Decision {
+  bool inf_local = false;  // not compared: ranks may overflow alone, the reduction fixes that
   bool inf_global = false;
   bool skipped = false;
   double scale = 1;
@@ -49,7 +56,8 @@ class ScalerDesyncAnalyzer : public Analyzer {
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
     if (r.type_id() != trace::rec_id::kScaler) return;
     Decision d;
-    d.inf_global = r.Bool("inf_global").value_or(false);
+    d.inf_local = r.Bool("inf_local").value_or(false);
+    d.inf_global = r.Bool("inf_global").value_or(d.inf_local);
     d.skipped = r.Bool("skipped").value_or(false);
     d.scale = r.Double("scale").value_or(1);
     pending_[r.step()][rank.rank] = d;
@@ -93,22 +101,53 @@ class ScalerDesyncAnalyzer : public Analyzer {
     return "scale";
   }
 
+  // Evidence first: a rank that stepped against the reduced flag, or whose reduced flag is not
+  // the OR of every rank's own; then the vote.
+  static std::vector<int> Named(const std::map<int, Decision>& by_rank,
+                                const std::vector<RankGroup<Decision>>& groups,
+                                std::string* basis) {
+    std::vector<int> ignored, unreduced;
+    bool any_inf = false;
+    for (const auto& [rank, d] : by_rank) any_inf = any_inf || d.inf_local;
+    for (const auto& [rank, d] : by_rank) {
+      if (d.skipped != d.inf_global) ignored.push_back(rank);
+      if (d.inf_global != any_inf) unreduced.push_back(rank);
+    }
+    if (!ignored.empty() && ignored.size() < by_rank.size()) {
+      *basis = "ignored the reduced found-inf flag";
+      return ignored;
+    }
+    if (!unreduced.empty() && unreduced.size() < by_rank.size()) {
+      *basis = "found-inf not reduced across ranks";
+      return unreduced;
+    }
+    const SplitVerdict split = JudgeSplit(groups);
+    *basis = split.majority ? "majority" : "no majority";
+    return split.named;
+  }
+
   Finding MakeFinding(int64_t step, const std::map<int, Decision>& by_rank,
                       const std::vector<RankGroup<Decision>>& groups) const {
     Finding f;
     f.kind = std::string(kind::kScalerDesync);
     f.severity = Severity::kError;
-    f.ranks = OddRanks(groups);
+    std::string basis;
+    f.ranks = Named(by_rank, groups, &basis);
     f.step = step;
     const std::string field = Differs(groups);
     f.subject = field == "scale" ? "loss scale" : "found-inf";
     const std::string who = (f.ranks.size() == 1 ? "rank " : "ranks ") + FormatRankRanges(f.ranks);
-    if (field == "skipped") {
+    std::vector<int> others;
+    for (const auto& [rank, d] : by_rank)
+      if (!std::binary_search(f.ranks.begin(), f.ranks.end(), rank)) others.push_back(rank);
+    auto did = [&](int rank) { return by_rank.at(rank).skipped ? " skipped it" : " stepped"; };
+    if (field == "skipped" && !others.empty()) {
       f.summary = "ranks disagree on skipping step " + std::to_string(step) + ": " + who +
-                  (groups[1].value.skipped ? " skipped it" : " stepped") + " while rank" +
-                  (groups[0].ranks.size() == 1 ? " " : "s ") + FormatRankRanges(groups[0].ranks) +
-                  (groups[0].value.skipped ? " skipped it" : " stepped") +
+                  did(f.ranks.front()) + " while " + OnRanks(others) + did(others.front()) +
                   "; the replicas diverge from here";
+    } else if (field == "skipped") {
+      f.summary = "ranks disagree on skipping step " + std::to_string(step) + ": " +
+                  NoMajorityClause(groups) + "; the replicas diverge from here";
     } else {
       f.summary = "ranks disagree on the loss scaler's " + field + " at step " +
                   std::to_string(step) + " (" + who + " differ); the replicas diverge from here";
@@ -134,6 +173,7 @@ class ScalerDesyncAnalyzer : public Analyzer {
     f.evidence.Set("differs", field);
     f.evidence.Set("groups", std::move(decisions));
     if (!ignored.empty()) f.evidence.Set("ranks_ignoring_reduced_flag", IntArray(ignored));
+    f.evidence.Set("basis", basis);
     return f;
   }
 

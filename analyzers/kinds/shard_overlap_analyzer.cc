@@ -30,6 +30,7 @@
 #include "analyzers/framework/analyzer_factories.h"
 #include "analyzers/framework/finding_kinds.h"
 #include "analyzers/kinds/common/rank_groups.h"
+#include "analyzers/kinds/common/split_verdict.h"
 #include "trace/record_types.h"
 #include "trace/sample_bitmap.h"
 
@@ -93,6 +94,16 @@ class ShardOverlapAnalyzer : public Analyzer {
     world_size_ = run.world_size;
     for (const RankInfo& r : run.ranks)
       if (const JsonValue* v = r.header.config.Find("dataset_size")) header_size_ = v->as_int();
+    // The seed every rank was configured with (config.seed, when all headers agree): the
+    // sampler's seed by default, so a rank whose sampler seed is another one is the odd one.
+    for (const RankInfo& r : run.ranks) {
+      const JsonValue* v = r.header.config.Find("seed");
+      const std::optional<int64_t> seed = v && v->kind() == JsonValue::Kind::kInt
+                                              ? std::optional<int64_t>(v->as_int())
+                                              : std::nullopt;
+      if (&r == &run.ranks.front()) configured_seed_ = seed;
+      if (seed != configured_seed_) configured_seed_.reset();
+    }
   }
 
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
@@ -134,11 +145,27 @@ class ShardOverlapAnalyzer : public Analyzer {
       CheckHashes(epoch, all);
   }
 
-  // Ranks whose sampler settings differ from the majority: the likely culprits.
-  static std::vector<int> OddSettings(const std::vector<const Shard*>& shards) {
+  // Ranks whose sampler settings (seed, epoch) differ from the others': the likely culprits.
+  // The settings of the largest group are the reference; a tie is broken only by evidence,
+  // the seed the run was configured with; otherwise every rank of the split is named.
+  std::vector<int> OddSettings(const std::vector<const Shard*>& shards) const {
     std::vector<std::pair<int, std::pair<int64_t, int64_t>>> values;
     for (const Shard* s : shards) values.push_back({s->rank, {s->seed, s->sampler_epoch}});
-    return OddRanks(GroupRanks(values));
+    const auto groups = GroupRanks(values);
+    const SplitVerdict split = JudgeSplit(groups);
+    if (split.majority || !configured_seed_) return split.named;
+    std::vector<int> odd;
+    int configured = 0;
+    for (const auto& g : groups) {
+      if (g.value.first == *configured_seed_) {
+        ++configured;
+      } else {
+        odd.insert(odd.end(), g.ranks.begin(), g.ranks.end());
+      }
+    }
+    if (configured != 1) return split.named;
+    std::sort(odd.begin(), odd.end());
+    return odd;
   }
 
   void CheckExact(int64_t epoch, const std::vector<const Shard*>& shards) {
@@ -286,6 +313,7 @@ class ShardOverlapAnalyzer : public Analyzer {
   size_t ranks_expected_ = 0;
   int world_size_ = 0;
   int64_t header_size_ = 0;
+  std::optional<int64_t> configured_seed_;
   std::map<int64_t, std::map<int, Shard>> pending_;  // epoch -> rank -> shard
   Problem overlap_, missed_;
 };

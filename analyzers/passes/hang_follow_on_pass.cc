@@ -31,6 +31,7 @@
 
 #include "analyzers/framework/finding_kinds.h"
 #include "analyzers/framework/findings_pass.h"
+#include "analyzers/passes/follow_on.h"
 
 namespace dsdiag::analyzers {
 namespace {
@@ -46,17 +47,11 @@ struct StuckCollective {
   bool cut_off = false;  // the culprits entered the collective but lost the others
 };
 
-std::optional<int64_t> IntMember(const JsonValue& object, std::string_view key) {
-  const JsonValue* v = object.Find(key);
-  if (!v || v->kind() != JsonValue::Kind::kInt) return std::nullopt;
-  return v->as_int();
-}
-
 std::optional<StuckCollective> StuckOf(const Finding& f) {
   if (f.kind != kind::kHang) return std::nullopt;
-  const auto pg = IntMember(f.evidence, "pg");
-  const auto seq = IntMember(f.evidence, "seq");
-  const auto culprits = IntMember(f.evidence, "culprit_count");
+  const auto pg = follow_on::IntMember(f.evidence, "pg");
+  const auto seq = follow_on::IntMember(f.evidence, "seq");
+  const auto culprits = follow_on::IntMember(f.evidence, "culprit_count");
   if (!pg || !seq || culprits.value_or(0) <= 0) return std::nullopt;
   const JsonValue* cut = f.evidence.Find("cut_off");
   return StuckCollective{*pg, *seq, f.subject.value_or(""), f.ranks, cut && cut->is_object()};
@@ -68,33 +63,18 @@ bool IsCulprit(const StuckCollective& stuck, int rank) {
 
 // A culprit stopped by the launcher (or a user's Ctrl-C) once the job hung.
 bool CulpritStopped(const Finding& f, const StuckCollective& stuck) {
-  if (f.kind != kind::kRankDied || f.severity == Severity::kInfo || f.ranks.empty()) return false;
-  const JsonValue* signal = f.evidence.Find("signal");
-  if (!signal || signal->kind() != JsonValue::Kind::kString) return false;
-  const std::string& name = signal->as_string();
-  if (name != "SIGTERM" && name != "SIGINT") return false;
-  return std::all_of(f.ranks.begin(), f.ranks.end(), [&](int r) { return IsCulprit(stuck, r); });
-}
-
-// The collective a rank-died finding says its ranks were left waiting in.
-std::optional<std::pair<int64_t, int64_t>> WaitingIn(const Finding& f) {
-  if (f.kind != kind::kRankDied || f.severity == Severity::kInfo) return std::nullopt;
-  const JsonValue* waiting = f.evidence.Find("waiting_in");
-  if (!waiting || !waiting->is_object()) return std::nullopt;
-  const auto pg = IntMember(*waiting, "pg");
-  const auto seq = IntMember(*waiting, "seq");
-  if (!pg || !seq) return std::nullopt;
-  return std::make_pair(*pg, *seq);
+  return follow_on::StoppedBySignal(f) &&
+         std::all_of(f.ranks.begin(), f.ranks.end(), [&](int r) { return IsCulprit(stuck, r); });
 }
 
 bool WaitsInStuck(const Finding& f, const StuckCollective& stuck) {
-  const auto waiting = WaitingIn(f);
+  const auto waiting = follow_on::WaitingIn(f);
   return waiting && waiting->first == stuck.pg && waiting->second == stuck.seq;
 }
 
 // Waited in the stuck collective or a later one of its group, and is no culprit.
 bool WaitedIn(const Finding& f, const StuckCollective& stuck) {
-  const auto waiting = WaitingIn(f);
+  const auto waiting = follow_on::WaitingIn(f);
   return waiting && waiting->first == stuck.pg && waiting->second >= stuck.seq &&
          std::none_of(f.ranks.begin(), f.ranks.end(), [&](int r) { return IsCulprit(stuck, r); });
 }
@@ -106,13 +86,7 @@ bool CutOffTimedOut(const Finding& f, const StuckCollective& stuck) {
 }
 
 void SetFollowOnOf(const StuckCollective& stuck, Finding* f) {
-  JsonValue of = JsonValue::Object();
-  of.Set("kind", std::string(kind::kHang));
-  of.Set("subject", stuck.subject.empty() ? JsonValue() : JsonValue(stuck.subject));
-  JsonValue ranks = JsonValue::Array();
-  for (int r : stuck.culprits) ranks.Push(r);
-  of.Set("culprits", std::move(ranks));
-  f->evidence.Set("follow_on_of", std::move(of));
+  follow_on::SetCause({std::string(kind::kHang), stuck.subject, stuck.culprits}, f);
 }
 
 void MarkCulpritStopped(const StuckCollective& stuck, Finding* f) {

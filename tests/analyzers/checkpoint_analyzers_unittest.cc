@@ -189,12 +189,29 @@ TEST(CheckpointMismatchAnalyzerTest, ARankThatLoadedAStaleCheckpointIsNamed) {
   EXPECT_EQ(Evidence(f, "params_differ_after_load"), "true");
 }
 
+// The stale rank is named from what it loaded, at any world size: an older checkpoint.
+TEST(CheckpointMismatchAnalyzerTest, TheRankThatLoadedAnOlderCheckpointIsNamedAtTwoRanks) {
+  for (int stale : {0, 1}) {
+    TestRun run;
+    WriteResumed(
+        &run, 2,
+        {stale == 0 ? Load(4, 0xb) : Load(6, 0xa), stale == 1 ? Load(4, 0xb) : Load(6, 0xa)},
+        {{1, 2}, {3, 4}});
+    auto findings = RunOne(CreateCheckpointMismatchAnalyzer(), run.dir());
+    ASSERT_EQ(findings.size(), 1u);
+    EXPECT_EQ(findings[0].ranks, std::vector<int>{stale});
+    EXPECT_EQ(findings[0].subject, CkptPath(4));
+    EXPECT_EQ(Evidence(findings[0], "basis"), "\"older checkpoint\"");
+  }
+}
+
 TEST(CheckpointMismatchAnalyzerTest, SameLoadsButDifferentParametersIsAMismatch) {
   TestRun run;
   WriteResumed(&run, 2, {Load(6, 0xa), Load(6, 0xa)}, {{1, 2}, {1, 5}});
   auto findings = RunOne(CreateCheckpointMismatchAnalyzer(), run.dir());
   ASSERT_EQ(findings.size(), 1u);
-  EXPECT_EQ(findings[0].ranks, std::vector<int>{1});
+  EXPECT_EQ(findings[0].ranks, (std::vector<int>{0, 1}));  // a tie: no majority
+  EXPECT_EQ(Evidence(findings[0], "majority"), "false");
   EXPECT_EQ(findings[0].subject, CkptPath(6));
   EXPECT_EQ(findings[0].step, 6);
 }

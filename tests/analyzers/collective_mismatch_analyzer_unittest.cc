@@ -124,8 +124,9 @@ TEST(CollectiveMismatchAnalyzerTest, DtypeAndOpDifferencesCount) {
     });
   }
   const auto findings = Analyze(run);
-  ASSERT_EQ(findings.size(), 1u);                     // one per process group
-  EXPECT_EQ(findings[0].ranks, std::vector<int>{1});  // two ranks: rank 0 is the reference
+  ASSERT_EQ(findings.size(), 1u);                          // one per process group
+  EXPECT_EQ(findings[0].ranks, (std::vector<int>{0, 1}));  // two ranks: no majority, both
+  EXPECT_EQ(Evidence(findings[0], "majority"), "false");
   EXPECT_EQ(findings[0].subject, "pg 0 seq 0");
   EXPECT_EQ(Evidence(findings[0], "mismatched_collectives"), "2");
 }
@@ -176,8 +177,31 @@ TEST(CollectiveMismatchAnalyzerTest, PendingEntriesOfFlightDumpsAreCompared) {
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(findings[0].subject, "pg 0 seq 6");
   EXPECT_EQ(findings[0].step, 2);
-  EXPECT_EQ(findings[0].ranks, std::vector<int>{1});
+  EXPECT_EQ(findings[0].ranks, (std::vector<int>{0, 1}));
   EXPECT_EQ(Evidence(findings[0], "source"), "\"flight-dump\"");
+}
+
+// A rank that failed in the mismatched collective has no `coll` record of it, only its
+// dump's pending entry: it still counts, with that entry's signature.
+TEST(CollectiveMismatchAnalyzerTest, ARankThatFailedInTheCollectiveCountsWithItsDumpEntry) {
+  TestRun run;
+  for (int r = 0; r < 4; ++r) {
+    WriteRank(&run, r, 4, 3, [r](int64_t step, std::vector<Call>* calls) {
+      if (step != 2) return;
+      if (r == 1) calls->clear();        // failed in seq 6: no record from here on
+      if (r == 2) (*calls)[0].n = 1001;  // the odd one
+    });
+  }
+  run.WriteFile(trace::FlightDumpFileName(1),
+                "{\"schema\":\"dsdiag.flight/1\",\"run_id\":\"test-run\",\"rank\":1,"
+                "\"world_size\":4,\"reason\":\"error\",\"ts\":900000000000,\"entries\":["
+                "{\"pg\":0,\"seq\":6,\"op\":\"allreduce\",\"dtype\":\"f32\",\"n\":1000,"
+                "\"tag\":\"grad-bucket-0\",\"step\":2,\"state\":\"started\",\"issued\":3}]}\n");
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].ranks, std::vector<int>{2});
+  EXPECT_NE(findings[0].summary.find("where ranks 0,1,3 issued"), std::string::npos)
+      << findings[0].summary;
 }
 
 TEST(CollectiveMismatchAnalyzerTest, AMalformedDumpIsIgnoredHere) {

@@ -75,8 +75,10 @@ TEST(ConfigMismatchAnalyzerTest, AKeyOnSomeRanksOnlyIsADifference) {
   ASSERT_EQ(findings.size(), 2u);
   const Finding* nccl = BySubject(findings, "env.NCCL_DEBUG");
   ASSERT_NE(nccl, nullptr);
-  // One rank each: the tie goes to the lowest rank's value, so rank 1 is the odd one.
-  EXPECT_EQ(nccl->ranks, std::vector<int>{1});
+  // One rank each: a tie, no majority, both named (at two ranks a vote blames one at random).
+  EXPECT_EQ(nccl->ranks, (std::vector<int>{0, 1}));
+  EXPECT_EQ(Evidence(*nccl, "majority"), "false");
+  EXPECT_NE(nccl->summary.find("no majority"), std::string::npos) << nccl->summary;
   EXPECT_EQ(Evidence(*nccl, "values"),
             "[{\"value\":null,\"absent\":true,\"ranks\":[0]},{\"value\":\"INFO\",\"ranks\":[1]}]");
   EXPECT_NE(BySubject(findings, "config.clip_norm"), nullptr);
@@ -105,7 +107,22 @@ TEST(ConfigMismatchAnalyzerTest, ManyValuesAreListedUpToALimit) {
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(Evidence(findings[0], "distinct_values"), "12");
   EXPECT_EQ(findings[0].evidence.Find("values")->elements().size(), 8u);
-  EXPECT_EQ(findings[0].ranks.size(), 11u);
+  EXPECT_EQ(findings[0].ranks.size(), 12u);  // twelve values, one rank each: no majority
+}
+
+// An even split of four: two against two names all four; three against one names the one.
+TEST(ConfigMismatchAnalyzerTest, AnEvenSplitOfFourNamesEveryRankAndThreeAgainstOneTheOne) {
+  for (int odd : {2, 1}) {
+    TestRun run;
+    for (int r = 0; r < 4; ++r) {
+      auto h = TestRun::Header(r, 4);
+      h.config.Set("batch_size", r >= 4 - odd ? 16 : 8);
+      run.WriteCleanRank(h, 1);
+    }
+    const auto findings = Analyze(run);
+    ASSERT_EQ(findings.size(), 1u);
+    EXPECT_EQ(findings[0].ranks, odd == 2 ? (std::vector<int>{0, 1, 2, 3}) : std::vector<int>{3});
+  }
 }
 
 }  // namespace

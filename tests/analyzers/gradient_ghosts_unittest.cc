@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "analyzers/framework/analyzer_factories.h"
+#include "analyzers/framework/compare.h"
 #include "analyzers/framework/finding_kinds.h"
 #include "tests/analyzers/analyzer_test_util.h"
 #include "tests/analyzers/test_run.h"
@@ -146,7 +147,8 @@ TEST(GradDesyncAnalyzerTest, TheMinorityRankAndBucketAtTheFirstStep) {
   EXPECT_EQ(Evidence(f, "groups"), "[{\"ranks\":[0,1,3]},{\"ranks\":[2]}]");
 }
 
-TEST(GradDesyncAnalyzerTest, PerParamFingerprintsNameTheParameter) {
+// Two ranks that disagree after the sync, with nothing else to go by: no majority, both named.
+TEST(GradDesyncAnalyzerTest, ATieAtTwoRanksNamesBothAndSaysThereIsNoMajority) {
   TestRun run;
   WriteRun(&run, 2, 3, [&](int rank, int step, trace::TraceWriter* w) {
     std::vector<uint64_t> h = {1, 2, 3, 4};
@@ -155,10 +157,60 @@ TEST(GradDesyncAnalyzerTest, PerParamFingerprintsNameTheParameter) {
   });
   auto findings = RunOne(CreateGradDesyncAnalyzer(), run.dir());
   ASSERT_EQ(findings.size(), 1u);
-  EXPECT_EQ(findings[0].ranks, std::vector<int>{1});  // a tie: rank 0 is the reference
+  EXPECT_EQ(findings[0].ranks, (std::vector<int>{0, 1}));
   EXPECT_EQ(findings[0].step, 1);
   EXPECT_EQ(findings[0].subject, "blocks.0.moe.experts.1.w_in.weight");
   EXPECT_EQ(Evidence(findings[0], "steps_affected"), "2");
+  EXPECT_EQ(Evidence(findings[0], "basis"), "\"no majority\"");
+  EXPECT_EQ(Evidence(findings[0], "majority"), "false");
+  EXPECT_NE(findings[0].summary.find("no majority"), std::string::npos) << findings[0].summary;
+}
+
+// The evidence at any world size: every rank agreed at the allreduce's completion, and the
+// rank whose own gradient then changed before the optimizer step is the one named — rank 0
+// here, which a vote at two ranks would have passed over.
+TEST(GradDesyncAnalyzerTest, TheRankWhoseGradientChangedAfterTheSyncIsNamedAtTwoRanks) {
+  TestRun run;
+  WriteRun(&run, 2, 6, [&](int rank, int step, trace::TraceWriter* w) {
+    const std::vector<uint64_t> synced = {uint64_t(step), 100 + uint64_t(step)};
+    std::vector<uint64_t> used = synced;
+    if (rank == 0 && step >= 3) used[1] = 999;
+    WriteFp(w, "grad", "after-sync", "bucket", synced);
+    WriteFp(w, "grad", "pre-step", "bucket", used);
+  });
+  auto findings = RunOne(CreateGradDesyncAnalyzer(), run.dir());
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].ranks, std::vector<int>{0});
+  EXPECT_EQ(findings[0].step, 3);
+  EXPECT_EQ(Evidence(findings[0], "basis"), "\"changed after the sync\"");
+  EXPECT_EQ(findings[0].summary.rfind("rank 0 changed its gradient for bucket 1", 0), 0u)
+      << findings[0].summary;
+}
+
+// An even split of four: two against two is no majority, unless the evidence says who.
+TEST(GradDesyncAnalyzerTest, AnEvenSplitOfFourIsNoMajorityUnlessTheEvidenceSaysWho) {
+  for (bool evidence : {false, true}) {
+    SCOPED_TRACE(evidence);
+    TestRun run;
+    WriteRun(&run, 4, 4, [&](int rank, int step, trace::TraceWriter* w) {
+      const std::vector<uint64_t> synced = {1, 2};
+      std::vector<uint64_t> odd = {1, 3};
+      WriteFp(w, "grad", "after-sync", "bucket", evidence || rank < 2 ? synced : odd);
+      if (evidence) WriteFp(w, "grad", "pre-step", "bucket", rank < 2 || step < 2 ? synced : odd);
+    });
+    auto findings = RunOne(CreateGradDesyncAnalyzer(), run.dir());
+    ASSERT_EQ(findings.size(), 1u);
+    EXPECT_EQ(findings[0].ranks,
+              evidence ? (std::vector<int>{2, 3}) : (std::vector<int>{0, 1, 2, 3}));
+    EXPECT_EQ(Evidence(findings[0], "majority"), evidence ? "true" : "false");
+  }
+}
+
+std::vector<Finding> RunDivergence(const TestRun& run) {
+  std::vector<std::unique_ptr<Analyzer>> analyzers;
+  analyzers.push_back(CreateInitDivergenceAnalyzer());
+  analyzers.push_back(CreateReplicaDivergenceAnalyzer());
+  return RunCompareWith(run.dir(), analyzers).findings;
 }
 
 TEST(ReplicaDivergenceAnalyzerTest, DifferentInitIsInitDivergenceOnly) {
@@ -171,7 +223,7 @@ TEST(ReplicaDivergenceAnalyzerTest, DifferentInitIsInitDivergenceOnly) {
       [&](int rank, trace::TraceWriter* w) {
         WriteFp(w, "param", "init", "bucket", {rank == 1 ? 8u : 9u, 5});
       });
-  auto findings = RunOne(CreateReplicaDivergenceAnalyzer(), run.dir());
+  auto findings = RunDivergence(run);
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(findings[0].kind, kind::kInitDivergence);
   EXPECT_EQ(findings[0].ranks, std::vector<int>{1});
@@ -179,6 +231,47 @@ TEST(ReplicaDivergenceAnalyzerTest, DifferentInitIsInitDivergenceOnly) {
   EXPECT_EQ(findings[0].subject,
             "bucket 0 (blocks.0.moe.experts.1.w_out.weight, "
             "blocks.0.moe.experts.1.w_in.weight)");
+}
+
+// Rank 0 is the broadcast's source: at two ranks the one that did not get its parameters is
+// rank 1, not a coin toss; at an even split of four, the two that differ from rank 0.
+TEST(InitDivergenceAnalyzerTest, TheRanksThatDifferFromTheBroadcastSourceAtAnyWorldSize) {
+  for (int world : {2, 4}) {
+    SCOPED_TRACE(world);
+    TestRun run;
+    WriteRun(
+        &run, world, 2, [](int, int, trace::TraceWriter*) {},
+        [&](int rank, trace::TraceWriter* w) {
+          WriteFp(w, "param", "init", "bucket", {rank < world / 2 ? 9u : 8u, 5});
+        });
+    auto findings = RunDivergence(run);
+    ASSERT_EQ(findings.size(), 1u);
+    EXPECT_EQ(findings[0].kind, kind::kInitDivergence);
+    EXPECT_EQ(findings[0].ranks, world == 2 ? std::vector<int>{1} : (std::vector<int>{2, 3}));
+    EXPECT_NE(findings[0].summary.find("rank 0's parameters"), std::string::npos);
+  }
+}
+
+// A rank whose parameters changed between two optimizer steps (a manual decay) is named at
+// two ranks; without that evidence, two replicas that differ are no majority.
+TEST(ReplicaDivergenceAnalyzerTest, ParametersChangedOutsideTheOptimizerNameTheirRank) {
+  for (bool evidence : {true, false}) {
+    SCOPED_TRACE(evidence);
+    TestRun run;
+    WriteRun(&run, 2, 4, [&](int rank, int step, trace::TraceWriter* w) {
+      const uint64_t decayed = rank == 1 && step >= 2 ? 77 : 0;
+      if (evidence && step >= 1)
+        WriteFp(w, "param", "pre-step", "bucket", {uint64_t(step - 1) + decayed, 5});
+      WriteFp(w, "param", "periodic", "bucket", {uint64_t(step) + (evidence ? 0 : decayed), 5});
+    });
+    auto findings = RunDivergence(run);
+    ASSERT_EQ(findings.size(), 1u);
+    EXPECT_EQ(findings[0].kind, kind::kReplicaDivergence);
+    EXPECT_EQ(findings[0].step, 2);
+    EXPECT_EQ(findings[0].ranks, evidence ? std::vector<int>{1} : (std::vector<int>{0, 1}));
+    EXPECT_EQ(Evidence(findings[0], "basis"),
+              evidence ? "\"changed outside the optimizer\"" : "\"no majority\"");
+  }
 }
 
 TEST(ReplicaDivergenceAnalyzerTest, EqualAtInitThenTheFirstDifferingFingerprint) {

@@ -184,9 +184,32 @@ TEST(ScalerDesyncAnalyzerTest, AScaleRestoredOnOneRankOnlyIsADesync) {
   });
   auto findings = RunOne(CreateScalerDesyncAnalyzer(), run.dir());
   ASSERT_EQ(findings.size(), 1u);
-  EXPECT_EQ(findings[0].ranks, std::vector<int>{1});
+  // Two scales, one rank each, nothing else to go by: no majority, both named.
+  EXPECT_EQ(findings[0].ranks, (std::vector<int>{0, 1}));
   EXPECT_EQ(findings[0].step, 0);
   EXPECT_EQ(findings[0].subject, "loss scale");
+  EXPECT_EQ(Evidence(findings[0], "basis"), "\"no majority\"");
+}
+
+// At two ranks the rank that did not reduce the found-inf flag is named from its own
+// records: rank 0 overflowed and skipped; rank 1's reduced flag says no overflow.
+TEST(ScalerDesyncAnalyzerTest, TheRankThatDidNotReduceTheFlagIsNamedAtTwoRanks) {
+  TestRun run;
+  WriteRun(&run, 2, 4, [](int rank, int step, trace::TraceWriter* w) {
+    ScalerRec r;
+    if (step == 1) {
+      r.inf_local = rank == 0;
+      r.inf_global = rank == 0;  // rank 1 never saw rank 0's flag
+      r.skipped = rank == 0;
+    }
+    WriteScaler(w, r);
+  });
+  auto findings = RunOne(CreateScalerDesyncAnalyzer(), run.dir());
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].ranks, std::vector<int>{1});
+  EXPECT_EQ(Evidence(findings[0], "basis"), "\"found-inf not reduced across ranks\"");
+  EXPECT_NE(findings[0].summary.find("rank 1 stepped while rank 0 skipped it"), std::string::npos)
+      << findings[0].summary;
 }
 
 TEST(ClipBeforeUnscaleAnalyzerTest, ClippingScaledGradientsIsAnErrorWithNormMaxAndScale) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,9 +49,12 @@ std::vector<int64_t> Strided(int64_t size, int world, int rank) {
 using ShardFn = std::function<std::vector<int64_t>(int rank, int epoch)>;
 
 void WriteRun(TestRun* run, int world, int64_t size, int epochs, const ShardFn& shard,
-              const std::function<int64_t(int)>& seed = {}) {
+              const std::function<int64_t(int)>& seed = {},
+              std::optional<int64_t> configured_seed = std::nullopt) {
   for (int r = 0; r < world; ++r) {
-    auto w = run->Open(TestRun::Header(r, world));
+    trace::TraceHeader header = TestRun::Header(r, world);
+    if (configured_seed) header.config.Set("seed", *configured_seed);
+    auto w = run->Open(header);
     for (int e = 0; e < epochs; ++e) {
       w->SetStep(e * 2);
       const auto members = shard(r, e);
@@ -89,14 +93,15 @@ TEST(ShardOverlapAnalyzerTest, PaddingDuplicatesAreNormal) {
 
 TEST(ShardOverlapAnalyzerTest, ForeignSeedOverlapsAndMissesNamingTheOddRank) {
   // Rank 1 shuffles with its own seed: it takes 0..7 while rank 0 takes the even samples,
-  // so 0, 2, 4, 6 are on both and 9, 11, 13, 15 on neither.
+  // so 0, 2, 4, 6 are on both and 9, 11, 13, 15 on neither. Two ranks that disagree are a
+  // tie; the seed the run was configured with (the headers' config.seed) breaks it.
   TestRun run;
   WriteRun(
       &run, 2, 16, 2,
       [](int r, int) {
         return r == 1 ? std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7} : Strided(16, 2, 0);
       },
-      [](int r) { return r == 1 ? int64_t{99} : int64_t{1234}; });
+      [](int r) { return r == 1 ? int64_t{99} : int64_t{1234}; }, int64_t{1234});
   const auto findings = Analyze(run);
   ASSERT_EQ(findings.size(), 2u);
   const Finding* overlap = &findings[0];
@@ -113,6 +118,17 @@ TEST(ShardOverlapAnalyzerTest, ForeignSeedOverlapsAndMissesNamingTheOddRank) {
   EXPECT_EQ(missed->severity, Severity::kWarning);
   EXPECT_EQ(missed->ranks, std::vector<int>{1});
   EXPECT_EQ(Evidence(*missed, "missed"), "4");
+}
+
+TEST(ShardOverlapAnalyzerTest, AForeignSeedAtTwoRanksWithoutAConfiguredSeedNamesBoth) {
+  TestRun run;
+  WriteRun(
+      &run, 2, 16, 1,
+      [](int r, int) {
+        return r == 1 ? std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7} : Strided(16, 2, 0);
+      },
+      [](int r) { return r == 1 ? int64_t{99} : int64_t{1234}; });
+  for (const Finding& f : Analyze(run)) EXPECT_EQ(f.ranks, (std::vector<int>{0, 1})) << f.summary;
 }
 
 TEST(ShardOverlapAnalyzerTest, JointMissWithoutOverlapIsAWarning) {

@@ -30,6 +30,38 @@ std::vector<IndexDivergence> DiffByIndex(const std::map<int, FingerprintRecord>&
   return out;
 }
 
+namespace {
+
+bool Comparable(const FingerprintRecord& a, const FingerprintRecord& b) {
+  return a.per_param == b.per_param && a.hashes.size() == b.hashes.size();
+}
+
+}  // namespace
+
+std::vector<int> ChangedRanks(const std::map<int, FingerprintRecord>& before,
+                              const std::map<int, FingerprintRecord>& after, int index) {
+  std::vector<int> changed;
+  for (const auto& [rank, b] : before) {
+    auto a = after.find(rank);
+    if (a == after.end() || !Comparable(b, a->second) || index < 0 ||
+        static_cast<size_t>(index) >= b.hashes.size())
+      continue;
+    if (b.hashes[index] != a->second.hashes[index]) changed.push_back(rank);
+  }
+  return changed;
+}
+
+std::vector<int> ChangedRanks(const std::map<int, FingerprintRecord>& before,
+                              const std::map<int, FingerprintRecord>& after) {
+  std::vector<int> changed;
+  for (const auto& [rank, b] : before) {
+    auto a = after.find(rank);
+    if (a != after.end() && Comparable(b, a->second) && b.hashes != a->second.hashes)
+      changed.push_back(rank);
+  }
+  return changed;
+}
+
 std::vector<RankGroup<uint64_t>> GroupByVector(const std::map<int, FingerprintRecord>& by_rank) {
   std::vector<std::pair<int, uint64_t>> values;
   for (const auto& [rank, fp] : by_rank) {

@@ -37,6 +37,14 @@ struct IndexDivergence {
 // differs from the lowest rank's are left out of the comparison (a config mismatch).
 std::vector<IndexDivergence> DiffByIndex(const std::map<int, FingerprintRecord>& by_rank);
 
+// The ranks of both maps whose fingerprint at `index` differs between `before` and `after`
+// (same granularity and length): the ranks whose own tensor changed in between.
+std::vector<int> ChangedRanks(const std::map<int, FingerprintRecord>& before,
+                              const std::map<int, FingerprintRecord>& after, int index);
+// The same over the whole vector.
+std::vector<int> ChangedRanks(const std::map<int, FingerprintRecord>& before,
+                              const std::map<int, FingerprintRecord>& after);
+
 // Ranks grouped by their whole fingerprint vector (replicas that agree with each other).
 std::vector<RankGroup<uint64_t>> GroupByVector(const std::map<int, FingerprintRecord>& by_rank);
 

@@ -1,0 +1,57 @@
+// The divergence follow-on pass: replicas that drift apart after a gradient desync or a
+// scaler desync drift because of it — the gradients, or the decision to step, differed, so
+// the updates did. The replica-divergence finding at or after such a finding's step becomes
+// an `info` follow-on of it (the earliest cause), with the cause in its evidence; the cause
+// stays the error on screen.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analyzers/framework/finding_kinds.h"
+#include "analyzers/framework/findings_pass.h"
+#include "analyzers/passes/follow_on.h"
+
+namespace dsdiag::analyzers {
+namespace {
+
+bool IsDesync(const Finding& f) {
+  return (f.kind == kind::kGradDesync || f.kind == kind::kScalerDesync) &&
+         f.severity == Severity::kError && f.step;
+}
+
+class DivergenceFollowOnPass : public FindingsPass {
+ public:
+  std::string_view name() const override { return "divergence-follow-on"; }
+
+  void Apply(const RunContext&, std::vector<Finding>* findings) const override {
+    const Finding* cause = nullptr;
+    for (const Finding& f : *findings)
+      if (IsDesync(f) && (!cause || *f.step < *cause->step)) cause = &f;
+    if (!cause) return;
+    const follow_on::Cause c{cause->kind, cause->subject.value_or(""), cause->ranks};
+    const int64_t step = *cause->step;
+    for (Finding& f : *findings) {
+      if (f.kind != kind::kReplicaDivergence || f.severity == Severity::kInfo || !f.step ||
+          *f.step < step)
+        continue;
+      follow_on::MarkFollowOn(
+          c,
+          "a follow-on of the " + c.kind + " at step " + std::to_string(step) + " (" +
+              (c.culprits.size() == 1 ? "rank " : "ranks ") + FormatRankRanges(c.culprits) + ")",
+          "A consequence, not a cause: the replicas' updates differed from step " +
+              std::to_string(step) + " because the " +
+              (c.kind == kind::kGradDesync ? "gradients" : "scaler decisions") + " did. Read the " +
+              c.kind + " finding.",
+          &f);
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<FindingsPass> CreateDivergenceFollowOnPass() {
+  return std::make_unique<DivergenceFollowOnPass>();
+}
+
+}  // namespace dsdiag::analyzers

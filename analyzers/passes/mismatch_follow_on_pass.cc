@@ -1,0 +1,96 @@
+// The collective-mismatch follow-on pass: when ranks issued different collectives at one
+// (pg, seq), the backend fails or hangs there — Gloo throws on the rank that got too many
+// bytes, the launcher then stops every other rank, a backend that waits forever trips the
+// watchdog. Each of those is reported (rank-died, hang) and would be one more error for one
+// cause. This pass marks them `info` follow-ons of the mismatch:
+//   - a rank-died warning or error whose ranks were left waiting in the mismatched collective
+//     or a later one of its process group (evidence `waiting_in`);
+//   - a rank-died finding that only says a rank was stopped by SIGTERM or SIGINT, from the
+//     mismatch's step on (the launcher tearing the failed job down);
+//   - a hang stuck in the mismatched collective or a later one of its process group.
+// The mismatch finding itself names the culprits; it is left as it is.
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "analyzers/framework/finding_kinds.h"
+#include "analyzers/framework/findings_pass.h"
+#include "analyzers/passes/follow_on.h"
+
+namespace dsdiag::analyzers {
+namespace {
+
+using follow_on::Cause;
+
+struct Mismatch {
+  int64_t pg = 0;
+  int64_t seq = 0;
+  int64_t step = 0;
+  Cause cause;
+};
+
+std::optional<Mismatch> MismatchOf(const Finding& f) {
+  if (f.kind != kind::kCollectiveMismatch || f.severity == Severity::kInfo) return std::nullopt;
+  const auto pg = follow_on::IntMember(f.evidence, "pg");
+  const auto seq = follow_on::IntMember(f.evidence, "seq");
+  if (!pg || !seq) return std::nullopt;
+  return Mismatch{*pg, *seq, f.step.value_or(0),
+                  Cause{std::string(kind::kCollectiveMismatch), f.subject.value_or(""), f.ranks}};
+}
+
+bool InOrAfter(const Mismatch& m, int64_t pg, int64_t seq) { return pg == m.pg && seq >= m.seq; }
+
+// A consequence of `m`, and in what words.
+std::optional<std::string> Consequence(const Mismatch& m, const Finding& f) {
+  if (f.severity == Severity::kInfo) return std::nullopt;
+  if (f.kind == kind::kRankDied) {
+    if (const auto w = follow_on::WaitingIn(f); w && InOrAfter(m, w->first, w->second))
+      return "left in the mismatched collective";
+    if (follow_on::StoppedBySignal(f) && f.step.value_or(m.step) >= m.step)
+      return "stopped after the mismatch failed the job";
+    return std::nullopt;
+  }
+  if (f.kind == kind::kHang) {
+    const auto pg = follow_on::IntMember(f.evidence, "pg");
+    const auto seq = follow_on::IntMember(f.evidence, "seq");
+    if (pg && seq && InOrAfter(m, *pg, *seq)) return "stuck because of the mismatch";
+  }
+  return std::nullopt;
+}
+
+class MismatchFollowOnPass : public FindingsPass {
+ public:
+  std::string_view name() const override { return "mismatch-follow-on"; }
+
+  void Apply(const RunContext&, std::vector<Finding>* findings) const override {
+    std::vector<Mismatch> mismatches;
+    for (const Finding& f : *findings)
+      if (auto m = MismatchOf(f)) mismatches.push_back(std::move(*m));
+    for (const Mismatch& m : mismatches)
+      for (Finding& f : *findings)
+        if (const auto why = Consequence(m, f)) Mark(m, *why, &f);
+  }
+
+ private:
+  static void Mark(const Mismatch& m, const std::string& why, Finding* f) {
+    const bool one = m.cause.culprits.size() == 1;
+    const std::string who = (one ? "rank " : "ranks ") + FormatRankRanges(m.cause.culprits);
+    follow_on::MarkFollowOn(
+        m.cause,
+        "a follow-on of the collective mismatch at " + m.cause.subject + ": " + why + " (" + who +
+            (one ? " issued" : " issued") + " another collective there)",
+        "A consequence, not a cause: the ranks issued different collectives at " + m.cause.subject +
+            " and the backend " + (f->kind == kind::kHang ? "waited" : "failed") +
+            " there. Read the collective-mismatch finding for what each rank issued.",
+        f);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<FindingsPass> CreateMismatchFollowOnPass() {
+  return std::make_unique<MismatchFollowOnPass>();
+}
+
+}  // namespace dsdiag::analyzers

@@ -1,0 +1,119 @@
+// The follow-on passes beyond the hang's (hang_analyzer_unittest.cc has those): a collective
+// mismatch's failures and a desync's divergence become info follow-ons with the cause in
+// their evidence; independent causes stay errors.
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analyzers/framework/finding_kinds.h"
+#include "analyzers/framework/findings_pass.h"
+#include "analyzers/framework/run_context.h"
+#include "tests/analyzers/analyzer_test_util.h"
+
+namespace dsdiag::analyzers {
+namespace {
+
+using testing::Evidence;
+
+Finding Make(std::string_view kind, int rank, std::optional<int64_t> step,
+             Severity s = Severity::kError) {
+  Finding f;
+  f.kind = std::string(kind);
+  f.severity = s;
+  f.ranks = {rank};
+  f.step = step;
+  f.summary = std::string(kind) + " on rank " + std::to_string(rank);
+  return f;
+}
+
+Finding Mismatch() {
+  Finding f = Make(kind::kCollectiveMismatch, 2, 7);
+  f.subject = "pg 0 seq 36";
+  f.evidence.Set("pg", 0);
+  f.evidence.Set("seq", 36);
+  return f;
+}
+
+Finding Died(int rank, int64_t step, std::optional<int64_t> waiting_seq, const char* signal) {
+  Finding f = Make(kind::kRankDied, rank, step);
+  if (waiting_seq) {
+    trace::JsonValue w = trace::JsonValue::Object();
+    w.Set("pg", 0);
+    w.Set("seq", *waiting_seq);
+    f.evidence.Set("waiting_in", std::move(w));
+  }
+  if (signal) f.evidence.Set("signal", signal);
+  return f;
+}
+
+void ApplyAll(std::vector<Finding>* findings) {
+  for (const auto& pass : CreateAllFindingsPasses()) pass->Apply(RunContext{}, findings);
+}
+
+std::vector<std::string> Errors(const std::vector<Finding>& findings) {
+  std::vector<std::string> out;
+  for (const Finding& f : findings)
+    if (f.severity == Severity::kError) out.push_back(f.kind + " " + FormatRankRanges(f.ranks));
+  return out;
+}
+
+// The 4-rank run: rank 2 issued a bigger allreduce, Gloo failed on rank 1, the
+// launcher stopped the rest. One error on screen: the mismatch.
+TEST(MismatchFollowOnTest, TheFailuresAndStopsAfterAMismatchAreItsFollowOns) {
+  std::vector<Finding> findings = {Mismatch(), Died(1, 7, 36, nullptr), Died(0, 7, 36, "SIGTERM"),
+                                   Died(2, 7, std::nullopt, "SIGTERM"), Died(3, 7, 40, nullptr)};
+  Finding hang = Make(kind::kHang, 2, 7);
+  hang.evidence.Set("pg", 0);
+  hang.evidence.Set("seq", 36);
+  hang.evidence.Set("culprit_count", int64_t{1});
+  findings.push_back(hang);
+  ApplyAll(&findings);
+  EXPECT_EQ(Errors(findings), std::vector<std::string>{"collective-mismatch 2"});
+  for (size_t i = 1; i < findings.size(); ++i) {
+    EXPECT_EQ(Evidence(findings[i], "follow_on_of"),
+              "{\"kind\":\"collective-mismatch\",\"subject\":\"pg 0 seq 36\",\"culprits\":[2]}")
+        << findings[i].kind << " " << findings[i].summary;
+    EXPECT_NE(findings[i].summary.find("a follow-on of the collective mismatch at pg 0 seq 36"),
+              std::string::npos)
+        << findings[i].summary;
+  }
+}
+
+// Not every death in such a run is the mismatch's: a crash before it, or one in another
+// process group's collective, is a cause of its own.
+TEST(MismatchFollowOnTest, ACrashBeforeTheMismatchOrElsewhereStaysAnError) {
+  std::vector<Finding> findings = {Mismatch(), Died(1, 3, std::nullopt, nullptr),
+                                   Died(3, 3, std::nullopt, "SIGSEGV")};
+  ApplyAll(&findings);
+  EXPECT_EQ(Errors(findings),
+            (std::vector<std::string>{"collective-mismatch 2", "rank-died 1", "rank-died 3"}));
+}
+
+// Replicas that drift after a gradient desync drift because of it.
+TEST(DivergenceFollowOnTest, ReplicaDivergenceAfterAGradDesyncIsItsFollowOn) {
+  std::vector<Finding> findings = {Make(kind::kGradDesync, 0, 5),
+                                   Make(kind::kReplicaDivergence, 0, 10)};
+  findings[1].ranks = {0, 1};
+  ApplyAll(&findings);
+  EXPECT_EQ(Errors(findings), std::vector<std::string>{"grad-desync 0"});
+  EXPECT_EQ(Evidence(findings[1], "follow_on_of"),
+            "{\"kind\":\"grad-desync\",\"subject\":null,\"culprits\":[0]}");
+  EXPECT_EQ(findings[1].ranks, (std::vector<int>{0, 1}));  // kind, ranks and step stay
+  EXPECT_EQ(findings[1].step, 10);
+}
+
+// Two independent causes in one run are both named: a gradient desync, then a crash.
+TEST(DivergenceFollowOnTest, AGradDesyncAndALaterCrashAreBothErrors) {
+  std::vector<Finding> findings = {Make(kind::kGradDesync, 0, 5),
+                                   Died(1, 12, std::nullopt, nullptr),
+                                   Make(kind::kReplicaDivergence, 0, 3)};
+  ApplyAll(&findings);
+  // The divergence before the desync's step is no consequence of it.
+  EXPECT_EQ(Errors(findings),
+            (std::vector<std::string>{"grad-desync 0", "rank-died 1", "replica-divergence 0"}));
+}
+
+}  // namespace
+}  // namespace dsdiag::analyzers
