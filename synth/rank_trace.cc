@@ -131,7 +131,12 @@ class Renderer {
     Grad(step, w.backward_end);
     for (; k < buckets_; ++k) Coll(step, k, w.enter[k], exit[k]);
     const StepEnd e = model_.End(w, exit[buckets_ - 1]);
+    // At the allreduce's completion every rank agrees; a rank-local edit shows before the step.
     Fingerprint("grad", "after-sync", e.sync_end, step);
+    Fingerprint("grad", "pre-step", e.sync_end, step);
+    // The probe fingerprints the parameters again before the step after a periodic one.
+    if (step > 0 && (step - 1) % kParamFpEvery == 0)
+      Fingerprint("param", "pre-step", e.sync_end, step);
     Phase(step, phase::kSync, w.backward_end, e.sync_end);
     Phase(step, phase::kOptimizer, e.sync_end, e.optimizer_end);
     if (step % kParamFpEvery == 0) Fingerprint("param", "periodic", e.optimizer_end, step);
@@ -238,16 +243,21 @@ class Renderer {
     const bool grad = what == "grad";
     uint64_t salt = 0;
     if (grad) {
-      // grad-desync: one bucket's gradient is altered after the allreduce, at that step only.
-      if (run_.faults->GradDesync(rank_, step)) salt = RankSalt(rank_, kSlotGradFp);
+      // grad-desync: one bucket's gradient is altered after the allreduce, at that step only:
+      // seen before the optimizer step, not at the allreduce's completion.
+      if (why == "pre-step" && run_.faults->GradDesync(rank_, step))
+        salt = RankSalt(rank_, kSlotGradFp);
     } else {
       // no-broadcast: every replica starts from its own init (rank 0's is the reference);
       // after a grad-desync the replica stays off for good.
       if (run_.faults->NoBroadcast() && rank_ != 0) salt ^= RankSalt(rank_, kSlotParamFp);
-      if (why != "init" && run_.faults->Drifted(rank_, step)) salt ^= RankSalt(rank_, kSlotGradFp);
+      // Before the step, the parameters are the previous step's.
+      const int64_t as_of = why == "pre-step" ? step - 1 : step;
+      if (why != "init" && run_.faults->Drifted(rank_, as_of)) salt ^= RankSalt(rank_, kSlotGradFp);
     }
-    // Parameters change only at optimizer steps: `init` and a step's `periodic` differ.
-    const int64_t state = grad || why == "init" ? step : step + 1;
+    // Parameters change only at optimizer steps: `init` and a step's `periodic` differ; a
+    // step's `pre-step` holds what the previous one's `periodic` did.
+    const int64_t state = grad || why == "init" || why == "pre-step" ? step : step + 1;
     trace::JsonLine l = Record(rec::kFingerprint, t, step);
     l.Field("what", what).Field("why", why).Field("gran", "bucket").BeginArray("h");
     for (int k = 0; k < buckets_; ++k) {

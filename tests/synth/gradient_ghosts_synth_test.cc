@@ -38,10 +38,13 @@ TEST(GradientGhostsSynthTest, GradDesyncOnAThousandRanksNamesTheRankAndTheStep) 
   EXPECT_EQ(d[0].severity, Severity::kError);
   EXPECT_EQ(d[0].ranks, std::vector<int>{5});
   EXPECT_EQ(d[0].step, 3);
-  // The replica drifted: first seen at the next parameter fingerprint (periodic, step 10).
+  EXPECT_EQ(d[0].evidence.Find("basis")->as_string(), "changed after the sync");
+  // The replica drifted: first seen at the next parameter fingerprint (periodic, step 10),
+  // a follow-on of the desync.
   const auto r = run.Of(kind::kReplicaDivergence);
   ASSERT_EQ(r.size(), 1u) << run.Serious();
-  EXPECT_EQ(r[0].severity, Severity::kError);
+  EXPECT_EQ(r[0].severity, Severity::kInfo);
+  EXPECT_NE(r[0].evidence.Find("follow_on_of"), nullptr);
   EXPECT_EQ(r[0].ranks, std::vector<int>{5});
   EXPECT_EQ(r[0].step, 10);
   EXPECT_TRUE(run.Of(kind::kInitDivergence).empty()) << run.Serious();

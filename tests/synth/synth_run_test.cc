@@ -469,7 +469,8 @@ TEST(SynthRunTest, FingerprintsAreWrittenLikeTheLightProbe) {
   const SynthRun run(Config(3, 12));
   const std::vector<Record> records = ParseRecords(run.RankTrace(1));
   const std::vector<Fp> fps = FingerprintsOf(run.RankTrace(1));
-  // init, after-sync each step, periodic after steps 0 and 10, final.
+  // init, after-sync and pre-step each step, periodic after steps 0 and 10 (and the parameters
+  // again before the steps after those), final.
   std::vector<std::string> keys;
   for (const Fp& fp : fps) {
     keys.push_back(fp.Key());
@@ -480,9 +481,12 @@ TEST(SynthRunTest, FingerprintsAreWrittenLikeTheLightProbe) {
       EXPECT_EQ(h.find_first_not_of("0123456789abcdef"), std::string::npos) << h;
     }
   }
-  std::vector<std::string> expected = {"param init 0", "grad after-sync 0", "param periodic 0"};
+  std::vector<std::string> expected = {"param init 0", "grad after-sync 0", "grad pre-step 0",
+                                       "param periodic 0"};
   for (int64_t s = 1; s < 12; ++s) {
     expected.push_back("grad after-sync " + std::to_string(s));
+    expected.push_back("grad pre-step " + std::to_string(s));
+    if (s == 1 || s == 11) expected.push_back("param pre-step " + std::to_string(s));
     if (s == 10) expected.push_back("param periodic 10");
   }
   expected.push_back("param final 12");
@@ -506,7 +510,8 @@ TEST(SynthRunTest, CleanFingerprintsAgreeAcrossRanksAndDependOnTheSeed) {
   const auto b = FingerprintsByKey(SynthRun(Config(5, 11)));
   const auto c = FingerprintsByKey(SynthRun(Config(5, 11, {}, 99)));
   EXPECT_EQ(a, b);
-  EXPECT_EQ(a.size(), 1u + 11u + 2u + 1u);
+  // init, after-sync + pre-step, periodic at 0 and 10, the param pre-step of step 1, final
+  EXPECT_EQ(a.size(), 1u + 2u * 11u + 2u + 1u + 1u);
   for (const auto& [key, by_rank] : a) {
     ASSERT_EQ(by_rank.size(), 5u) << key;
     for (const auto& h : by_rank) EXPECT_EQ(h, by_rank[0]) << key;
@@ -522,7 +527,10 @@ TEST(SynthRunTest, GradDesyncAltersOneBucketAtTheStepThenTheReplica) {
     EXPECT_EQ(by_rank[0], by_rank[3]) << key;
   }
   for (int64_t s = 0; s < 25; ++s) {
-    const auto& g = fps.at("grad after-sync " + std::to_string(s));
+    // Every rank agrees at the allreduce's completion; the edit shows before the step.
+    const auto& synced = fps.at("grad after-sync " + std::to_string(s));
+    EXPECT_EQ(synced[2], synced[0]) << "step " << s;
+    const auto& g = fps.at("grad pre-step " + std::to_string(s));
     if (s != 10) {
       EXPECT_EQ(g[2], g[0]) << "step " << s;
       continue;

@@ -69,8 +69,9 @@ TEST(AmpCkptGhosts, ScalerDesyncNamesTheRankThatSteppedAlone) {
       dir, "run", 6,
       {"--amp", "fp16", "--inject", "overflow:step=2,rank=0", "--inject", "scaler-desync:rank=1"});
   const auto findings = Compare(dir, "run");
-  // Rank 1 applied an update with inf gradients: its replica diverges as well.
-  EXPECT_EQ(Serious(findings), (Set{"scaler-desync/error", "replica-divergence/error"}));
+  // Rank 1 applied an update with inf gradients: its replica diverges as well, a follow-on.
+  EXPECT_EQ(Serious(findings), Set{"scaler-desync/error"});
+  EXPECT_TRUE(FindFinding(findings, "replica-divergence", "info"));
   const trace::JsonValue* f = FindFinding(findings, "scaler-desync", "error");
   ASSERT_TRUE(f);
   EXPECT_EQ(Ranks(*f), RankList{1});

@@ -54,13 +54,16 @@ TEST(TrainInject, UnusedParamLeavesTheSkippedModuleWithoutGradients) {
 TEST(TrainInject, GradDesyncAltersOneRanksGradientAfterTheSync) {
   TempDir dir("grad-desync");
   std::vector<Trace> t = RunTwoRanks(dir, {"--inject", "grad-desync:rank=1,step=2"});
-  std::vector<std::string> a = Fingerprints(t[0], "grad", "after-sync");
-  std::vector<std::string> b = Fingerprints(t[1], "grad", "after-sync");
+  // At the allreduce's completion both ranks agree; rank 1's edit shows before its step.
+  EXPECT_EQ(Fingerprints(t[0], "grad", "after-sync"), Fingerprints(t[1], "grad", "after-sync"));
+  std::vector<std::string> a = Fingerprints(t[0], "grad", "pre-step");
+  std::vector<std::string> b = Fingerprints(t[1], "grad", "pre-step");
   ASSERT_EQ(a.size(), 6u);
   ASSERT_EQ(b.size(), 6u);
   EXPECT_EQ(a[0], b[0]);
   EXPECT_EQ(a[1], b[1]);
   EXPECT_NE(a[2], b[2]);
+  EXPECT_NE(b[2], Fingerprints(t[1], "grad", "after-sync")[2]);
   EXPECT_NE(Fingerprints(t[0], "param", "final"), Fingerprints(t[1], "param", "final"));
 }
 

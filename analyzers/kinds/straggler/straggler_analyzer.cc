@@ -138,10 +138,14 @@ class StragglerAnalyzer : public Analyzer {
       if (a[i].enter > a[last].enter) last = i;
     }
     // Relative to the earliest: wall-clock ns (~1.8e18) would lose precision as doubles.
+    // The on-time arrival: the k-th earliest, k a tenth of the ranks (at least 1).
     std::vector<double>& behind = behind_;
     behind.clear();
     for (const Arrival& x : a) behind.push_back(double(x.enter - earliest));
-    const double median = MedianInPlace(&behind);
+    const size_t k = std::max<size_t>(1, (a.size() + 9) / 10);
+    std::nth_element(behind.begin(), behind.begin() + static_cast<std::ptrdiff_t>(k - 1),
+                     behind.end());
+    const double on_time = behind[k - 1];
     int64_t second = INT64_MIN;
     for (size_t i = 0; i < a.size(); ++i)
       if (i != last) second = std::max(second, a[i].enter);
@@ -149,7 +153,8 @@ class StragglerAnalyzer : public Analyzer {
     for (size_t i = 0; i < a.size(); ++i) {
       RankStats& s = ranks_[a[i].rank];
       const int64_t lateness = a[i].enter - earliest;
-      const int64_t excess = static_cast<int64_t>(std::llround(double(lateness) - median));
+      const int64_t excess =
+          std::max<int64_t>(0, static_cast<int64_t>(std::llround(double(lateness) - on_time)));
       ++s.collectives;
       s.lateness_ns += lateness;
       s.excess_ns += excess;

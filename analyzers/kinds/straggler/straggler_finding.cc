@@ -16,10 +16,11 @@ using trace::JsonValue;
 
 constexpr int64_t kMinExcessNs = 1 * kMs;
 constexpr double kStepShare = 0.10;      // of the median step time
-constexpr double kNoiseFactor = 5.0;     // times the ranks' spread of mean excess
+constexpr double kNoiseFactor = 5.0;     // times the on-time ranks' spread of mean excess
+constexpr size_t kMinForNoise = 3;       // on-time ranks needed to measure their spread
 constexpr double kRareFactor = 2.0;      // times the threshold, for ranks late in few steps
 constexpr double kMadToSigma = 1.4826;   // median absolute deviation -> standard deviation
-constexpr double kErrorLostShare = 0.5;  // of the median rank's step time
+constexpr double kErrorLostShare = 0.5;  // of the reference rank's step time
 constexpr double kPhaseExplains = 0.25;  // of the mean excess, for a phase to be named
 constexpr size_t kMaxRows = 8;           // stragglers detailed in the evidence table
 
@@ -66,46 +67,112 @@ struct Verdict {
   double mean_excess = 0;
 };
 
-// The rank whose mean excess is the (lower) median of all ranks': the typical rank.
-int MedianRank(const std::vector<RankStats>& ranks) {
-  std::vector<std::pair<double, int>> v;
-  for (size_t r = 0; r < ranks.size(); ++r)
-    if (ranks[r].Judged()) v.emplace_back(ranks[r].MeanExcess(), static_cast<int>(r));
-  std::sort(v.begin(), v.end());
-  return v[(v.size() - 1) / 2].second;
+// What the verdict compares every rank with.
+struct Judgement {
+  std::vector<Verdict> stragglers;  // worst first
+  int reference_rank = 0;  // a real on-time rank: its phases are what the stragglers' differ from
+  double threshold = 0;
+  double noise = 0;
+  double median_step = 0;
+};
+
+// What an on-time rank looks like: the lower half of the judged ranks by mean per-step
+// lateness (the ones that are not late) — their typical mean and median lateness (they are
+// late too, a little, behind the earliest tenth: jitter, a shared core) and 1.4826 x the
+// median absolute deviation of their means.
+struct OnTime {
+  double mean = 0;    // median of their mean per-step lateness
+  double median = 0;  // median of their median per-step lateness
+  double noise = 0;
+  size_t ranks = 0;
+};
+
+OnTime OnTimeRanks(const std::vector<RankStats>& ranks) {
+  std::vector<const RankStats*> judged;
+  for (const RankStats& s : ranks)
+    if (s.Judged()) judged.push_back(&s);
+  std::sort(judged.begin(), judged.end(), [](const RankStats* a, const RankStats* b) {
+    return a->MeanExcess() < b->MeanExcess();
+  });
+  judged.resize((judged.size() + 1) / 2);
+  std::vector<double> means, medians, deviations;
+  for (const RankStats* s : judged) {
+    means.push_back(s->MeanExcess());
+    medians.push_back(s->StepExcessQuantile(0.5));
+  }
+  OnTime t;
+  t.ranks = judged.size();
+  t.mean = Median(means);
+  t.median = Median(medians);
+  for (double x : means) deviations.push_back(std::abs(x - t.mean));
+  t.noise = kMadToSigma * Median(deviations);
+  return t;
 }
 
-// Per phase, the median over ranks of the mean time per step.
-std::map<std::string, double> MedianPhases(const std::vector<RankStats>& ranks) {
-  std::map<std::string, std::vector<double>> values;
+std::optional<Judgement> Judge(const std::vector<RankStats>& ranks) {
+  Judgement j;
+  std::vector<double> step_means;
+  size_t judged = 0;
   for (const RankStats& s : ranks) {
-    if (!s.present || s.steps == 0) continue;
-    for (const auto& [phase, ns] : s.phase_ns) values[phase];
+    if (!s.present) continue;
+    if (s.steps) step_means.push_back(double(s.step_ns) / s.steps);
+    judged += s.Judged() ? 1 : 0;
   }
-  for (auto& [phase, v] : values)
-    for (const RankStats& s : ranks)
-      if (s.present && s.steps) v.push_back(s.MeanPhase(phase));
-  std::map<std::string, double> medians;
-  for (const auto& [phase, v] : values) medians[phase] = Median(v);
-  return medians;
+  if (judged < 2) return std::nullopt;
+  j.median_step = Median(step_means);
+  j.threshold = std::max(double(kMinExcessNs), kStepShare * j.median_step);
+  const OnTime on_time = OnTimeRanks(ranks);
+  j.noise = on_time.noise;
+  // Too few on-time ranks to tell jitter from a pattern (two to five ranks): the cost tests,
+  // beyond what the on-time ranks see themselves, decide alone.
+  const bool noise_test = on_time.ranks >= kMinForNoise;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    const RankStats& s = ranks[r];
+    if (!s.Judged()) continue;
+    const double excess = s.MeanExcess() - on_time.mean;
+    // Late in most steps (a slow rank), or rarely but by so much that it costs twice the
+    // threshold on average (checkpoint stalls, GC pauses); a few unlucky steps are noise.
+    const bool costs =
+        s.MedianStepExcess() - on_time.median > j.threshold || excess > kRareFactor * j.threshold;
+    const bool outlier = !noise_test || excess > kNoiseFactor * j.noise;
+    if (costs && excess > j.threshold && outlier)
+      j.stragglers.push_back({static_cast<int>(r), s.MeanExcess()});
+  }
+  // Every rank late is nobody late: the on-time arrival is one of them.
+  if (j.stragglers.empty() || j.stragglers.size() >= judged) return std::nullopt;
+  std::stable_sort(
+      j.stragglers.begin(), j.stragglers.end(),
+      [](const Verdict& a, const Verdict& b) { return a.mean_excess > b.mean_excess; });
+  // The reference: the median on-time rank by mean lateness (the lower median: a real rank).
+  std::vector<std::pair<double, int>> others;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    if (!ranks[r].Judged()) continue;
+    const bool late = std::any_of(j.stragglers.begin(), j.stragglers.end(),
+                                  [&](const Verdict& v) { return v.rank == static_cast<int>(r); });
+    if (!late) others.emplace_back(ranks[r].MeanExcess(), static_cast<int>(r));
+  }
+  std::sort(others.begin(), others.end());
+  j.reference_rank = others[(others.size() - 1) / 2].second;
+  return j;
 }
 
 struct Explanation {
   std::string phase;  // empty: none
   double rank_ns = 0;
-  double median_ns = 0;
+  double reference_ns = 0;
 };
 
-Explanation Explain(const RankStats& s, const std::map<std::string, double>& medians,
-                    double mean_excess) {
+// The phase (sync aside, where the others' waiting shows) whose mean time per step exceeds
+// the reference rank's the most, when it explains a good share of the excess.
+Explanation Explain(const RankStats& s, const RankStats& reference, double mean_excess) {
   Explanation best;
   double best_diff = 0;
-  for (const auto& [phase, median] : medians) {
+  for (const auto& [phase, ns] : s.phase_ns) {
     if (phase == trace::phase::kSync) continue;
-    const double diff = s.MeanPhase(phase) - median;
+    const double diff = s.MeanPhase(phase) - reference.MeanPhase(phase);
     if (diff > best_diff) {
       best_diff = diff;
-      best = {phase, s.MeanPhase(phase), median};
+      best = {phase, s.MeanPhase(phase), reference.MeanPhase(phase)};
     }
   }
   if (best_diff < kPhaseExplains * mean_excess) return {};
@@ -122,85 +189,98 @@ std::optional<int64_t> FirstStep(const RankStats& s, double mean_excess) {
 }
 
 JsonValue Row(const std::vector<RankStats>& ranks, int rank, const std::string& role,
-              const std::map<std::string, double>& medians, const Explanation* why) {
+              const RankStats& reference, const Explanation* why) {
   const RankStats& s = ranks[rank];
   JsonValue row = JsonValue::Object();
   row.Set("rank", rank);
   row.Set("role", role);
   row.Set("collectives", s.collectives);
+  row.Set("steps", s.excess_steps);
   row.Set("last_share", std::round(s.LastShare() * 1000) / 1000);
+  // Per step, the step's largest lateness behind the on-time ranks: what the rule judges.
+  row.Set("step_lateness_median_ms", Ms(s.StepExcessQuantile(0.5)));
+  row.Set("step_lateness_mean_ms", Ms(s.MeanExcess()));
+  row.Set("step_lateness_p95_ms", Ms(s.StepExcessQuantile(0.95)));
+  // Per collective, behind the earliest rank.
   row.Set("mean_lateness_ms", Ms(s.MeanLateness()));
   row.Set("p95_lateness_ms", Ms(s.P95()));
   row.Set("max_lateness_ms", Ms(double(s.max_lateness_ns)));
-  row.Set("mean_excess_ms", Ms(s.MeanExcess()));
   row.Set("held_others_ms", Ms(double(s.held_ns)));
   row.Set("clock_offset_ms", Ms(double(s.clock.offset_ns())));
   JsonValue phases = JsonValue::Object();
-  for (const auto& [phase, median] : medians) phases.Set(phase, Ms(s.MeanPhase(phase)));
+  for (const auto& [phase, ns] : s.phase_ns) phases.Set(phase, Ms(s.MeanPhase(phase)));
+  for (const auto& [phase, ns] : reference.phase_ns)
+    if (!phases.Find(phase)) phases.Set(phase, Ms(s.MeanPhase(phase)));
   row.Set("phase_ms", std::move(phases));
   if (why) {
     row.Set("excess_phase", why->phase.empty() ? JsonValue() : JsonValue(why->phase));
     if (!why->phase.empty()) {
       row.Set("excess_phase_ms", Ms(why->rank_ns));
-      row.Set("median_phase_ms", Ms(why->median_ns));
+      row.Set("reference_phase_ms", Ms(why->reference_ns));
     }
   }
   return row;
 }
 
-Finding MakeFinding(const std::vector<RankStats>& ranks, const std::vector<Verdict>& stragglers,
-                    double threshold, double noise, double median_step, double median_total) {
-  const std::map<std::string, double> medians = MedianPhases(ranks);
-  const int median_rank = MedianRank(ranks);
+std::string Summary(const std::vector<RankStats>& ranks, const Judgement& j,
+                    const std::vector<int>& named, const Explanation& e, double lost_share) {
+  const int worst = j.stragglers.front().rank;
+  const RankStats& w = ranks[worst];
+  std::string who = "rank " + std::to_string(worst);
+  if (j.stragglers.size() > 1) {
+    who = std::to_string(j.stragglers.size()) + " ranks (" + FormatRankRanges(named) +
+          ") hold up the collectives; the worst, " + who + ",";
+  }
+  std::string summary = who + " enters the step's collectives " +
+                        MsText(w.StepExcessQuantile(0.5)) + " after the on-time ranks in most " +
+                        "steps (per-step lateness: median " + MsText(w.StepExcessQuantile(0.5)) +
+                        ", mean " + MsText(w.MeanExcess()) + ", p95 " +
+                        MsText(w.StepExcessQuantile(0.95)) + "), the last to enter " +
+                        PercentText(w.LastShare()) + " of collectives";
+  if (!e.phase.empty()) {
+    summary += "; its " + PhaseLabel(e.phase) + " takes " + MsText(e.rank_ns) + " per step vs " +
+               MsText(e.reference_ns) + " on rank " + std::to_string(j.reference_rank);
+  }
+  return summary + "; the job waited " + PercentText(lost_share) + " of its step time for " +
+         (j.stragglers.size() > 1 ? "them" : "it");
+}
+
+Finding MakeFinding(const std::vector<RankStats>& ranks, const Judgement& j) {
+  const RankStats& reference = ranks[j.reference_rank];
   Finding f;
   f.kind = std::string(kind::kStraggler);
   int64_t held = 0;
   JsonValue rows = JsonValue::Array();
   std::vector<Explanation> why;
-  for (size_t i = 0; i < stragglers.size(); ++i) {
-    const int rank = stragglers[i].rank;
+  for (size_t i = 0; i < j.stragglers.size(); ++i) {
+    const int rank = j.stragglers[i].rank;
     const RankStats& s = ranks[rank];
     f.ranks.push_back(rank);
     held += s.held_ns;
-    why.push_back(Explain(s, medians, stragglers[i].mean_excess));
-    if (auto step = FirstStep(s, stragglers[i].mean_excess))
+    why.push_back(Explain(s, reference, j.stragglers[i].mean_excess));
+    if (auto step = FirstStep(s, j.stragglers[i].mean_excess))
       f.step = f.step ? std::min(*f.step, *step) : *step;
-    if (i < kMaxRows) rows.Push(Row(ranks, rank, "straggler", medians, &why.back()));
+    if (i < kMaxRows) rows.Push(Row(ranks, rank, "straggler", reference, &why.back()));
   }
   NormalizeRanks(&f.ranks);
-  rows.Push(Row(ranks, median_rank, "median", medians, nullptr));
-  const double lost_share = median_total > 0 ? held / median_total : 0;
+  rows.Push(Row(ranks, j.reference_rank, "reference", reference, nullptr));
+  const double reference_total = double(reference.step_ns);
+  const double lost_share = reference_total > 0 ? held / reference_total : 0;
   f.severity = lost_share >= kErrorLostShare ? Severity::kError : Severity::kWarning;
-
-  const int worst = stragglers.front().rank;
-  const RankStats& w = ranks[worst];
-  std::string who = "rank " + std::to_string(worst);
-  if (stragglers.size() > 1) {
-    who = std::to_string(stragglers.size()) + " ranks (" + FormatRankRanges(f.ranks) +
-          ") hold up the collectives; the worst, " + who + ",";
-  }
-  f.summary = who + " is the last to enter " + PercentText(w.LastShare()) + " of collectives, " +
-              MsText(w.MeanLateness()) + " after the earliest rank on average (p95 " +
-              MsText(w.P95()) + ")";
   const Explanation& e = why.front();
-  if (!e.phase.empty()) {
-    f.summary += "; its " + PhaseLabel(e.phase) + " takes " + MsText(e.rank_ns) + " per step vs " +
-                 MsText(e.median_ns) + " on the median rank";
-  }
-  f.summary += "; the job waited " + PercentText(lost_share) + " of its step time for " +
-               (stragglers.size() > 1 ? "them" : "it");
+  f.summary = Summary(ranks, j, f.ranks, e, lost_share);
 
   JsonValue& ev = f.evidence;
   ev.Set("ranks", std::move(rows));
-  ev.Set("stragglers", static_cast<int64_t>(stragglers.size()));
-  ev.Set("median_rank", median_rank);
-  ev.Set("threshold_ms", Ms(threshold));
-  ev.Set("noise_ms", Ms(noise));
-  ev.Set("median_step_ms", Ms(median_step));
+  ev.Set("stragglers", static_cast<int64_t>(j.stragglers.size()));
+  ev.Set("reference_rank", j.reference_rank);
+  ev.Set("threshold_ms", Ms(j.threshold));
+  ev.Set("noise_ms", Ms(j.noise));
+  ev.Set("median_step_ms", Ms(j.median_step));
   ev.Set("held_ms", Ms(double(held)));
   ev.Set("lost_share", std::round(lost_share * 1000) / 1000);
   ev.Set("excess_phase", e.phase.empty() ? JsonValue() : JsonValue(e.phase));
-  f.hint = (stragglers.size() > 1 ? "The worst straggler: " : "") + PhaseHint(e.phase) +
+  f.hint = (j.stragglers.size() > 1 ? "The worst straggler: " : "") + PhaseHint(e.phase) +
            " Every other rank waits for it at each collective (their `sync` phase grows "
            "by as much).";
   return f;
@@ -209,41 +289,9 @@ Finding MakeFinding(const std::vector<RankStats>& ranks, const std::vector<Verdi
 }  // namespace
 
 std::optional<Finding> JudgeStragglers(const std::vector<RankStats>& ranks) {
-  std::vector<double> step_means, step_totals, excesses;
-  for (const RankStats& s : ranks) {
-    if (!s.present) continue;
-    if (s.steps) {
-      step_means.push_back(double(s.step_ns) / s.steps);
-      step_totals.push_back(double(s.step_ns));
-    }
-    if (s.Judged()) excesses.push_back(s.MeanExcess());
-  }
-  if (excesses.size() < 2) return std::nullopt;
-  const double median_step = Median(step_means);
-  const double threshold = std::max(double(kMinExcessNs), kStepShare * median_step);
-  const double center = Median(excesses);
-  std::vector<double> deviations;
-  for (double x : excesses) deviations.push_back(std::abs(x - center));
-  const double noise = kMadToSigma * Median(deviations);
-  // Two ranks are their own median: each is as far from it as the other.
-  const bool outliers_only = excesses.size() >= 3;
-
-  std::vector<Verdict> stragglers;
-  for (size_t r = 0; r < ranks.size(); ++r) {
-    const RankStats& s = ranks[r];
-    if (!s.Judged()) continue;
-    const double excess = s.MeanExcess();
-    // Late in most steps (a slow rank), or rarely but by so much that it costs twice the
-    // threshold on average (checkpoint stalls, GC pauses); a few unlucky steps are noise.
-    const bool costs = s.MedianStepExcess() > threshold || excess > kRareFactor * threshold;
-    if (costs && excess > threshold && (!outliers_only || excess - center > kNoiseFactor * noise))
-      stragglers.push_back({static_cast<int>(r), excess});
-  }
-  if (stragglers.empty()) return std::nullopt;
-  std::stable_sort(stragglers.begin(), stragglers.end(), [](const Verdict& a, const Verdict& b) {
-    return a.mean_excess > b.mean_excess;
-  });
-  return MakeFinding(ranks, stragglers, threshold, noise, median_step, Median(step_totals));
+  const std::optional<Judgement> j = Judge(ranks);
+  if (!j) return std::nullopt;
+  return MakeFinding(ranks, *j);
 }
 
 }  // namespace dsdiag::analyzers::straggler

@@ -4,7 +4,9 @@
 // straggler_analyzer.cc has the rules.
 #pragma once
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -84,7 +86,8 @@ struct RankStats {
   std::optional<int64_t> held_step;
   int64_t held_step_ns = 0;
 
-  // Per step, the largest excess at any of its collectives, summed over steps. A rank late
+  // Per step, the largest excess (lateness behind the on-time ranks, straggler_analyzer.cc)
+  // at any of its collectives, summed over steps. A rank late
   // for the first gradient bucket is on time for the next ones (the others waited), so a
   // mean over collectives would dilute it by the number of buckets.
   int64_t step_excess_sum_ns = 0;
@@ -103,24 +106,28 @@ struct RankStats {
   void CloseStepExcess() {
     if (!excess_step) return;
     step_excess_sum_ns += excess_step_max_ns;
+    max_step_excess_ns = std::max(max_step_excess_ns, excess_step_max_ns);
     ++excess_steps;
     if (step_excess_histogram.empty()) step_excess_histogram.assign(kBuckets, 0);
     ++step_excess_histogram[BucketOf(excess_step_max_ns)];
     excess_step.reset();
   }
-  std::vector<uint32_t> step_excess_histogram;  // per-step excess; negative ones in bucket 0
+  std::vector<uint32_t> step_excess_histogram;  // per-step excess (never negative)
+  int64_t max_step_excess_ns = 0;
 
-  // The median over steps of the step's largest excess (from the histogram, ~6%).
-  double MedianStepExcess() const {
+  // A quantile over steps of the step's largest excess (from the histogram, ~6%; never above
+  // the largest step excess seen).
+  double StepExcessQuantile(double q) const {
     if (excess_steps == 0) return 0;
-    const int64_t want = (excess_steps + 1) / 2;
+    const int64_t want = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(q * excess_steps)));
     int64_t seen = 0;
     for (int i = 0; i < kBuckets; ++i) {
       seen += step_excess_histogram[i];
-      if (seen >= want) return BucketMiddle(i);
+      if (seen >= want) return std::min(BucketMiddle(i), double(max_step_excess_ns));
     }
-    return 0;
+    return double(max_step_excess_ns);
   }
+  double MedianStepExcess() const { return StepExcessQuantile(0.5); }
 
   // The mean over steps of the step's largest excess.
   double MeanExcess() const { return excess_steps ? double(step_excess_sum_ns) / excess_steps : 0; }
