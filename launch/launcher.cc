@@ -25,6 +25,7 @@
 #include "launch/rank_env.h"
 #include "launch/rendezvous.h"
 #include "launch/signal_scope.h"
+#include "trace/run_id.h"
 #include "trace/signal_name.h"
 
 namespace dsdiag::launch {
@@ -269,7 +270,7 @@ int Launch(const LaunchSpec& spec, LaunchReport* report) {
   LaunchReport local;
   LaunchReport& out = report != nullptr ? *report : local;
   out = LaunchReport{};
-  out.run_id = spec.run_id.empty() ? MakeRunId() : spec.run_id;
+  out.run_id = spec.run_id.empty() ? trace::MakeRunId() : spec.run_id;
   if (!spec.run_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(spec.run_dir, ec);

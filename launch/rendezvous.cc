@@ -5,13 +5,9 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <ctime>
-#include <random>
 
 #include "launch/launcher.h"  // LaunchError
-#include "trace/clock.h"
 
 namespace dsdiag::launch {
 
@@ -31,19 +27,6 @@ int PickFreePort() {
   }
   close(fd);
   return ntohs(addr.sin_port);
-}
-
-std::string MakeRunId(int64_t wall_ns) {
-  if (wall_ns < 0) wall_ns = trace::WallNs();
-  const std::time_t now = static_cast<std::time_t>(wall_ns / 1000000000);
-  std::tm local{};
-  localtime_r(&now, &local);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &local);
-  std::random_device random;
-  char suffix[16];
-  std::snprintf(suffix, sizeof suffix, "%08x", static_cast<unsigned>(random()));
-  return std::string(stamp) + "-" + suffix;
 }
 
 }  // namespace dsdiag::launch

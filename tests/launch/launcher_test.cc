@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "launch/rendezvous.h"
+#include "trace/run_id.h"
 #include "trace/signal_name.h"
 
 namespace dsdiag::launch {
@@ -390,11 +391,11 @@ TEST(LauncherUtilTest, PickFreePortAndNames) {
   EXPECT_EQ(trace::SignalName(SIGKILL), "SIGKILL");
   EXPECT_EQ(trace::SignalName(SIGTERM), "SIGTERM");
   EXPECT_EQ(trace::SignalName(0), "signal 0");
-  const std::string id = MakeRunId();
+  const std::string id = trace::MakeRunId();
   ASSERT_EQ(id.size(), 24u) << id;
   EXPECT_EQ(id[8], '-');
   EXPECT_EQ(id[15], '-');
-  EXPECT_NE(MakeRunId(), MakeRunId());
+  EXPECT_NE(trace::MakeRunId(), trace::MakeRunId());
 }
 
 }  // namespace

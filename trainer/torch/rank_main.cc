@@ -1,7 +1,8 @@
 // RunRank: the life of one rank process around the training loop —
-//   parse the fault plan -> rendezvous (TCPStore, process group) -> agree on the run id
-//   -> measure the clock offset to rank 0 -> start the probes (header, flight recorder,
-//   watchdog, collective probe) -> train -> end-of-run clock and barrier -> `end` record.
+//   parse the fault plan -> rendezvous (TCPStore, process group) -> start the probes
+//   (RankProbes: run id and clock offset to rank 0 through the store, header, flight
+//   recorder, watchdog, collective probe) -> train -> end-of-run clock and barrier -> `end`
+//   record.
 //
 // How a rank ends, and what its `end` record says:
 //   ok            training finished; exit 0
@@ -17,7 +18,6 @@
 #include "trainer/rank_main.h"
 
 #include <torch/torch.h>
-#include <torch/version.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -28,27 +28,23 @@
 #include <thread>
 
 #include "inject/inject_spec.h"
-#include "launch/rendezvous.h"
-#include "probes/collective_probe.h"
-#include "probes/flight_recorder.h"
-#include "probes/session.h"
-#include "probes/torch/torch_info.h"
-#include "probes/watchdog.h"
+#include "probes/rank_probes.h"
+#include "probes/torch/rank_probes_torch.h"
 #include "trace/clock.h"
+#include "trace/peer_loss.h"
 #include "trace/record_types.h"
 #include "trace/signal_name.h"
 #include "trace/trace_writer.h"
-#include "trainer/torch/clock_sync.h"
 #include "trainer/torch/comm.h"
 #include "trainer/torch/error_text.h"
 #include "trainer/torch/faults.h"
 #include "trainer/torch/run_control.h"
 #include "trainer/torch/trainer.h"
+#include "trainer/torch/wall_clock.h"
 
 namespace dsdiag::trainer {
 namespace {
 
-constexpr const char* kRunIdKey = "dsdiag/run_id";
 // Shorter than the launcher's SIGTERM -> SIGKILL grace, so that a stuck rank still writes
 // its own end record.
 constexpr auto kForceExitGrace = std::chrono::seconds(2);
@@ -61,26 +57,6 @@ constexpr auto kStoreProbeTimeoutMin = std::chrono::milliseconds(500);
 
 std::chrono::milliseconds StoreProbeTimeout(const Comm& comm) {
   return std::clamp(comm.timeout(), kStoreProbeTimeoutMin, kStoreProbeTimeout);
-}
-
-// The launcher's DSDIAG_RUN_ID, else one made by rank 0 and shared through the store.
-std::string ResolveRunId(const launch::DistEnv& env, c10d::Store& store, const WallClock& clock) {
-  if (!env.run_id.empty()) return env.run_id;
-  if (env.rank == 0) {
-    const std::string id = launch::MakeRunId(clock.Now());
-    store.set(kRunIdKey, std::vector<uint8_t>(id.begin(), id.end()));
-    return id;
-  }
-  const std::vector<uint8_t> id = store.get(kRunIdKey);
-  return std::string(id.begin(), id.end());
-}
-
-bool LooksLikePeerLoss(const std::string& message) {
-  for (const char* sign : {"Connection closed by peer", "Connection reset by peer", "Broken pipe",
-                           "lost the rendezvous store"}) {
-    if (message.find(sign) != std::string::npos) return true;
-  }
-  return false;
 }
 
 void Fail(const char* what, const launch::DistEnv& env, const std::string& message) {
@@ -111,63 +87,49 @@ void RecordStoreUnreachable(probes::Session* session, const Comm& comm,
   writer->Flush();
 }
 
-// Everything that lives as long as the probes do.
-struct Probes {
-  std::unique_ptr<probes::Session> session;
-  std::unique_ptr<probes::FlightRecorder> recorder;
-  std::unique_ptr<probes::Watchdog> watchdog;
-  std::unique_ptr<probes::CollectiveProbe> collectives;
-};
-
-Probes StartProbes(const TrainConfig& config, const launch::DistEnv& env, const std::string& run_id,
-                   const WallClock& clock, const ClockOffset& offset) {
-  probes::SessionConfig session_config;
-  session_config.mode = probes::ParseMode(config.probes).value_or(probes::Mode::kLight);
-  session_config.run_dir = config.out.empty() ? "runs/" + run_id : config.out;
-  session_config.compression =
+// The probes of this rank: the run id and the clock offset settled through the store, the
+// trace, flight recorder, watchdog and collective probe. SIGTERM / SIGINT and std::terminate
+// stay RunControl's (it stops the loop between phases and tells the other ranks); SIGUSR1
+// asks the watchdog for a dump.
+std::unique_ptr<probes::RankProbes> StartProbes(const TrainConfig& config,
+                                                const launch::DistEnv& env, Comm& comm,
+                                                const WallClock& clock) {
+  probes::RankProbesConfig probe_config;
+  probe_config.mode = probes::ParseMode(config.probes).value_or(probes::Mode::kLight);
+  probe_config.run_dir = config.out;  // empty: runs/<run id>
+  probe_config.compression =
       trace::ParseTraceCompression(config.trace_compress).value_or(trace::TraceCompression::kNone);
-  trace::TraceHeader& header = session_config.header;
-  header.run_id = run_id;
-  header.rank = env.rank;
-  header.world_size = env.world_size;
-  header.local_rank = env.local_rank;
-  header.config = config.ToJson();
-  // The clock pair goes through WallClock: a skewed host's header is skewed too.
-  header.clock.mono_ns = trace::MonotonicNs();
-  header.clock.wall_ns = clock.Now();
-  header.clock.offset_ns = offset.offset_ns;
-  header.clock.offset_err_ns = offset.err_ns;
-  probes::DescribeTorch(&header);
-  if (!header.versions.count("libtorch")) header.versions["libtorch"] = TORCH_VERSION;
-
-  Probes p;
+  probe_config.rank = env.rank;
+  probe_config.world_size = env.world_size;
+  probe_config.local_rank = env.local_rank;
+  probe_config.run_id = env.run_id;  // the launcher's DSDIAG_RUN_ID; else rank 0's
+  probe_config.collective_timeout_s = config.timeout_s;
+  probe_config.stop_signals = false;
+  probe_config.record_terminate = false;  // RunControl's terminate handler does this
+  probe_config.header.config = config.ToJson();
+  // Through WallClock: a skewed host's header and offset are skewed too.
+  probe_config.wall_clock = [clock] { return clock.Now(); };
   std::string error;
-  p.session = probes::Session::Start(session_config, &error);
-  if (!p.session) throw std::runtime_error("cannot start the trace: " + error);
-  p.session->RecordClock("start", offset.offset_ns, offset.err_ns, offset.rtt_ns);
-  p.recorder = std::make_unique<probes::FlightRecorder>(header, session_config.run_dir);
-  p.watchdog =
-      std::make_unique<probes::Watchdog>(p.session.get(), p.recorder.get(), config.timeout_s);
-  probes::Watchdog::InstallSigusr1Handler(p.watchdog.get());
-  p.collectives = std::make_unique<probes::CollectiveProbe>(p.session.get(), p.recorder.get());
+  std::unique_ptr<probes::RankProbes> p =
+      probes::StartRankProbes(std::move(probe_config), comm.store(), &error);
+  if (!p) throw std::runtime_error(error);
+  probes::Watchdog::InstallSigusr1Handler(p->watchdog());
   return p;
 }
 
 // The clean end: a last clock measurement, then a barrier so that rank 0 (the store's
 // host) leaves last.
-void FinishRun(const launch::DistEnv& env, Comm& comm, const WallClock& clock,
-               probes::Session* session, RunControl& control) {
-  const ClockOffset end = MeasureClockOffset(comm.store(), env.rank, env.world_size, clock, "end");
-  session->RecordClock("end", end.offset_ns, end.err_ns, end.rtt_ns);
+void FinishRun(Comm& comm, probes::RankProbes& p, RunControl& control) {
+  p.MeasureClock("end");
   control.Finishing();
   comm.Barrier("final");
 }
 
 [[noreturn]] void EndAfterFailure(const std::exception& e, const launch::DistEnv& env, Comm& comm,
-                                  Probes& p, RunControl& control) {
+                                  probes::RankProbes& p, RunControl& control) {
   control.Finishing();
   const std::string message = ErrorText(e);
-  if (LooksLikePeerLoss(message)) {
+  if (trace::LooksLikePeerLoss(message)) {
     // A vanished peer is often the first sign of a job being torn down: the signal the
     // launcher sent this rank may be a moment behind the one that stopped the peer.
     for (int i = 0; i < 10 && control.pending_signal() == 0; ++i) {
@@ -176,29 +138,29 @@ void FinishRun(const launch::DistEnv& env, Comm& comm, const WallClock& clock,
   }
   if (const int signo = control.pending_signal()) {
     // The failure is the signal's doing (a peer stopped first and closed its sockets).
-    p.session->RecordSignal(signo);
-    p.watchdog->DumpNow(trace::SignalName(signo).c_str());
-    p.session->End("signal", 128 + signo, trace::SignalName(signo));
+    p.session()->RecordSignal(signo);
+    p.watchdog()->DumpNow(trace::SignalName(signo).c_str());
+    p.session()->End("signal", 128 + signo, trace::SignalName(signo));
     std::_Exit(128 + signo);
   }
-  if (control.peer_failed() || LooksLikePeerLoss(message)) {
+  if (control.peer_failed() || trace::LooksLikePeerLoss(message)) {
     const std::string detail = control.peer_failed() ? control.peer_error() : message;
-    p.session->RecordError(probes::PhaseName(p.session->current_phase()), message);
-    p.watchdog->DumpNow("error");
-    p.session->End("peer-failure", 1, detail);
+    p.session()->RecordError(probes::PhaseName(p.session()->current_phase()), message);
+    p.watchdog()->DumpNow("error");
+    p.session()->End("peer-failure", 1, detail);
     Fail("stopping after a peer failed", env, detail);
     std::_Exit(1);
   }
   // This rank's own error first (RecordError flushes): whatever happens while it tells
   // the others, the trace says why it stopped.
-  p.session->RecordError(probes::PhaseName(p.session->current_phase()), message);
+  p.session()->RecordError(probes::PhaseName(p.session()->current_phase()), message);
   // Then the others, likely blocked waiting for this rank; bounded, so that a rank cut off
   // from the store's host ends a few seconds after its timeout, not a minute.
   const RunControl::PublishOutcome published = RunControl::PublishError(
       comm.store_host(), comm.store_port(), env.rank, message, StoreProbeTimeout(comm));
-  if (published.unreachable) RecordStoreUnreachable(p.session.get(), comm, published);
-  p.watchdog->DumpNow("error");
-  p.session->End("error", 1, message);
+  if (published.unreachable) RecordStoreUnreachable(p.session(), comm, published);
+  p.watchdog()->DumpNow("error");
+  p.session()->End("error", 1, message);
   Fail("failed", env, message);
   std::fflush(stderr);
   std::_Exit(1);
@@ -218,34 +180,34 @@ int RunRank(const TrainConfig& config, const launch::DistEnv& env) {
   comm_options.backend = config.backend;
   comm_options.device = config.device;
   std::unique_ptr<Comm> comm;
-  std::string run_id;
-  ClockOffset offset;
   try {
     comm = Comm::Connect(env, comm_options);
-    run_id = ResolveRunId(env, comm->store(), clock);
-    offset = MeasureClockOffset(comm->store(), env.rank, env.world_size, clock, "start");
   } catch (const std::exception& e) {
     Fail("startup failed", env, ErrorText(e));
     return control.pending_signal() ? 128 + control.pending_signal() : 1;
   }
 
-  Probes p;
+  std::unique_ptr<probes::RankProbes> p;
   try {
-    p = StartProbes(config, env, run_id, clock, offset);
+    p = StartProbes(config, env, *comm, clock);
   } catch (const std::exception& e) {
+    if (control.pending_signal()) {
+      Fail("startup failed", env, ErrorText(e));
+      return 128 + control.pending_signal();
+    }
     RunControl::PublishError(comm->store_host(), comm->store_port(), env.rank, ErrorText(e),
                              StoreProbeTimeout(*comm));
     Fail("startup failed", env, ErrorText(e));
     return 1;
   }
-  comm->set_probe(p.collectives.get());
-  control.AttachSession(p.session.get());
+  comm->set_probe(p->collectives());
+  control.AttachSession(p->session());
   // Declared after `p`, so it runs before the probes are destroyed.
   struct DetachOnReturn {
     RunControl& control;
     ~DetachOnReturn() { control.Detach(); }
   } detach_on_return{control};
-  probes::Watchdog* watchdog = p.watchdog.get();
+  probes::Watchdog* watchdog = p->watchdog();
   control.SetForceExitHook(
       [watchdog](const std::string& reason) { watchdog->DumpNow(reason.c_str()); });
   control.StartWatcher(comm->store_host(), comm->store_port(), env.rank, StoreProbeTimeout(*comm),
@@ -253,21 +215,21 @@ int RunRank(const TrainConfig& config, const launch::DistEnv& env) {
 
   try {
     {
-      Trainer trainer(config, env, faults, *comm, p.session.get(), control);
+      Trainer trainer(config, env, faults, *comm, p->session(), control);
       trainer.Run();
     }
-    FinishRun(env, *comm, clock, p.session.get(), control);
+    FinishRun(*comm, *p, control);
   } catch (const StopRun& stop) {
     control.Finishing();
-    if (stop.signo() != 0) p.session->RecordSignal(stop.signo());
-    p.watchdog->DumpNow(stop.signo() != 0 ? trace::SignalName(stop.signo()).c_str() : "error");
-    p.session->End(stop.reason(), stop.status(), stop.detail());
+    if (stop.signo() != 0) p->session()->RecordSignal(stop.signo());
+    p->watchdog()->DumpNow(stop.signo() != 0 ? trace::SignalName(stop.signo()).c_str() : "error");
+    p->session()->End(stop.reason(), stop.status(), stop.detail());
     if (stop.reason() != "signal") Fail("stopping after a peer failed", env, stop.detail());
     return stop.status();  // stopped between phases: the process group is idle, leave cleanly
   } catch (const std::exception& e) {
-    EndAfterFailure(e, env, *comm, p, control);
+    EndAfterFailure(e, env, *comm, *p, control);
   }
-  p.session->End("ok", 0);
+  p->session()->End("ok", 0);
   return 0;
 }
 

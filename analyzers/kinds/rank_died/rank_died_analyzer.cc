@@ -29,8 +29,9 @@
 //                                             kMaxPerRank ranks that ended alike);
 //                                     info for SIGTERM/SIGINT/SIGHUP when another rank died
 //                                             silently (the launcher tearing the job down)
-//   `end` reason peer-failure         info    when another rank's failure is found here,
-//                                     warning when none is (the cause left no trace)
+//   `end` reason peer-failure, or     info    when another rank's failure is found here,
+//   error with a lost peer's          warning when none is (the cause left no trace)
+//   message (trace/peer_loss.h)
 //   `end` reason ok, status != 0      warning
 //   `end` with another reason         warning (e.g. "destroyed": the session was torn down
 //                                             without End(), an exception unwound the loop)

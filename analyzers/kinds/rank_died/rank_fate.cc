@@ -1,6 +1,7 @@
 #include "analyzers/kinds/rank_died/rank_fate.h"
 
 #include "analyzers/kinds/common/watchdog_message.h"
+#include "trace/peer_loss.h"
 #include "trace/record_types.h"
 
 namespace dsdiag::analyzers::rank_died {
@@ -20,7 +21,11 @@ Fate Classify(const RankEnd& end, const RankRecords& records) {
   }
   if (end.reason == "ok") return end.status.value_or(0) == 0 ? Fate::kClean : Fate::kOkNonZero;
   if (end.reason == "signal") return Fate::kSignal;
-  if (end.reason == "error") return Fate::kError;
+  // An error that is a lost peer (Gloo's "Connection reset by peer") follows another
+  // rank's failure, as a `peer-failure` end does.
+  if (end.reason == "error") {
+    return trace::LooksLikePeerLoss(end.detail) ? Fate::kPeerFailure : Fate::kError;
+  }
   if (end.reason == "peer-failure") return Fate::kPeerFailure;
   return Fate::kOtherReason;
 }

@@ -1,0 +1,59 @@
+// TerminateRecorder: an exception nobody catches still leaves the rank's reason behind —
+// the `error` record, the flight dump and the `end` record — before the process aborts.
+#include "probes/terminate_recorder.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <stdexcept>
+#include <string>
+
+#include "tests/support/files.h"
+#include "tests/support/temp_dir.h"
+#include "trace/run_files.h"
+
+namespace dsdiag::probes {
+namespace {
+
+using test_support::Contains;
+using test_support::ReadFile;
+using test_support::SplitLines;
+
+[[noreturn]] void ThrowFromHere() { throw std::runtime_error("Connection reset by peer"); }
+
+TEST(TerminateRecorderTest, AnUncaughtExceptionIsRecordedThenTheProcessAborts) {
+  test_support::TempDir dir("terminate");
+  const pid_t pid = fork();
+  if (pid == 0) {
+    SessionConfig config;
+    config.run_dir = dir.path();
+    config.header.run_id = "terminate-test";
+    std::string error;
+    std::unique_ptr<Session> session = Session::Start(config, &error);
+    FlightRecorder recorder(config.header, dir.path());
+    auto on_terminate = TerminateRecorder::Install(session.get(), &recorder);
+    if (!on_terminate || !on_terminate->installed()) _exit(91);
+    if (TerminateRecorder::Install(session.get(), &recorder)) _exit(92);  // one per process
+    session->BeginStep(4, 0);
+    // Out of a noexcept frame: std::terminate (the test body itself would catch it).
+    [&]() noexcept { ThrowFromHere(); }();
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "exit " << WEXITSTATUS(status);
+  EXPECT_EQ(WTERMSIG(status), SIGABRT);
+  const std::string trace = ReadFile(dir.path() + "/" + trace::RankTraceFileName(0));
+  EXPECT_TRUE(Contains(trace, R"("type":"error")")) << trace;
+  EXPECT_TRUE(Contains(trace, R"("where":"terminate")")) << trace;
+  const std::string end = SplitLines(trace).back();
+  EXPECT_TRUE(Contains(end, R"("reason":"error")")) << end;
+  EXPECT_TRUE(Contains(end, R"("status":134)")) << end;
+  EXPECT_TRUE(Contains(end, "Connection reset by peer")) << end;
+  EXPECT_TRUE(Contains(ReadFile(dir.path() + "/" + trace::FlightDumpFileName(0)),
+                       R"("reason":"terminate")"));
+}
+
+}  // namespace
+}  // namespace dsdiag::probes
