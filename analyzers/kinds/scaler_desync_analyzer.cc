@@ -149,8 +149,9 @@ class ScalerDesyncAnalyzer : public Analyzer {
       f.summary = "ranks disagree on skipping step " + std::to_string(step) + ": " +
                   NoMajorityClause(groups) + "; the replicas diverge from here";
     } else {
+      const std::string whom = basis == "no majority" ? NoMajorityClause(groups) : who + " differ";
       f.summary = "ranks disagree on the loss scaler's " + field + " at step " +
-                  std::to_string(step) + " (" + who + " differ); the replicas diverge from here";
+                  std::to_string(step) + " (" + whom + "); the replicas diverge from here";
     }
     f.hint =
         "Every rank must take the same scaler decision: all-reduce the found-inf flag (MAX) "

@@ -75,6 +75,24 @@ TEST(RngCollisionAnalyzerTest, NamesOnlyTheRanksThatShareAState) {
   EXPECT_EQ(findings[0].ranks, (std::vector<int>{0, 2}));
 }
 
+// Sharing is symmetric: at two ranks both share the state, and both are named (there is
+// no odd one to pick), at four ranks each pair that shares.
+TEST(RngCollisionAnalyzerTest, TwoRanksSharingAStreamAreBothNamed) {
+  TestRun run;
+  WriteRun(&run, 2, {{"dropout", {3, 3}}});
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].ranks, (std::vector<int>{0, 1}));
+}
+
+TEST(RngCollisionAnalyzerTest, TwoPairsOfFourSharingAreAllNamed) {
+  TestRun run;
+  WriteRun(&run, 4, {{"dropout", {3, 3, 5, 5}}});
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].ranks, (std::vector<int>{0, 1, 2, 3}));
+}
+
 TEST(RngCollisionAnalyzerTest, OneRankAloneProvesNothing) {
   TestRun run;
   WriteRun(&run, 1, {{"dropout", {3}}});

@@ -191,6 +191,32 @@ TEST(ScalerDesyncAnalyzerTest, AScaleRestoredOnOneRankOnlyIsADesync) {
   EXPECT_EQ(Evidence(findings[0], "basis"), "\"no majority\"");
 }
 
+TEST(ScalerDesyncAnalyzerTest, AnEvenSplitOfFourScalesNamesEveryRank) {
+  TestRun run;
+  WriteRun(&run, 4, 4, [](int rank, int, trace::TraceWriter* w) {
+    ScalerRec r;
+    r.scale = rank % 2 == 1 ? 1024 : 65536;
+    WriteScaler(w, r);
+  });
+  auto findings = RunOne(CreateScalerDesyncAnalyzer(), run.dir());
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].ranks, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(Evidence(findings[0], "basis"), "\"no majority\"");
+  EXPECT_NE(findings[0].summary.find("no majority"), std::string::npos) << findings[0].summary;
+}
+
+TEST(ScalerDesyncAnalyzerTest, ThreeScalesAgainstOneNameTheOne) {
+  TestRun run;
+  WriteRun(&run, 4, 4, [](int rank, int, trace::TraceWriter* w) {
+    ScalerRec r;
+    r.scale = rank == 3 ? 1024 : 65536;
+    WriteScaler(w, r);
+  });
+  auto findings = RunOne(CreateScalerDesyncAnalyzer(), run.dir());
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].ranks, std::vector<int>{3});
+}
+
 // At two ranks the rank that did not reduce the found-inf flag is named from its own
 // records: rank 0 overflowed and skipped; rank 1's reduced flag says no overflow.
 TEST(ScalerDesyncAnalyzerTest, TheRankThatDidNotReduceTheFlagIsNamedAtTwoRanks) {

@@ -131,6 +131,39 @@ TEST(ShardOverlapAnalyzerTest, AForeignSeedAtTwoRanksWithoutAConfiguredSeedNames
   for (const Finding& f : Analyze(run)) EXPECT_EQ(f.ranks, (std::vector<int>{0, 1})) << f.summary;
 }
 
+// Two ranks against two: ranks 2 and 3 shuffle with another seed and take 0..7, which
+// ranks 0 and 1 hold too. Nothing in the shards says which pair is wrong; the configured
+// seed does, and without one every rank of the split is named.
+ShardFn EvenSplitOfFour() {
+  return [](int r, int) {
+    if (r == 2) return std::vector<int64_t>{0, 1, 2, 3};
+    if (r == 3) return std::vector<int64_t>{4, 5, 6, 7};
+    return Strided(16, 4, r);
+  };
+}
+
+std::function<int64_t(int)> EvenSplitSeeds() {
+  return [](int r) { return r >= 2 ? int64_t{99} : int64_t{1234}; };
+}
+
+TEST(ShardOverlapAnalyzerTest, AnEvenSplitOfFourIsBrokenByTheConfiguredSeed) {
+  TestRun run;
+  WriteRun(&run, 4, 16, 1, EvenSplitOfFour(), EvenSplitSeeds(), int64_t{1234});
+  const auto findings = Analyze(run);
+  ASSERT_FALSE(findings.empty());
+  for (const Finding& f : findings) EXPECT_EQ(f.ranks, (std::vector<int>{2, 3})) << f.summary;
+}
+
+TEST(ShardOverlapAnalyzerTest, AnEvenSplitOfFourWithoutAConfiguredSeedNamesEveryRank) {
+  TestRun run;
+  WriteRun(&run, 4, 16, 1, EvenSplitOfFour(), EvenSplitSeeds());
+  const auto findings = Analyze(run);
+  ASSERT_FALSE(findings.empty());
+  for (const Finding& f : findings) {
+    EXPECT_EQ(f.ranks, (std::vector<int>{0, 1, 2, 3})) << f.summary;
+  }
+}
+
 TEST(ShardOverlapAnalyzerTest, JointMissWithoutOverlapIsAWarning) {
   // Both ranks skip sample 15.
   TestRun run;
