@@ -29,7 +29,7 @@ TEST(RankProbesTest, RanksAgreeOnTheRunIdAndMeasureTheirClocks) {
   test_support::TempDir dir("rank-probes");
   test_support::MemoryStore store;
   const int world = 3;
-  const int64_t skew = 1'500'000'000;  // rank 2's wall clock runs 1.5 s ahead
+  int64_t skew = 1'500'000'000;  // rank 2's wall clock runs 1.5 s ahead
   std::vector<std::string> errors(world);
   std::vector<std::thread> ranks;
   for (int rank = 0; rank < world; ++rank) {
