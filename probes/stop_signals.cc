@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <future>
 #include <string>
 
 #include "trace/signal_name.h"
@@ -47,14 +48,18 @@ std::unique_ptr<StopSignals> StopSignals::Install(Session* session, FlightRecord
   sigset_t all, before;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &before);
+  std::promise<void> named;
+  std::future<void> thread_named = named.get_future();
   try {
-    self->writer_ = std::thread(&StopSignals::WriterLoop, self.get());
+    self->writer_ = std::thread(&StopSignals::WriterLoop, self.get(), std::move(named));
   } catch (const std::exception&) {
     pthread_sigmask(SIG_SETMASK, &before, nullptr);
     g_installed.store(nullptr);
     return nullptr;
   }
   pthread_sigmask(SIG_SETMASK, &before, nullptr);
+  // Its `thread` record comes before anything the loop writes from here on.
+  thread_named.wait();
 
   struct sigaction action = {};
   action.sa_sigaction = &StopSignals::OnSignal;
@@ -125,8 +130,9 @@ void StopSignals::Chain(int signo, siginfo_t* info, void* context) const {
   }
 }
 
-void StopSignals::WriterLoop() {
+void StopSignals::WriterLoop(std::promise<void> named) {
   if (trace::TraceWriter* writer = session_->writer()) writer->NameThisThread("stop-signals");
+  named.set_value();
   bool stop_written = false;  // evidence of a stop signal is written once
   for (;;) {
     unsigned char byte = 0;

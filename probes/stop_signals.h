@@ -24,6 +24,7 @@
 #pragma once
 
 #include <csignal>
+#include <future>
 #include <memory>
 #include <thread>
 
@@ -47,7 +48,7 @@ class StopSignals {
  private:
   StopSignals(Session* session, FlightRecorder* recorder);
   static void OnSignal(int signo, siginfo_t* info, void* context);
-  void WriterLoop();
+  void WriterLoop(std::promise<void> named);
   // What the writer thread does for one signal; true when the process should now end by it.
   bool WriteEvidence(int signo);
   void Chain(int signo, siginfo_t* info, void* context) const;

@@ -37,7 +37,12 @@ Watchdog::Watchdog(Session* session, FlightRecorder* recorder, double timeout_s,
       recorder_(recorder),
       timeout_ns_(static_cast<int64_t>(timeout_s * 1e9)),
       poll_interval_ms_(poll_interval_ms) {
-  if (session_->on() && recorder_) thread_ = std::thread([this] { Loop(); });
+  if (!session_->on() || !recorder_) return;
+  thread_ = std::thread([this] { Loop(); });
+  // Wait until the thread has named itself: its `thread` record must come before anything
+  // the loop writes later (an `end` record written right after this returns included).
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [this] { return named_; });
 }
 
 Watchdog::~Watchdog() {
@@ -72,6 +77,8 @@ void Watchdog::DumpNow(const char* reason) noexcept {
 void Watchdog::Loop() {
   session_->writer()->NameThisThread("watchdog");
   std::unique_lock<std::mutex> lock(mu_);
+  named_ = true;
+  cv_.notify_all();
   while (!stop_) {
     cv_.wait_for(lock, std::chrono::milliseconds(poll_interval_ms_));
     if (stop_) break;

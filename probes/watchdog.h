@@ -55,6 +55,7 @@ class Watchdog {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
+  bool named_ = false;  // the thread wrote its `thread` record (guarded by mu_)
   std::thread thread_;
 };
 
