@@ -10,7 +10,7 @@ namespace dsdiag::trace {
 
 // "Connection closed by peer", "Connection reset by peer", "Broken pipe" (Gloo, the
 // store), NCCL's "remote process exited or there was a network error", the trainer's
-// "lost the rendezvous store".
+// "lost the rendezvous store"; case aside.
 bool LooksLikePeerLoss(std::string_view message);
 
 }  // namespace dsdiag::trace

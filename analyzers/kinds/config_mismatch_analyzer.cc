@@ -6,8 +6,10 @@
 //   "config":{"steps":50,"batch_size":8,"amp":"off"}
 // Every key of versions, env and config is compared across ranks, plus world_size; a key
 // present on some ranks only is a difference too ("absent" is one of its values). Ranks are
-// grouped by value: the largest group is the reference (a tie goes to the group holding the
-// lowest rank), every other rank is odd and named in `ranks`. One finding per key, subject
+// grouped by value: when one group is larger than every other it is the reference and every
+// other rank is odd and named in `ranks`; when none is (two ranks, 2 against 2) every rank of
+// the split is named and the summary says there is no majority (split_verdict.h). One finding per
+// key, subject
 // "<section>.<key>" (or "world_size"). Severity: versions, config and world_size → error
 // (the ranks do not run the same program); env → warning (often harmless, sometimes the
 // cause). Env variables that differ per rank by design are not compared: kPerRankEnv.

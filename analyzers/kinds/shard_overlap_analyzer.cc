@@ -148,11 +148,15 @@ class ShardOverlapAnalyzer : public Analyzer {
   // Ranks whose sampler settings (seed, epoch) differ from the others': the likely culprits.
   // The settings of the largest group are the reference; a tie is broken only by evidence,
   // the seed the run was configured with; otherwise every rank of the split is named.
-  std::vector<int> OddSettings(const std::vector<const Shard*>& shards) const {
+  // *basis says which rule named them: "majority", "configured seed", "no majority", or
+  // "shared shard" when every rank has the same settings (the ranks holding shared samples
+  // are then named by the caller).
+  std::vector<int> OddSettings(const std::vector<const Shard*>& shards, std::string* basis) const {
     std::vector<std::pair<int, std::pair<int64_t, int64_t>>> values;
     for (const Shard* s : shards) values.push_back({s->rank, {s->seed, s->sampler_epoch}});
     const auto groups = GroupRanks(values);
     const SplitVerdict split = JudgeSplit(groups);
+    *basis = groups.size() <= 1 ? "shared shard" : split.majority ? "majority" : "no majority";
     if (split.majority || !configured_seed_) return split.named;
     std::vector<int> odd;
     int configured = 0;
@@ -164,6 +168,7 @@ class ShardOverlapAnalyzer : public Analyzer {
       }
     }
     if (configured != 1) return split.named;
+    *basis = "configured seed";
     std::sort(odd.begin(), odd.end());
     return odd;
   }
@@ -193,7 +198,8 @@ class ShardOverlapAnalyzer : public Analyzer {
     for (const auto& [i, c] : holders) duplicates += c > 1 ? c - 1 : 0;
     const int64_t world = static_cast<int64_t>(shards.size());
     const int64_t padding = size > 0 ? std::max<int64_t>(world * n - size, 0) : 0;
-    std::vector<int> odd = OddSettings(shards);
+    std::string basis;
+    std::vector<int> odd = OddSettings(shards, &basis);
     if (duplicates > padding) {
       std::vector<int> ranks = odd;
       JsonValue shared = JsonValue::Object();
@@ -207,6 +213,7 @@ class ShardOverlapAnalyzer : public Analyzer {
       JsonValue detail = Detail(epoch, shards, size, n, padding);
       detail.Set("overlap", duplicates);
       detail.Set("shared_per_rank", std::move(shared));
+      detail.Set("basis", basis);
       Add(&overlap_, epoch, step, ranks, std::move(detail), duplicates);
     }
     // A rank without a record (dead, trace missing) leaves samples unaccounted for, not missed.
@@ -214,6 +221,7 @@ class ShardOverlapAnalyzer : public Analyzer {
     if (complete && size > 0 && missed > 0) {
       JsonValue detail = Detail(epoch, shards, size, n, padding);
       detail.Set("missed", missed);
+      detail.Set("basis", basis);
       std::vector<int> ranks = odd;
       if (ranks.empty())
         for (const Shard* s : shards) ranks.push_back(s->rank);
@@ -238,8 +246,10 @@ class ShardOverlapAnalyzer : public Analyzer {
         duplicates += static_cast<int64_t>(g.ranks.size() - 1) * n;
       }
     if (ranks.empty()) return;
-    std::vector<int> odd = OddSettings(shards);
+    std::string basis;
+    std::vector<int> odd = OddSettings(shards, &basis);
     JsonValue detail = Detail(epoch, shards, header_size_, n, 0);
+    detail.Set("basis", basis);
     detail.Set("overlap", duplicates);
     detail.Set("identical_shards", true);
     Add(&overlap_, epoch, step, odd.empty() ? ranks : odd, std::move(detail), duplicates);
@@ -290,7 +300,13 @@ class ShardOverlapAnalyzer : public Analyzer {
     const std::string where =
         " in epoch " + std::to_string(p.first_epoch) +
         (p.epochs > 1 ? " (and " + std::to_string(p.epochs - 1) + " more)" : "");
-    const std::string who = (f.ranks.size() == 1 ? "rank " : "ranks ") + FormatRankRanges(f.ranks);
+    std::string who = (f.ranks.size() == 1 ? "rank " : "ranks ") + FormatRankRanges(f.ranks);
+    const JsonValue* basis = p.first_detail.Find("basis");
+    if (basis && basis->as_string() == "no majority") {
+      who +=
+          " (no majority: the ranks' sampler settings split evenly, and no configured seed "
+          "says which is right)";
+    }
     if (overlap) {
       const JsonValue* pad = p.first_detail.Find("padding");
       f.summary = "The ranks' data shards overlap by " + k + " samples" + where +

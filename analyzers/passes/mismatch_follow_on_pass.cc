@@ -28,6 +28,7 @@ struct Mismatch {
   int64_t seq = 0;
   int64_t step = 0;
   Cause cause;
+  bool majority = true;  // false: the culprits are every rank of a split with no odd side
 };
 
 std::optional<Mismatch> MismatchOf(const Finding& f) {
@@ -35,8 +36,11 @@ std::optional<Mismatch> MismatchOf(const Finding& f) {
   const auto pg = follow_on::IntMember(f.evidence, "pg");
   const auto seq = follow_on::IntMember(f.evidence, "seq");
   if (!pg || !seq) return std::nullopt;
-  return Mismatch{*pg, *seq, f.step.value_or(0),
-                  Cause{std::string(kind::kCollectiveMismatch), f.subject.value_or(""), f.ranks}};
+  const trace::JsonValue* majority = f.evidence.Find("majority");
+  return Mismatch{
+      *pg, *seq, f.step.value_or(0),
+      Cause{std::string(kind::kCollectiveMismatch), f.subject.value_or(""), f.ranks},
+      !(majority && majority->kind() == trace::JsonValue::Kind::kBool && !majority->as_bool())};
 }
 
 bool InOrAfter(const Mismatch& m, int64_t pg, int64_t seq) { return pg == m.pg && seq >= m.seq; }
@@ -76,10 +80,15 @@ class MismatchFollowOnPass : public FindingsPass {
   static void Mark(const Mismatch& m, const std::string& why, Finding* f) {
     const bool one = m.cause.culprits.size() == 1;
     const std::string who = (one ? "rank " : "ranks ") + FormatRankRanges(m.cause.culprits);
+    // With no majority nobody issued "another" collective: the ranks split.
+    const std::string what = m.majority
+                                 ? who + " issued another collective there"
+                                 : "ranks " + FormatRankRanges(m.cause.culprits) +
+                                       " issued different collectives there, with no majority";
     follow_on::MarkFollowOn(
         m.cause,
-        "a follow-on of the collective mismatch at " + m.cause.subject + ": " + why + " (" + who +
-            (one ? " issued" : " issued") + " another collective there)",
+        "a follow-on of the collective mismatch at " + m.cause.subject + ": " + why + " (" + what +
+            ")",
         "A consequence, not a cause: the ranks issued different collectives at " + m.cause.subject +
             " and the backend " + (f->kind == kind::kHang ? "waited" : "failed") +
             " there. Read the collective-mismatch finding for what each rank issued.",

@@ -151,7 +151,10 @@ TEST(ShardOverlapAnalyzerTest, AnEvenSplitOfFourIsBrokenByTheConfiguredSeed) {
   WriteRun(&run, 4, 16, 1, EvenSplitOfFour(), EvenSplitSeeds(), int64_t{1234});
   const auto findings = Analyze(run);
   ASSERT_FALSE(findings.empty());
-  for (const Finding& f : findings) EXPECT_EQ(f.ranks, (std::vector<int>{2, 3})) << f.summary;
+  for (const Finding& f : findings) {
+    EXPECT_EQ(f.ranks, (std::vector<int>{2, 3})) << f.summary;
+    EXPECT_EQ(Evidence(f, "basis"), "\"configured seed\"");
+  }
 }
 
 TEST(ShardOverlapAnalyzerTest, AnEvenSplitOfFourWithoutAConfiguredSeedNamesEveryRank) {
@@ -161,6 +164,8 @@ TEST(ShardOverlapAnalyzerTest, AnEvenSplitOfFourWithoutAConfiguredSeedNamesEvery
   ASSERT_FALSE(findings.empty());
   for (const Finding& f : findings) {
     EXPECT_EQ(f.ranks, (std::vector<int>{0, 1, 2, 3})) << f.summary;
+    EXPECT_EQ(Evidence(f, "basis"), "\"no majority\"");
+    EXPECT_NE(f.summary.find("no majority"), std::string::npos) << f.summary;
   }
 }
 

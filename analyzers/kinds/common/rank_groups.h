@@ -1,6 +1,7 @@
-// Grouping ranks by a value they should share (a hash, a flag, a size): the largest group
-// is the reference, every other rank is odd. Ties go to the group holding the lowest rank,
-// so that with two ranks rank 0 is the reference and rank 1 the odd one.
+// Grouping ranks by a value they should share (a hash, a flag, a size), largest group first
+// (groups of equal size: the one holding the lowest rank first, for a stable order). Whether
+// the first group is a majority, and whom to name when it is not, is split_verdict.h's call:
+// two ranks that disagree have no odd one.
 #pragma once
 
 #include <algorithm>

@@ -18,7 +18,8 @@
 //  - the rank's RankEnd: end reason, last step begun, last phase done, last record.
 // A rank *waits* (is a hang witness) when it timed out (error or end record as above), its
 // dump's reason is "timeout", or its dump holds an entry pending for longer than
-// max(30 s, 3 x the longest step) — but a rank that ended with "peer-failure" saw another
+// max(30 s, 3 x the longest step) — but a rank that ended with "peer-failure" (or an error
+// that is a lost peer's, trace/peer_loss.h) saw another
 // rank fail, not a hang: a crash is the rank-died analyzer's, and without any witness there
 // is no hang finding.
 // The stuck collective is the (pg, seq) most witnesses wait in (their oldest pending dump
@@ -59,6 +60,7 @@
 #include "analyzers/kinds/hang/hang_evidence.h"
 #include "analyzers/kinds/hang/hang_finding.h"
 #include "analyzers/kinds/hang/hang_verdict.h"
+#include "trace/peer_loss.h"
 #include "trace/record_types.h"
 
 namespace dsdiag::analyzers {
@@ -180,7 +182,9 @@ class HangAnalyzer : public Analyzer {
     } else if (s.dump && s.dump->reason == "timeout") {
       w.signal = "timeout dump";
     } else if (pending && PendingAge(*s.dump, *pending) >= StuckAfter() &&
-               !(s.end.end_seen && s.end.reason == "peer-failure")) {
+               !(s.end.end_seen &&
+                 (s.end.reason == "peer-failure" ||
+                  (s.end.reason == "error" && trace::LooksLikePeerLoss(s.end.detail))))) {
       w.signal = "pending in dump";
     } else {
       return std::nullopt;

@@ -6,33 +6,36 @@
 //   {"type":"coll","ts":7000,"step":3,"pg":0,"seq":17,"op":"allreduce",...,"dur":2100000}
 //   {"type":"step","ts":5000,"step":3,"dur":41000000,...,"phases":{"data":1200000,...}}
 // Enter times are mapped to rank 0's clock first (rank_clock.h), so that a skewed wall clock
-// on some host does not make its rank look late or early. For each collective (pg, seq) that
-// two or more ranks entered, a rank's *lateness* is its enter time minus the earliest rank's,
-// and its *excess* is its enter time minus the median rank's. Collectives before a rank's
-// first step_begin (the initial broadcast) are left out: launch skew is not straggling.
+// on some host does not make its rank look late or early. Collectives before a rank's first
+// step_begin (the initial broadcast) are left out: launch skew is not straggling.
 //
-// A rank is a straggler when, over all the collectives it took part in (at least 3, in at
-// least 5 steps), its
-// mean excess per step (per step, its largest excess at any collective of the step: once the
-// others have waited for it, the step's later collectives start together)
-//   > max(1 ms, 10% of the median rank's mean step time)              (it costs something)
-//   and either its median per-step excess passes that too (late in most steps), or its mean
-//   passes twice that (rarely late, but by a lot)                     (it is no bad luck)
-//   mean excess - median over ranks > 5 x their spread (1.4826 x the median absolute
-//     deviation of the ranks' mean excess; not applied with 2 ranks)     (it is an outlier)
-// The median, not the earliest rank, is the reference: with R ranks the spread of random
-// jitter between the first and the last rank grows with R, its median does not; and the
-// outlier test keeps the unluckiest of 1024 ranks in a short run from looking guilty. With
-// two ranks the median is their midpoint, so a rank late by d has an excess of d/2. So a
-// rank that is late every time, or rarely but by a lot (a checkpoint, a GC pause), is found;
-// a minority of ranks can be stragglers, half or more cannot (they are the median).
-// Per straggler the finding gives the share of collectives it entered last, mean / p95 / max
-// lateness (p95 from a fixed log histogram, ~6% resolution, so memory stays bounded), the
-// time the job stood still for it alone (per step, the most it arrived after every other rank
-// at one collective), and the phase that explains it: the phase (`sync` aside, where the
-// others' waiting shows) whose mean time exceeds the median rank's the most.
+// For each collective (pg, seq) that two or more ranks entered, a rank's *lateness* is its
+// enter time minus the earliest rank's; the *on-time arrival* is the k-th earliest enter
+// (k = ceil(10% of the ranks), at least 1), and a rank's *excess* is its enter time minus
+// that, clamped at 0. Per step a rank's step lateness is its largest excess at any collective
+// of the step (once the others have waited for it, the step's later collectives start
+// together: a mean over buckets would dilute it). A rank is judged with at least 3
+// collectives in at least 5 steps. It is a straggler when, against the on-time ranks (the
+// lower half of the judged ranks by mean step lateness),
+//   its mean step lateness - their typical mean > max(1 ms, 10% of the median step time)
+//                                                                 (it costs something)
+//   and either its median step lateness passes their typical median by that too (late in
+//   most steps), or its mean passes theirs by twice that (rarely late, but by a lot)
+//                                                                 (it is no bad luck)
+//   and, with 3 on-time ranks or more, its mean - their typical mean > 5 x their spread
+//   (1.4826 x the median absolute deviation of their means)      (it is an outlier)
+// The earliest tenth, not the median rank, is the reference: slow ranks drag a median along
+// (two slow ranks of four, the midpoint of two ranks), so two slow ranks at once are both
+// named; when every judged rank would be named, none is. The reference rank whose phases
+// are compared is a real on-time rank (the median non-straggler by mean step lateness).
+// Per straggler the finding gives the per-step lateness (median, mean, p95: what the rule
+// judges), the share of collectives it entered last, mean / p95 / max lateness per collective
+// (p95 from a fixed log histogram, ~6% resolution, so memory stays bounded), the time the
+// job stood still for it alone (per step, the most it arrived after every other rank at one
+// collective), and the phase that explains it: the phase (`sync` aside, where the others'
+// waiting shows) whose mean time exceeds the reference rank's the most.
 // Severity: warning; error when the job stood still for the stragglers at least half of the
-// median rank's total step time (the job ran at most half speed because of them).
+// reference rank's total step time (the job ran at most half speed because of them).
 //
 // This file gathers (RankStats, straggler_stats.h) and measures each collective; the verdict
 // and the finding are in straggler_finding.cc.

@@ -280,7 +280,11 @@ Finding MakeFinding(const std::vector<RankStats>& ranks, const Judgement& j) {
   ev.Set("held_ms", Ms(double(held)));
   ev.Set("lost_share", std::round(lost_share * 1000) / 1000);
   ev.Set("excess_phase", e.phase.empty() ? JsonValue() : JsonValue(e.phase));
-  f.hint = (j.stragglers.size() > 1 ? "The worst straggler: " : "") + PhaseHint(e.phase) +
+  // j.stragglers is worst first, as the rows.
+  f.hint = (j.stragglers.size() > 1
+                ? "The worst straggler is rank " + std::to_string(j.stragglers.front().rank) + ". "
+                : std::string()) +
+           PhaseHint(e.phase) +
            " Every other rank waits for it at each collective (their `sync` phase grows "
            "by as much).";
   return f;
