@@ -184,5 +184,45 @@ TEST(GhostFindings, CrashIsRankDiedOfThatRankAtThatStep) {
   }
 }
 
+// --- several culprits, and one cause's consequences ------------------------------------
+
+TEST(GhostFindings, TwoIndependentCulpritsAreBothNamed) {
+  TempDir dir("ghosts-two");
+  // Slow compute on rank 2 and slow data on rank 0 take turns at being last: both are
+  // stragglers, and rank 0's loader says why it is one.
+  ASSERT_EQ(Train(dir, "slow", 3, 20,
+                  {"--inject", "straggler:rank=2,ms=70", "--inject", "slow-loader:rank=0,ms=70"}),
+            0);
+  const auto slow = CompareRun(dir / "slow");
+  EXPECT_EQ(StragglerRanks(slow), (RankList{0, 2}));
+  const trace::JsonValue* starving = FindFinding(slow, "loader-starvation", "warning");
+  ASSERT_TRUE(starving);
+  EXPECT_EQ(Ranks(*starving), RankList{0});
+
+  // A gradient desync on rank 0, then rank 1 crashes: two errors, each naming its rank.
+  EXPECT_NE(Train(dir, "desync-crash", 2, 20,
+                  {"--inject", "grad-desync:rank=0,step=5", "--inject", "crash:rank=1,step=12"}),
+            0);
+  const auto both = CompareRun(dir / "desync-crash");
+  EXPECT_EQ(Serious(both), (Set{"grad-desync/error", "rank-died/error"}));
+  ExpectFinding(both, "grad-desync", {0}, 5, "");
+  ExpectFinding(both, "rank-died", {1}, 12, "");
+}
+
+TEST(GhostFindings, ACollectiveMismatchOnFourRanksIsOneError) {
+  TempDir dir("ghosts-mismatch4");
+  EXPECT_NE(Train(dir, "run", 4, 10,
+                  {"--timeout", "10", "--inject", "collective-mismatch:rank=2,step=4"}),
+            0);
+  // Gloo's failure on one rank and the launcher's SIGTERM to the others are its follow-ons.
+  const auto findings = CompareRun(dir / "run");
+  EXPECT_EQ(Serious(findings), Set{"collective-mismatch/error"});
+  ExpectFinding(findings, "collective-mismatch", {2}, 4, "");
+  if (const auto* f = FindFinding(findings, "collective-mismatch", "error")) {
+    EXPECT_NE(Str(*f, "summary").find("where ranks 0,1,3 issued"), std::string::npos)
+        << Str(*f, "summary");
+  }
+}
+
 }  // namespace
 }  // namespace dsdiag::trainer_test
