@@ -85,19 +85,38 @@ TEST(RankDiedAnalyzerTest, MissingRanksAreOneErrorSayingThereIsNoFile) {
 
 TEST(RankDiedAnalyzerTest, SignalAndErrorEndsAreErrorsNamingTheCause) {
   TestRun run;
-  WriteEndedRank(&run, 0, 3, 2, "signal", 143, "signal", "SIGTERM");
-  WriteEndedRank(&run, 1, 3, 1, "error", 1, "error", "CUDA out of memory");
-  run.WriteCleanRank(TestRun::Header(2, 3), 2);
+  // Rank 0 stopped on SIGTERM before rank 1's error: both are causes of their own.
+  WriteEndedRank(&run, 0, 3, 1, "signal", 143, "signal", "SIGTERM");
+  WriteEndedRank(&run, 1, 3, 2, "error", 1, "error", "CUDA out of memory");
+  run.WriteCleanRank(TestRun::Header(2, 3), 3);
   const auto findings = Analyze(run);
   ASSERT_EQ(findings.size(), 2u);
-  // Rank 1 failed during step 0, rank 0 during step 1: by step.
+  // Rank 0 stopped during step 0, rank 1 failed during step 1: by step.
+  EXPECT_EQ(findings[0].ranks, std::vector<int>{0});
+  EXPECT_EQ(findings[0].severity, Severity::kError);
+  EXPECT_NE(findings[0].summary.find("SIGTERM"), std::string::npos) << findings[0].summary;
+  EXPECT_EQ(Evidence(findings[0], "status"), "143");
+  EXPECT_EQ(findings[1].ranks, std::vector<int>{1});
+  EXPECT_NE(findings[1].summary.find("CUDA out of memory"), std::string::npos);
+  EXPECT_EQ(Evidence(findings[1], "error"), "\"CUDA out of memory\"");
+}
+
+// dsdiag run and torchrun stop the other ranks once one exits on an error: their SIGTERM
+// is the error's consequence.
+TEST(RankDiedAnalyzerTest, SigtermAfterAnotherRanksErrorIsAFollowOnInfo) {
+  TestRun run;
+  WriteEndedRank(&run, 0, 3, 2, "signal", 143, "signal", "SIGTERM");
+  WriteEndedRank(&run, 1, 3, 1, "error", 1, "error", "ValueError: bad batch");
+  run.WriteCleanRank(TestRun::Header(2, 3), 3);
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 2u);
   EXPECT_EQ(findings[0].ranks, std::vector<int>{1});
-  EXPECT_NE(findings[0].summary.find("CUDA out of memory"), std::string::npos);
-  EXPECT_EQ(Evidence(findings[0], "error"), "\"CUDA out of memory\"");
+  EXPECT_EQ(findings[0].severity, Severity::kError);
   EXPECT_EQ(findings[1].ranks, std::vector<int>{0});
-  EXPECT_EQ(findings[1].severity, Severity::kError);
-  EXPECT_NE(findings[1].summary.find("SIGTERM"), std::string::npos) << findings[1].summary;
-  EXPECT_EQ(Evidence(findings[1], "status"), "143");
+  EXPECT_EQ(findings[1].severity, Severity::kInfo);
+  EXPECT_EQ(Evidence(findings[1], "after_failures_of"), "[1]");
+  EXPECT_NE(findings[1].summary.find("after rank 1 failed: a follow-on"), std::string::npos)
+      << findings[1].summary;
 }
 
 TEST(RankDiedAnalyzerTest, SigtermAfterASilentDeathIsAFollowOnInfo) {

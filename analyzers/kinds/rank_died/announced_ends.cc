@@ -33,14 +33,33 @@ std::vector<int> SilentlyDead(const DeathView& view) {
   return dead;
 }
 
+std::vector<int> FailedOnError(const DeathView& view) {
+  std::vector<int> failed;
+  for (const auto& s : view.ranks())
+    if (s.fate == Fate::kError) failed.push_back(s.rank);
+  return failed;
+}
+
 // A rank that said why it stopped: an `end` with a signal or an error, or a recorded
 // signal before it was killed.
-Finding Announced(const DeathView& view, const RankState& s,
-                  const std::vector<int>& silently_dead) {
+Finding Announced(const DeathView& view, const RankState& s, const std::vector<int>& silently_dead,
+                  const std::vector<int>& failed_on_error) {
   const std::string signal = SignalOf(s);
   const bool signalled = s.fate == Fate::kSignal || s.fate == Fate::kKilledAfterSignal;
   const bool killed = s.fate == Fate::kKilledAfterSignal;
-  const bool follow_on = signalled && IsStopSignal(signal) && !silently_dead.empty();
+  // The causes it follows: ranks that died without a word, else ranks that failed on an
+  // error (the launcher stops the rest once one rank exits non-zero).
+  const bool after_deaths = !silently_dead.empty();
+  std::vector<int> causes = silently_dead;
+  if (!after_deaths) {
+    // Only failures no later than this rank's stop (by step: the ranks' clocks aside).
+    const int64_t stopped_at = s.end.last_step_begun.value_or(0);
+    for (int r : failed_on_error) {
+      const RankState* failed = view.Find(r);
+      if (failed && failed->end.last_step_begun.value_or(0) <= stopped_at) causes.push_back(r);
+    }
+  }
+  const bool follow_on = signalled && IsStopSignal(signal) && !causes.empty();
   Finding f = view.Base(s, follow_on ? Severity::kInfo : Severity::kError);
   if (s.end.end_seen) {
     f.evidence.Set("reason", s.end.reason);
@@ -52,13 +71,13 @@ Finding Announced(const DeathView& view, const RankState& s,
   const std::string rank = "rank " + std::to_string(s.rank);
   if (follow_on) {
     JsonValue dead = JsonValue::Array();
-    for (int r : silently_dead) dead.Push(r);
+    for (int r : causes) dead.Push(r);
     f.evidence.Set("signal", signal);
-    f.evidence.Set("after_deaths_of", std::move(dead));
+    f.evidence.Set(after_deaths ? "after_deaths_of" : "after_failures_of", std::move(dead));
     f.summary = rank + " was stopped (" + signal +
                 (killed ? ", then killed before its end record" : "") + ") " + view.WhereText(s) +
-                " after " + (silently_dead.size() == 1 ? "rank " : "ranks ") +
-                FormatRankRanges(silently_dead) + " died: a follow-on, not a cause";
+                " after " + (causes.size() == 1 ? "rank " : "ranks ") + FormatRankRanges(causes) +
+                (after_deaths ? " died" : " failed") + ": a follow-on, not a cause";
     f.hint =
         "The launcher (or the scheduler) stops the surviving ranks once one has died; "
         "look at the rank-died error of the rank that died first.";

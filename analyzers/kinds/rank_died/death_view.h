@@ -20,6 +20,12 @@ class DeathView {
 
   const RunContext& run() const { return *run_; }
   const std::vector<RankState>& ranks() const { return ranks_; }
+  // The state of `rank`, or null when it was not analysed.
+  const RankState* Find(int rank) const {
+    for (const RankState& s : ranks_)
+      if (s.rank == rank) return &s;
+    return nullptr;
+  }
 
   // The rank's flight dump, when the run loader found a usable one, and its file name.
   const trace::FlightDump* Dump(int rank) const;

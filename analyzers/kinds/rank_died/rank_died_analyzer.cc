@@ -28,7 +28,8 @@
 //                                             (one grouped finding for more than
 //                                             kMaxPerRank ranks that ended alike);
 //                                     info for SIGTERM/SIGINT/SIGHUP when another rank died
-//                                             silently (the launcher tearing the job down)
+//                                             silently, or failed on an error of its own (the
+//                                             launcher tearing the job down)
 //   `end` reason peer-failure, or     info    when another rank's failure is found here,
 //   error with a lost peer's          warning when none is (the cause left no trace)
 //   message (trace/peer_loss.h)
@@ -109,13 +110,14 @@ class RankDiedAnalyzer : public Analyzer {
     ReportSilentDeaths(view, out);
     ReportCutShort(view, out);
     const std::vector<int> silently_dead = SilentlyDead(view);
+    const std::vector<int> failed_on_error = FailedOnError(view);
     std::vector<Finding> announced;
     for (const auto& s : view.ranks()) {
       switch (s.fate) {
         case Fate::kKilledAfterSignal:
         case Fate::kSignal:
         case Fate::kError:
-          announced.push_back(Announced(view, s, silently_dead));
+          announced.push_back(Announced(view, s, silently_dead, failed_on_error));
           break;
         case Fate::kOkNonZero:
         case Fate::kOtherReason:

@@ -21,7 +21,12 @@ void ReportCutShort(const DeathView& view, std::vector<Finding>* out);
 std::vector<int> SilentlyDead(const DeathView& view);
 // A rank that said why it stopped: an `end` with a signal or an error, or a recorded
 // signal before it was killed.
-Finding Announced(const DeathView& view, const RankState& s, const std::vector<int>& silently_dead);
+// The ranks that failed on an error of their own (an `end` with reason error that is not a
+// lost peer's): a stop signal on another rank after them is the launcher tearing the job
+// down (dsdiag run, torchrun), not a cause.
+std::vector<int> FailedOnError(const DeathView& view);
+Finding Announced(const DeathView& view, const RankState& s, const std::vector<int>& silently_dead,
+                  const std::vector<int>& failed_on_error);
 Finding OddEnd(const DeathView& view, const RankState& s);
 // Ranks that stopped because another failed: information when the failure is reported
 // here, a warning when nothing in the run explains it.
