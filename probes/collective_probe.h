@@ -36,6 +36,7 @@ class CollectiveProbe {
 
  private:
   friend class CollectiveScope;
+  friend class CollectiveOp;
   static int Group(int pg) noexcept { return pg >= 0 && pg < kMaxGroups ? pg : kMaxGroups - 1; }
   Session* session_;
   FlightRecorder* recorder_;

@@ -1,0 +1,68 @@
+#include "probes/collective_op.h"
+
+#include <utility>
+
+#include "probes/probe_timer.h"
+#include "trace/clock.h"
+#include "trace/record_types.h"
+
+namespace dsdiag::probes {
+
+CollectiveOp::CollectiveOp(CollectiveProbe* probe, int pg, std::string op, std::string dtype,
+                           int64_t count, int64_t bytes, std::string tag) noexcept
+    : probe_(probe),
+      pg_(pg),
+      seq_(probe->seq_[CollectiveProbe::Group(pg)]++),
+      op_(std::move(op)),
+      dtype_(std::move(dtype)),
+      tag_(std::move(tag)),
+      count_(count),
+      bytes_(bytes) {
+  Session* s = probe_->session_;
+  if (!s->on()) return;
+  ProbeTimer timer(s);
+  enter_ns_ = trace::MonotonicNs();
+  if (probe_->recorder_)
+    handle_ = probe_->recorder_->Issue(pg_, seq_, op_, dtype_, count_, bytes_, tag_,
+                                       s->current_step(), s->current_phase());
+}
+
+void CollectiveOp::Started() noexcept {
+  if (!probe_->session_->on()) return;
+  ProbeTimer timer(probe_->session_);
+  started_ns_ = trace::MonotonicNs();
+  if (handle_) probe_->recorder_->Start(handle_);
+}
+
+void CollectiveOp::Completed(bool failed) noexcept {
+  if (!probe_->session_->on()) return;
+  ProbeTimer timer(probe_->session_);
+  failed_.store(failed, std::memory_order_relaxed);
+  if (handle_ && !failed) probe_->recorder_->Complete(handle_);
+  done_ns_.store(trace::MonotonicNs(), std::memory_order_release);
+}
+
+void CollectiveOp::Write() noexcept {
+  Session* s = probe_->session_;
+  if (!s->on() || written_) return;
+  written_ = true;
+  ProbeTimer timer(s);
+  int64_t done = done_ns_.load(std::memory_order_acquire);
+  const bool failed = done == 0 || failed_.load(std::memory_order_relaxed);
+  if (done == 0) done = trace::MonotonicNs();
+  const int64_t dur = done - enter_ns_;
+  s->CountCollective(bytes_, dur, started_ns_ ? done - started_ns_ : dur);
+  auto r = s->writer()->BeginAt(trace::rec::kCollective, enter_ns_);
+  auto& l = r.line();
+  l.Field("pg", pg_)
+      .Field("seq", seq_)
+      .Field("op", op_)
+      .Field("dtype", dtype_)
+      .Field("n", count_)
+      .Field("bytes", bytes_)
+      .Field("dur", dur)
+      .Field("tag", tag_);
+  if (failed) l.Field("failed", true);
+}
+
+}  // namespace dsdiag::probes
