@@ -6,6 +6,7 @@ namespace dsdiag::cli {
 std::vector<std::unique_ptr<Subcommand>> CreateSubcommands() {
   std::vector<std::unique_ptr<Subcommand>> commands;
   commands.push_back(CreateTrainCommand());
+  commands.push_back(CreateRunCommand());
   commands.push_back(CreateCompareCommand());
   commands.push_back(CreateTimelineCommand());
   commands.push_back(CreateReportCommand());

@@ -9,6 +9,7 @@ namespace dsdiag::cli {
 
 std::unique_ptr<Subcommand>
 CreateTrainCommand();  // train_command.cc (reports when built without LibTorch)
+std::unique_ptr<Subcommand> CreateRunCommand();          // run_command.cc
 std::unique_ptr<Subcommand> CreateCompareCommand();      // compare_command.cc
 std::unique_ptr<Subcommand> CreateTimelineCommand();     // timeline_command.cc
 std::unique_ptr<Subcommand> CreateReportCommand();       // report_command.cc

@@ -1,0 +1,11 @@
+// The parts of dsdiag._core, one Bind* per file, called by module.cc.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+namespace dsdiag::python {
+
+void BindProbes(pybind11::module_& m);   // probes_binding.cc
+void BindRecords(pybind11::module_& m);  // records_binding.cc
+
+}  // namespace dsdiag::python

@@ -1,0 +1,170 @@
+// dsdiag._core: RankProbes, the session and its phase spans, collective ops — the probes'
+// torch-free core as the Python package drives it. Everything is recorded here, in C++:
+// the Python side only hooks PyTorch and hands over what it saw.
+#include <pybind11/functional.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cmath>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "probes/collective_op.h"
+#include "probes/phase.h"
+#include "probes/rank_probes.h"
+#include "python/core/bindings.h"
+#include "python/core/json_convert.h"
+#include "python/core/python_store.h"
+
+namespace dsdiag::python {
+
+namespace py = pybind11;
+using probes::Phase;
+using probes::RankProbes;
+using probes::RankProbesConfig;
+using probes::Session;
+
+namespace {
+
+Phase PhaseByName(const std::string& name) {
+  for (int i = 0; i < probes::kPhaseCount; ++i) {
+    const Phase p = static_cast<Phase>(i);
+    if (probes::PhaseName(p) == name) return p;
+  }
+  throw py::value_error("unknown phase '" + name +
+                        "': expected data, forward, backward, sync, optimizer or checkpoint");
+}
+
+// A phase as a Python context manager: `with session.phase("forward"): ...`. PhaseScope is
+// stack-only in C++; here it lives in the span object, entered and left on one thread.
+class PhaseSpan {
+ public:
+  PhaseSpan(Session* session, Phase phase) : session_(session), phase_(phase) {}
+  void Enter() { scope_.emplace(session_, phase_); }
+  void Exit() { scope_.reset(); }
+
+ private:
+  Session* session_;
+  Phase phase_;
+  std::optional<probes::PhaseScope> scope_;
+};
+
+// config: a dict with the RankProbesConfig fields; `header_config` and `sections` are dicts.
+RankProbesConfig ConfigFrom(const py::dict& d) {
+  RankProbesConfig c = RankProbesConfig::FromEnvironment();
+  auto get = [&](const char* key) -> py::object {
+    return d.contains(key) ? py::reinterpret_borrow<py::object>(d[key]) : py::none();
+  };
+  if (auto v = get("mode"); !v.is_none()) {
+    const auto mode = probes::ParseMode(v.cast<std::string>());
+    if (!mode) throw py::value_error("mode: expected off, light or full");
+    c.mode = *mode;
+  }
+  if (auto v = get("run_dir"); !v.is_none()) c.run_dir = v.cast<std::string>();
+  if (auto v = get("rank"); !v.is_none()) c.rank = v.cast<int>();
+  if (auto v = get("world_size"); !v.is_none()) c.world_size = v.cast<int>();
+  if (auto v = get("local_rank"); !v.is_none()) c.local_rank = v.cast<int>();
+  if (auto v = get("run_id"); !v.is_none()) c.run_id = v.cast<std::string>();
+  if (auto v = get("collective_timeout_s"); !v.is_none()) c.collective_timeout_s = v.cast<double>();
+  if (auto v = get("stop_signals"); !v.is_none()) c.stop_signals = v.cast<bool>();
+  // Python's own excepthook says more than std::terminate could: off unless asked.
+  c.record_terminate = false;
+  if (auto v = get("record_terminate"); !v.is_none()) c.record_terminate = v.cast<bool>();
+  if (auto v = get("header_config"); !v.is_none()) c.header.config = ToJson(v);
+  if (auto v = get("versions"); !v.is_none()) {
+    for (const auto& [k, value] : v.cast<py::dict>())
+      c.header.versions[py::str(k)] = py::str(value).cast<std::string>();
+  }
+  if (auto v = get("sections"); !v.is_none()) c.header.sections = ToJson(v);
+  return c;
+}
+
+std::unique_ptr<RankProbes> Start(const py::dict& config, py::object store) {
+  RankProbesConfig c = ConfigFrom(config);
+  std::string error;
+  std::unique_ptr<RankProbes> probes;
+  if (store.is_none()) {
+    probes = RankProbes::Start(std::move(c), static_cast<probes::KeyValueStore*>(nullptr), &error);
+  } else {
+    probes =
+        RankProbes::Start(std::move(c), std::make_unique<PythonStore>(std::move(store)), &error);
+  }
+  if (!probes) throw std::runtime_error(error);
+  return probes;
+}
+
+}  // namespace
+
+void BindProbes(py::module_& m) {
+  py::class_<PhaseSpan>(m, "PhaseSpan")
+      .def(
+          "__enter__",
+          [](PhaseSpan& s) -> PhaseSpan& {
+            s.Enter();
+            return s;
+          },
+          py::return_value_policy::reference)
+      .def("__exit__", [](PhaseSpan& s, py::args) {
+        s.Exit();
+        return false;
+      });
+
+  py::class_<Session>(m, "Session")
+      .def_property_readonly("on", &Session::on)
+      .def_property_readonly("full", &Session::full)
+      .def_property_readonly("rank", &Session::rank)
+      .def_property_readonly("current_step", &Session::current_step)
+      .def("begin_step", &Session::BeginStep, py::arg("step"), py::arg("epoch"))
+      .def(
+          "end_step",
+          [](Session& s, double loss, double global_loss, double lr, int64_t samples) {
+            s.EndStep({loss, global_loss, lr, samples});
+          },
+          py::arg("loss") = NAN, py::arg("global_loss") = NAN, py::arg("lr") = NAN,
+          py::arg("samples") = 0)
+      .def(
+          "phase",
+          [](Session& s, const std::string& name) {
+            return std::make_unique<PhaseSpan>(&s, PhaseByName(name));
+          },
+          py::keep_alive<0, 1>())
+      .def("record_error", &Session::RecordError)
+      .def("record_signal", &Session::RecordSignal)
+      .def("mark", &Session::Mark)
+      .def("end", &Session::End, py::arg("reason"), py::arg("status"), py::arg("detail") = "")
+      .def("add_probe_time", &Session::AddProbeTime);
+
+  py::class_<probes::CollectiveOp>(m, "CollectiveOp")
+      .def_property_readonly("seq", &probes::CollectiveOp::seq)
+      .def_property_readonly("completed", &probes::CollectiveOp::completed)
+      .def("started", &probes::CollectiveOp::Started)
+      .def("mark_completed", &probes::CollectiveOp::Completed, py::arg("failed") = false,
+           py::call_guard<py::gil_scoped_release>())
+      .def("write", &probes::CollectiveOp::Write);
+
+  py::class_<RankProbes>(m, "RankProbes")
+      .def_static("start", &Start, py::arg("config"), py::arg("store") = py::none(),
+                  "Starts this rank's probes; raises RuntimeError saying why it could not.")
+      .def_property_readonly("session", &RankProbes::session,
+                             py::return_value_policy::reference_internal)
+      .def_property_readonly("run_dir", &RankProbes::run_dir)
+      .def_property_readonly("run_id", &RankProbes::run_id)
+      .def(
+          "collective",
+          [](RankProbes& p, int pg, std::string op, std::string dtype, int64_t count, int64_t bytes,
+             std::string tag) {
+            return std::make_unique<probes::CollectiveOp>(
+                p.collectives(), pg, std::move(op), std::move(dtype), count, bytes, std::move(tag));
+          },
+          py::keep_alive<0, 1>())
+      .def("next_seq", [](RankProbes& p, int pg) { return p.collectives()->next_seq(pg); })
+      .def(
+          "dump",
+          [](RankProbes& p, const std::string& reason) { p.watchdog()->DumpNow(reason.c_str()); },
+          py::call_guard<py::gil_scoped_release>())
+      .def("measure_clock", &RankProbes::MeasureClock)
+      .def("finish", &RankProbes::Finish, py::arg("status") = 0);
+}
+
+}  // namespace dsdiag::python

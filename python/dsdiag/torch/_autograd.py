@@ -1,0 +1,37 @@
+"""The backward: Tensor.backward() is the `backward` phase of the step (DDP's allreduces
+overlap it), and the loss it is called on is the step record's loss."""
+
+import functools
+import math
+
+import torch
+
+from dsdiag.torch._runtime import RUNTIME, guard, phase
+
+_ORIGINAL = {}
+
+
+def install():
+    if _ORIGINAL:
+        return
+    _ORIGINAL["backward"] = torch.Tensor.backward
+    torch.Tensor.backward = _backward
+
+
+@functools.wraps(torch.Tensor.backward)
+def _backward(self, *args, **kwargs):
+    if not RUNTIME.on:
+        return _ORIGINAL["backward"](self, *args, **kwargs)
+    _enter(self)
+    with phase("backward"):
+        return _ORIGINAL["backward"](self, *args, **kwargs)
+
+
+@guard("backward")
+def _enter(loss):
+    RUNTIME.begin_step_if_needed()
+    # The loss of a step: a scalar on the CPU costs nothing to read; a device scalar would
+    # cost a sync, which the probes do not add.
+    if loss.numel() == 1 and loss.device.type == "cpu":
+        value = float(loss.detach())
+        RUNTIME.loss = value if math.isfinite(value) else float("nan")

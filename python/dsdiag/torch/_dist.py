@@ -1,0 +1,161 @@
+"""torch.distributed: the probes start when the default process group does
+(init_process_group), and every collective the job issues itself becomes a `coll` record
+and a flight-recorder entry, numbered per process group as the backend numbers them.
+DDP's own gradient allreduces are recorded by its communication hook (_ddp.py)."""
+
+import functools
+import inspect
+import os
+
+import torch
+import torch.distributed as dist
+
+from dsdiag.torch import _header
+from dsdiag.torch._runtime import RUNTIME, Suppress, guard, suppressed
+from dsdiag.torch._tensors import dtype_name
+
+_ORIGINAL = {}
+
+# name -> (op in the record, the argument holding the tensor or tensor list)
+_COLLECTIVES = {
+    "all_reduce": ("allreduce", "tensor"),
+    "broadcast": ("broadcast", "tensor"),
+    "reduce": ("reduce", "tensor"),
+    "all_gather": ("allgather", "tensor"),
+    "reduce_scatter": ("reduce_scatter", "output"),
+    "all_to_all_single": ("alltoall", "output"),
+    "barrier": ("barrier", None),
+}
+
+
+def original(name):
+    """The unpatched torch.distributed function (our own hooks call these)."""
+    return _ORIGINAL.get(name) or getattr(dist, name)
+
+
+def install():
+    if _ORIGINAL:
+        return
+    _ORIGINAL["init_process_group"] = dist.init_process_group
+    dist.init_process_group = _init_process_group
+    dist.distributed_c10d.init_process_group = _init_process_group
+    _ORIGINAL["new_group"] = dist.new_group
+    dist.new_group = _new_group
+    for name, (op, tensor_arg) in _COLLECTIVES.items():
+        fn = getattr(dist, name, None)
+        if fn is None:
+            continue
+        _ORIGINAL[name] = fn
+        wrapped = _wrap_collective(fn, op, tensor_arg)
+        setattr(dist, name, wrapped)
+        if getattr(dist.distributed_c10d, name, None) is fn:
+            setattr(dist.distributed_c10d, name, wrapped)
+
+
+@functools.wraps(dist.init_process_group)
+def _init_process_group(*args, **kwargs):
+    result = _ORIGINAL["init_process_group"](*args, **kwargs)
+    _start_probes()
+    return result
+
+
+def _start_probes():
+    try:
+        rank = dist.get_rank()
+        world = dist.get_world_size()
+        local_rank = int(os.environ.get("LOCAL_RANK", rank))
+        store = None
+        getter = getattr(dist.distributed_c10d, "_get_default_store", None)
+        if getter is not None:
+            try:
+                store = getter()
+            except Exception:
+                store = None
+        RUNTIME.start(rank, world, local_rank, store, _header.describe(dist.get_backend()))
+    except Exception as e:
+        RUNTIME.switch_off("start", e)
+
+
+@functools.wraps(dist.new_group)
+def _new_group(*args, **kwargs):
+    group = _ORIGINAL["new_group"](*args, **kwargs)
+    try:
+        RUNTIME.group_id(group)  # numbered in creation order, the same on every rank
+    except Exception:
+        pass
+    return group
+
+
+def _wrap_collective(fn, op, tensor_arg):
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        signature = None
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if not RUNTIME.on or suppressed() or signature is None:
+            return fn(*args, **kwargs)
+        record = _begin(signature, op, tensor_arg, args, kwargs)
+        try:
+            with Suppress():
+                result = fn(*args, **kwargs)
+        except BaseException:
+            if record is not None:
+                _finish(record, failed=True)
+            raise
+        if record is not None:
+            _after_call(record, result)
+        return result
+
+    return wrapper
+
+
+@guard("collective")
+def _begin(signature, op, tensor_arg, args, kwargs):
+    bound = signature.bind_partial(*args, **kwargs)
+    params = bound.arguments
+    tensor = params.get(tensor_arg) if tensor_arg else None
+    if isinstance(tensor, (list, tuple)):
+        tensor = tensor[0] if tensor else None
+    dtype, count, nbytes = "", 0, 0
+    if isinstance(tensor, torch.Tensor):
+        dtype = dtype_name(tensor.dtype)
+        count = tensor.numel()
+        nbytes = count * tensor.element_size()
+    pg = RUNTIME.group_id(params.get("group"))
+    RUNTIME.begin_step_if_needed()
+    record = RUNTIME.probes.collective(pg, op, dtype, count, nbytes, op)
+    return (record, bool(params.get("async_op", False)))
+
+
+@guard("collective")
+def _after_call(record, result):
+    op, async_op = record
+    op.started()
+    if not async_op or result is None:
+        _finish(record)
+        return
+    # An async op completes when its work does: its future says when, from any thread;
+    # the record is written on the main thread at the step's end (_runtime).
+    future = result.get_future()
+
+    def done(f):
+        try:
+            f.value()
+            op.mark_completed()
+        except Exception:
+            op.mark_completed(failed=True)
+        with RUNTIME.lock:
+            RUNTIME.pending_ops.append(op)
+
+    future.then(done)
+
+
+def _finish(record, failed=False):
+    op, _ = record
+    try:
+        op.mark_completed(failed=failed)
+        op.write()
+    except Exception as e:
+        RUNTIME.switch_off("collective", e)

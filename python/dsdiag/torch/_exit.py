@@ -1,0 +1,43 @@
+"""How a rank's trace ends: an exception nobody caught becomes an `error` record and the
+`end` record (reason "error", with the exception's type and message) before Python prints
+it; a normal exit writes the `end` record "ok". SIGTERM / SIGINT are the C++ core's
+(StopSignals: dump, signal and end records; the job's own handlers still run)."""
+
+import atexit
+import sys
+import traceback
+
+from dsdiag.torch._runtime import RUNTIME
+
+_ORIGINAL = {}
+
+
+def install():
+    if _ORIGINAL:
+        return
+    _ORIGINAL["excepthook"] = sys.excepthook
+    sys.excepthook = _excepthook
+    atexit.register(_at_exit)
+
+
+def _excepthook(kind, value, tb):
+    try:
+        if RUNTIME.on and not RUNTIME.ended:
+            message = "%s: %s" % (kind.__name__, value)
+            frames = traceback.extract_tb(tb)
+            where = "%s:%d" % (frames[-1].filename, frames[-1].lineno) if frames else "python"
+            RUNTIME.session.record_error(where, message)
+            RUNTIME.probes.dump("error")
+            RUNTIME.end("error", 1, message)
+    except Exception:
+        pass
+    _ORIGINAL["excepthook"](kind, value, tb)
+
+
+def _at_exit():
+    try:
+        if RUNTIME.on and not RUNTIME.ended:
+            RUNTIME.write_pending_ops()
+            RUNTIME.end("ok", 0)
+    except Exception:
+        pass

@@ -1,0 +1,62 @@
+"""The optimizer step: the end of a training step. Before it, the model probe writes what
+the backward left (who took part, the gradients as synced and as about to be used); the
+step itself is the `optimizer` phase; after it the step record is written.
+
+torch 2.x has global optimizer step hooks (register_optimizer_step_pre_hook); torch 1.13 has
+none, so each optimizer class's step is wrapped once, the way its own profiling hook is."""
+
+import functools
+
+import torch
+
+from dsdiag.torch._runtime import RUNTIME, guard, phase
+
+_WRAPPED = "_dsdiag_wrapped"
+_ORIGINAL = {}
+
+
+def install():
+    if _ORIGINAL:
+        return
+    _ORIGINAL["__init__"] = torch.optim.Optimizer.__init__
+    torch.optim.Optimizer.__init__ = _optimizer_init
+
+
+@functools.wraps(torch.optim.Optimizer.__init__)
+def _optimizer_init(self, *args, **kwargs):
+    _ORIGINAL["__init__"](self, *args, **kwargs)
+    cls = type(self)
+    step = cls.__dict__.get("step") or getattr(cls, "step")
+    if not getattr(step, _WRAPPED, False):
+        wrapped = _wrap_step(step)
+        setattr(cls, "step", wrapped)
+
+
+def _wrap_step(step):
+    @functools.wraps(step)
+    def wrapped(self, *args, **kwargs):
+        if not RUNTIME.on:
+            return step(self, *args, **kwargs)
+        _before_step()
+        with phase("optimizer"):
+            result = step(self, *args, **kwargs)
+        _after_step()
+        return result
+
+    setattr(wrapped, _WRAPPED, True)
+    return wrapped
+
+
+@guard("optimizer")
+def _before_step():
+    RUNTIME.begin_step_if_needed()
+    RUNTIME.write_pending_ops()
+    if RUNTIME.model is not None:
+        RUNTIME.model.before_optimizer_step()
+
+
+@guard("optimizer")
+def _after_step():
+    if RUNTIME.model is not None:
+        RUNTIME.model.after_optimizer_step(RUNTIME.step)
+    RUNTIME.end_step()

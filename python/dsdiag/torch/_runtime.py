@@ -1,0 +1,184 @@
+"""The rank's probes while the job runs: started when the default process group is, fed by
+the hooks (_dist, _ddp, _optim, _exit), ended at exit. One instance per process, RUNTIME.
+
+A step is what happens between two optimizer steps: it begins at the first forward (or
+backward) after the last step and ends when optimizer.step() returns. Every hook goes
+through guard(): a probe that raises warns once and switches the probes off; the job goes
+on as if dsdiag were not there.
+"""
+
+import functools
+import math
+import os
+import sys
+import threading
+
+from dsdiag._warn import warn_once
+
+
+class Runtime(object):
+    def __init__(self):
+        self.settings = None  # Settings, once instrument() ran
+        self.probes = None  # dsdiag._core.RankProbes, once the process group started
+        self.session = None
+        self.on = False
+        self.step = 0
+        self.in_step = False
+        self.epoch = 0
+        self.loss = float("nan")
+        self.samples = 0
+        self.lock = threading.RLock()
+        self.local = threading.local()  # .suppress: inside our own comm hook / wrapper
+        self.group_ids = {}  # id(process group) -> the pg number in `coll` records
+        self.model = None  # the DDP model's _ModelProbe (_ddp.py), the first one built
+        self.pending_ops = []  # CollectiveOps completed off the main thread, to write
+        self.ended = False
+
+    # --- life -----------------------------------------------------------------------
+
+    def start(self, rank, world_size, local_rank, store, header):
+        """Starts the C++ probes for this rank; on failure warns and stays off."""
+        if self.probes is not None or self.settings is None or self.settings.off:
+            return
+        from dsdiag import _core
+
+        config = {
+            "mode": self.settings.probes,
+            "run_dir": self.settings.run_dir,
+            "rank": rank,
+            "world_size": world_size,
+            "local_rank": local_rank,
+            "collective_timeout_s": self.settings.timeout,
+            "header_config": header.get("config", {}),
+            "versions": header.get("versions", {}),
+            "sections": header.get("sections", {}),
+        }
+        run_id = os.environ.get("DSDIAG_RUN_ID")
+        if run_id:
+            config["run_id"] = run_id
+        try:
+            self.probes = _core.RankProbes.start(config, store)
+        except Exception as e:  # unwritable run dir, store failure: the job goes on
+            warn_once("start", "probes off on rank %d: %s" % (rank, e))
+            return
+        self.session = self.probes.session
+        self.on = self.session.on
+
+    def end(self, reason, status, detail=""):
+        if not self.on or self.ended:
+            return
+        self.ended = True
+        self.session.end(reason, status, detail)
+
+    def switch_off(self, where, error):
+        warn_once(where, "probe %s failed and is off for the rest of the run: %r" % (where, error))
+        self.on = False
+
+    # --- steps ----------------------------------------------------------------------
+
+    def begin_step_if_needed(self):
+        if self.on and not self.in_step:
+            self.in_step = True
+            self.samples = 0
+            self.session.begin_step(self.step, self.epoch)
+
+    def end_step(self):
+        if not self.on or not self.in_step:
+            return
+        self.in_step = False
+        self.session.end_step(loss=self.loss, samples=self.samples)
+        self.step += 1
+        self.loss = float("nan")
+
+    def group_id(self, group):
+        """The number of a process group in `coll` records: 0 for the default group, then
+        1, 2, ... in the order the job creates groups (the same order on every rank)."""
+        if group is None or _is_default_group(group):
+            return 0
+        key = id(group)
+        if key not in self.group_ids:
+            self.group_ids[key] = len(self.group_ids) + 1
+        return self.group_ids[key]
+
+    def write_pending_ops(self):
+        with self.lock:
+            ops, self.pending_ops = self.pending_ops, []
+        for op in ops:
+            op.write()
+
+
+def _is_default_group(group):
+    import torch.distributed as dist
+
+    if group is getattr(dist.group, "WORLD", None):
+        return True
+    getter = getattr(dist.distributed_c10d, "_get_default_group", None)
+    try:
+        return getter is not None and group is getter()
+    except Exception:
+        return False
+
+
+RUNTIME = Runtime()
+
+
+def guard(where):
+    """Decorator for probe code: never raise into the job. The first failure of `where`
+    warns on stderr and turns the probes off."""
+
+    def wrap(fn):
+        @functools.wraps(fn)
+        def guarded(*args, **kwargs):
+            if not RUNTIME.on:
+                return None
+            try:
+                return fn(*args, **kwargs)
+            except Exception as e:  # a probe's bug or a torch without some API
+                RUNTIME.switch_off(where, e)
+                return None
+
+        return guarded
+
+    return wrap
+
+
+class _NoPhase(object):
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+NO_PHASE = _NoPhase()
+
+
+def phase(name):
+    """`with phase("forward"):` — the session's phase span, or nothing when the probes are
+    off or fail (never an exception into the job)."""
+    if not RUNTIME.on:
+        return NO_PHASE
+    try:
+        return RUNTIME.session.phase(name)
+    except Exception as e:
+        RUNTIME.switch_off("phase", e)
+        return NO_PHASE
+
+
+def suppressed():
+    return getattr(RUNTIME.local, "suppress", 0) > 0
+
+
+class Suppress(object):
+    """Inside our own hooks: the collectives they issue are not recorded twice."""
+
+    def __enter__(self):
+        RUNTIME.local.suppress = getattr(RUNTIME.local, "suppress", 0) + 1
+
+    def __exit__(self, *exc):
+        RUNTIME.local.suppress -= 1
+        return False
+
+
+def finite_or_nan(x):
+    return x if isinstance(x, float) and math.isfinite(x) else float("nan")

@@ -1,0 +1,53 @@
+"""A small DDP job on Gloo, started once per rank by `dsdiag run --nproc N` (RANK, WORLD_SIZE,
+MASTER_ADDR, MASTER_PORT set), with one user mistake chosen by FAULT:
+  skip    rank 1 skips a submodule (find_unused_parameters=True: DDP fills the gradient in)
+  desync  rank 0 doubles one gradient after the allreduce, at step 5
+  slow    rank 1 computes 30 ms longer every step
+  raise   rank 1 raises ValueError at step 7
+Prints "final loss <rank> <value>" so that a test can compare losses with and without dsdiag.
+"""
+import os
+import time
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+fault = os.environ.get("FAULT", "")
+steps = int(os.environ.get("STEPS", "20"))
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+torch.manual_seed(0)
+torch.set_num_threads(1)
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = torch.nn.Sequential(
+            torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1))
+        self.extra = torch.nn.Linear(32, 1)
+    def forward(self, x):
+        out = self.body(x)
+        if not (fault == "skip" and rank == 1):
+            out = out + self.extra(x)
+        return out
+
+model = DDP(Net(), find_unused_parameters=(fault == "skip"))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+torch.manual_seed(1 + rank)
+for step in range(steps):
+    x = torch.randn(16, 32)
+    y = x.sum(1, keepdim=True)
+    opt.zero_grad()
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    if fault == "slow" and rank == 1:
+        time.sleep(0.03)
+    loss.backward()
+    if fault == "desync" and rank == 0 and step == 5:
+        with torch.no_grad():
+            model.module.body[0].weight.grad.mul_(2)
+    if fault == "raise" and rank == 1 and step == 7:
+        raise ValueError("bad batch at step 7")
+    opt.step()
+print("final loss %d %.17g" % (rank, loss.item()), flush=True)
+dist.destroy_process_group()

@@ -1,0 +1,132 @@
+"""dsdiag run on real DDP jobs (torch.distributed on Gloo, 2 ranks): each user mistake gives
+its finding, naming the rank, the step and the parameter; a clean job gives none; the job
+computes the same losses with and without dsdiag.
+
+Run by ctest with Debian's /usr/bin/python3 (the one with torch); DSDIAG_BINARY names the
+dsdiag executable."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+DSDIAG = os.environ.get("DSDIAG_BINARY", "dsdiag")
+JOBS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs")
+PYTHON = "/usr/bin/python3"
+
+
+def run_job(out, job, nproc=2, env=None, timeout=120):
+    """`dsdiag run [--nproc N] --out OUT -- python3 JOB`; returns (exit status, stdout)."""
+    command = [DSDIAG, "run", "--out", out]
+    if nproc:
+        command += ["--nproc", str(nproc)]
+    command += ["--", PYTHON, os.path.join(JOBS, job)]
+    full_env = dict(os.environ, OMP_NUM_THREADS="1", **(env or {}))
+    done = subprocess.run(command, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          timeout=timeout, universal_newlines=True)
+    return done.returncode, done.stdout, done.stderr
+
+
+def compare(out):
+    done = subprocess.run([DSDIAG, "compare", out, "--format", "json"], stdout=subprocess.PIPE,
+                          universal_newlines=True, timeout=60)
+    return json.loads(done.stdout)["findings"]
+
+
+def serious(findings, timing=False):
+    """kind/severity of every warning and error (timing findings aside unless asked: two ranks
+    on two shared cores are never quite even)."""
+    kinds = set()
+    for f in findings:
+        if f["severity"] == "info":
+            continue
+        if not timing and f["kind"] in ("straggler", "loader-starvation"):
+            continue
+        kinds.add("%s/%s" % (f["kind"], f["severity"]))
+    return kinds
+
+
+def find(findings, kind, severity="error"):
+    for f in findings:
+        if f["kind"] == kind and f["severity"] == severity:
+            return f
+    return None
+
+
+class DsdiagRunGhosts(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="dsdiag-py-")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def test_a_clean_job_has_no_finding_and_the_same_losses_as_without_dsdiag(self):
+        status, out, err = run_job(self.path("clean"), "ddp_faults.py")
+        self.assertEqual(status, 0, err)
+        self.assertEqual(serious(compare(self.path("clean"))), set())
+        with_dsdiag = sorted(l for l in out.splitlines() if l.startswith("final loss"))
+        self.assertEqual(len(with_dsdiag), 2)
+        # The same job without dsdiag's probes (--probes off: the launcher alone).
+        off = subprocess.run([DSDIAG, "run", "--probes", "off", "--nproc", "2", "--out",
+                              self.path("off"), "--", PYTHON, os.path.join(JOBS, "ddp_faults.py")],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             universal_newlines=True, timeout=120)
+        self.assertEqual(off.returncode, 0, off.stderr)
+        without = sorted(l for l in off.stdout.splitlines() if l.startswith("final loss"))
+        self.assertEqual(with_dsdiag, without)
+
+    def test_a_skipped_submodule_is_missing_grad_even_with_find_unused_parameters(self):
+        status, _, err = run_job(self.path("skip"), "ddp_faults.py", env={"FAULT": "skip"})
+        self.assertEqual(status, 0, err)
+        findings = compare(self.path("skip"))
+        self.assertEqual(serious(findings), {"missing-grad/error"})
+        f = find(findings, "missing-grad")
+        self.assertEqual(f["ranks"], [1])
+        self.assertEqual(f["subject"], "extra.weight")
+        self.assertEqual(f["step"], 0)
+
+    def test_a_gradient_changed_after_the_allreduce_names_that_rank_at_two_ranks(self):
+        status, _, err = run_job(self.path("desync"), "ddp_faults.py", env={"FAULT": "desync"})
+        self.assertEqual(status, 0, err)
+        findings = compare(self.path("desync"))
+        self.assertEqual(serious(findings), {"grad-desync/error"})
+        f = find(findings, "grad-desync")
+        self.assertEqual((f["ranks"], f["step"], f["subject"]), ([0], 5, "body.0.weight"))
+        self.assertIsNotNone(find(findings, "replica-divergence", "info"))
+
+    def test_a_rank_that_computes_slower_is_a_straggler(self):
+        status, _, err = run_job(self.path("slow"), "ddp_faults.py",
+                                 env={"FAULT": "slow", "STEPS": "15"})
+        self.assertEqual(status, 0, err)
+        findings = compare(self.path("slow"))
+        stragglers = [f for f in findings if f["kind"] == "straggler"]
+        self.assertEqual(len(stragglers), 1, findings)
+        self.assertEqual(stragglers[0]["ranks"], [1])
+
+    def test_an_exception_on_one_rank_is_one_error_with_its_type_and_message(self):
+        status, _, _ = run_job(self.path("raise"), "ddp_faults.py", env={"FAULT": "raise"})
+        self.assertNotEqual(status, 0)
+        findings = compare(self.path("raise"))
+        self.assertEqual(serious(findings), {"rank-died/error"})
+        f = find(findings, "rank-died")
+        self.assertEqual(f["ranks"], [1])
+        self.assertIn("ValueError: bad batch at step 7", f["summary"])
+
+    def test_ranks_started_by_spawn_are_instrumented_and_the_seed_check_misses_what_dsdiag_names(self):
+        status, out, err = run_job(self.path("spawn"), "seed_spawn.py", nproc=0)
+        self.assertEqual(status, 0, err)
+        self.assertNotIn("has no gradient", out)  # the folk remedy sees nothing
+        findings = compare(self.path("spawn"))
+        f = find(findings, "missing-grad")
+        self.assertIsNotNone(f, findings)
+        self.assertEqual(f["ranks"], [1])
+        self.assertEqual(f["subject"], "refine.weight")
+
+
+if __name__ == "__main__":
+    unittest.main()
