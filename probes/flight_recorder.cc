@@ -122,7 +122,19 @@ std::string FlightRecorder::DumpJson(std::string_view reason, int64_t step, Phas
   dump.where_step = step;
   dump.where_phase = std::string(PhaseName(phase));
   for (const FlightEntry& e : entries) dump.entries.push_back(ToTrace(e));
+  std::shared_ptr<const StackProvider> provider;
+  {
+    std::lock_guard<std::mutex> lock(provider_mu_);
+    provider = stack_provider_;
+  }
+  if (provider) dump.stacks = (*provider)();
   return trace::FlightDumpJson(dump);
+}
+
+void FlightRecorder::SetStackProvider(StackProvider provider) {
+  auto shared = provider ? std::make_shared<const StackProvider>(std::move(provider)) : nullptr;
+  std::lock_guard<std::mutex> lock(provider_mu_);
+  stack_provider_ = std::move(shared);
 }
 
 std::string FlightRecorder::dump_path() const {

@@ -9,12 +9,15 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "probes/phase.h"
+#include "trace/flight_dump.h"
 #include "trace/trace_header.h"
 
 namespace dsdiag::probes {
@@ -49,6 +52,12 @@ class FlightRecorder {
   void Start(int64_t handle) noexcept;
   void Complete(int64_t handle) noexcept;
 
+  // Called at each dump for the process's thread stacks (the Python package gives Python's),
+  // from whichever thread dumps; it must return promptly. May be set (or cleared with an
+  // empty one) while another thread dumps: that dump uses the provider it started with.
+  using StackProvider = std::function<std::vector<trace::ThreadStack>()>;
+  void SetStackProvider(StackProvider provider);
+
   // The oldest entry not yet completed, if any (for the watchdog).
   bool OldestPending(FlightEntry* out) const noexcept;
 
@@ -65,6 +74,8 @@ class FlightRecorder {
   mutable std::mutex mu_;
   std::vector<FlightEntry> ring_;
   int64_t next_id_ = 1;
+  mutable std::mutex provider_mu_;
+  std::shared_ptr<const StackProvider> stack_provider_;  // null: no stacks in dumps
 };
 
 }  // namespace dsdiag::probes

@@ -132,6 +132,7 @@ std::unique_ptr<RankProbes> RankProbes::Start(RankProbesConfig config, KeyValueS
       std::make_unique<CollectiveProbe>(self->session_.get(), self->recorder_.get());
   self->watchdog_ = std::make_unique<Watchdog>(self->session_.get(), self->recorder_.get(),
                                                config.collective_timeout_s);
+  self->watchdog_->EndProcessOnTimeout(config.end_on_collective_timeout);
   if (config.stop_signals) {
     self->stop_signals_ = StopSignals::Install(self->session_.get(), self->recorder_.get());
     if (!self->stop_signals_) {

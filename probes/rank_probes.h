@@ -44,6 +44,9 @@ struct RankProbesConfig {
   // Watchdog: a collective pending longer than this is a hang — `error` record and flight
   // dump (the job goes on; its backend's timeout ends it). <= 0: no timeout check.
   double collective_timeout_s = 300;
+  // And then end the process (Watchdog::EndProcessOnTimeout): for jobs whose backend would
+  // otherwise wait far longer (Gloo's default is 30 minutes).
+  bool end_on_collective_timeout = false;
   // SIGTERM / SIGINT write the dump and the end record, SIGUSR1 the dump (StopSignals).
   bool stop_signals = true;
   // An uncaught exception (std::terminate) writes an `error` record, the dump and the end

@@ -2,6 +2,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "trace/clock.h"
@@ -104,6 +105,12 @@ void Watchdog::CheckTimeout() {
                 e.pg, static_cast<long long>(e.seq), e.op, e.tag, waited / 1e9, timeout_ns_ / 1e9);
   session_->RecordError("watchdog", message);
   DumpNow("timeout");
+  if (end_on_timeout_.load()) {
+    session_->End("error", 1, message);
+    std::fprintf(stderr, "dsdiag: rank %d: %s; ending the rank\n", session_->rank(), message);
+    std::fflush(stderr);
+    std::_Exit(1);
+  }
 }
 
 }  // namespace dsdiag::probes

@@ -34,6 +34,11 @@ class Watchdog {
   // Dumps now from the calling thread (a fatal error on the main thread).
   void DumpNow(const char* reason) noexcept;
 
+  // After a timeout's dump and error record, also write the `end` record (reason "error")
+  // and end the process with status 1: a job whose launcher then stops the other ranks ends
+  // within the timeout instead of hanging until the backend's own (`dsdiag run`).
+  void EndProcessOnTimeout(bool on) noexcept { end_on_timeout_.store(on); }
+
   // Installs a SIGUSR1 handler that asks `watchdog` for a dump (one watchdog per process).
   static void InstallSigusr1Handler(Watchdog* watchdog);
 
@@ -50,6 +55,7 @@ class Watchdog {
   const int poll_interval_ms_;
   std::atomic<int> requested_{0};
   std::atomic<bool> timed_out_{false};
+  std::atomic<bool> end_on_timeout_{false};
   std::atomic<int> dumps_{0};
   int64_t last_timed_out_id_ = 0;
   std::mutex mu_;

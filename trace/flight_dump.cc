@@ -172,9 +172,47 @@ std::string FlightDumpJson(const FlightDump& d) {
   l.BeginArray("entries");
   for (const FlightDumpEntry& e : d.entries) AppendEntry(&l, e);
   l.EndArray();
+  if (!d.stacks.empty()) {
+    l.BeginArray("stacks");
+    for (const ThreadStack& t : d.stacks) {
+      l.BeginObject().Field("thread", t.thread).BeginArray("frames");
+      for (const std::string& frame : t.frames) l.Add(frame);
+      l.EndArray().EndObject();
+    }
+    l.EndArray();
+  }
   l.Finish();
   return out;
 }
+
+namespace {
+
+// `stacks`, when present: threads without a string name or frames that are not strings are
+// left out (a dump is read for what it can tell).
+std::vector<ThreadStack> ParseStacks(const dom::object& o) {
+  std::vector<ThreadStack> stacks;
+  dom::array array;
+  if (o.at_key("stacks").get_array().get(array) != simdjson::SUCCESS) return stacks;
+  for (dom::element element : array) {
+    dom::object thread;
+    if (element.get_object().get(thread) != simdjson::SUCCESS) continue;
+    ThreadStack t;
+    std::string_view name;
+    if (thread.at_key("thread").get_string().get(name) != simdjson::SUCCESS) continue;
+    t.thread = std::string(name);
+    dom::array frames;
+    if (thread.at_key("frames").get_array().get(frames) == simdjson::SUCCESS) {
+      for (dom::element frame : frames) {
+        std::string_view text;
+        if (frame.get_string().get(text) == simdjson::SUCCESS) t.frames.emplace_back(text);
+      }
+    }
+    stacks.push_back(std::move(t));
+  }
+  return stacks;
+}
+
+}  // namespace
 
 std::optional<FlightDump> ParseFlightDump(const std::string& text, const std::string& path,
                                           LocatedIssue* issue) {
@@ -240,6 +278,7 @@ std::optional<FlightDump> ParseFlightDump(const std::string& text, const std::st
     }
     ++index;
   }
+  d.stacks = ParseStacks(o);
   return d;
 }
 

@@ -7,10 +7,13 @@
 //    "where":{"step":7,"phase":"sync"},
 //    "entries":[{"pg":0,"seq":40,"op":"allreduce","dtype":"f32","n":12288,"bytes":49152,
 //                "tag":"grad-bucket-2","step":7,"phase":"sync","state":"started",
-//                "issued":912000000,"started":912000100}]}
+//                "issued":912000000,"started":912000100}],
+//    "stacks":[{"thread":"MainThread","frames":["train.py:40 in <module>",
+//                                                "train.py:12 in step"]}]}
 //
 // `entries` are the rank's last collectives, oldest first; an entry not "completed" is one
-// the rank entered and was still waiting in when it dumped. Times are the rank's own
+// the rank entered and was still waiting in when it dumped. `stacks` (optional: Python jobs)
+// are the process's threads at dump time, each innermost frame last. Times are the rank's own
 // CLOCK_MONOTONIC, like its trace's `ts`. Writer (probes' FlightRecorder, synth) and reader
 // (the run loader) both live here.
 //
@@ -54,6 +57,12 @@ struct FlightDumpEntry {
   bool pending() const { return state != FlightState::kCompleted; }
 };
 
+// One thread's stack at dump time: "file:line in function", outermost first.
+struct ThreadStack {
+  std::string thread;
+  std::vector<std::string> frames;
+};
+
 struct FlightDump {
   std::string run_id;
   int rank = 0;
@@ -64,6 +73,7 @@ struct FlightDump {
   std::optional<int64_t> where_step;  // the main thread's step and phase at dump time
   std::string where_phase;
   std::vector<FlightDumpEntry> entries;  // oldest first
+  std::vector<ThreadStack> stacks;       // empty when the writer had none to give
   // Read side only: malformed entries left out, and what was wrong with the first of them.
   int64_t entries_skipped = 0;
   std::string first_entry_problem;

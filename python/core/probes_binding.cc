@@ -5,10 +5,14 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "probes/collective_op.h"
 #include "probes/phase.h"
@@ -16,6 +20,7 @@
 #include "python/core/bindings.h"
 #include "python/core/json_convert.h"
 #include "python/core/python_store.h"
+#include "trace/flight_dump.h"
 
 namespace dsdiag::python {
 
@@ -68,6 +73,8 @@ RankProbesConfig ConfigFrom(const py::dict& d) {
   if (auto v = get("run_id"); !v.is_none()) c.run_id = v.cast<std::string>();
   if (auto v = get("collective_timeout_s"); !v.is_none()) c.collective_timeout_s = v.cast<double>();
   if (auto v = get("stop_signals"); !v.is_none()) c.stop_signals = v.cast<bool>();
+  if (auto v = get("end_on_collective_timeout"); !v.is_none())
+    c.end_on_collective_timeout = v.cast<bool>();
   // Python's own excepthook says more than std::terminate could: off unless asked.
   c.record_terminate = false;
   if (auto v = get("record_terminate"); !v.is_none()) c.record_terminate = v.cast<bool>();
@@ -92,6 +99,57 @@ std::unique_ptr<RankProbes> Start(const py::dict& config, py::object store) {
   }
   if (!probes) throw std::runtime_error(error);
   return probes;
+}
+
+// The flight recorder's stack provider around a Python callable returning
+// [(thread name, [frame, ...]), ...]. A dump may come from any thread, with or without the
+// GIL, while the main thread holds it in a C call: the callable runs on a thread of its
+// own that waits for the GIL, and the dump waits for it at most `kStackWait` — then it is
+// written without stacks (the waiting thread is left to finish on its own).
+constexpr auto kStackWait = std::chrono::seconds(2);
+
+std::vector<trace::ThreadStack> StacksFrom(const py::object& provider) {
+  std::vector<trace::ThreadStack> stacks;
+  try {
+    for (const auto& item : provider()) {
+      auto pair = item.cast<py::tuple>();
+      trace::ThreadStack t;
+      t.thread = pair[0].cast<std::string>();
+      t.frames = pair[1].cast<std::vector<std::string>>();
+      stacks.push_back(std::move(t));
+    }
+  } catch (py::error_already_set&) {
+    stacks.clear();  // no stacks this time; the dump itself goes on
+  } catch (py::cast_error&) {
+    stacks.clear();
+  }
+  return stacks;
+}
+
+std::vector<trace::ThreadStack> CallStackProvider(std::shared_ptr<py::object> provider) {
+  // Asked from a thread that holds the GIL (an excepthook's dump): call it here.
+  if (PyGILState_Check()) return StacksFrom(*provider);
+  struct Result {
+    std::mutex mu;
+    std::condition_variable done_cv;
+    bool done = false;
+    std::vector<trace::ThreadStack> stacks;
+  };
+  auto result = std::make_shared<Result>();
+  std::thread([provider, result] {
+    std::vector<trace::ThreadStack> stacks;
+    {
+      py::gil_scoped_acquire gil;
+      stacks = StacksFrom(*provider);
+    }
+    std::lock_guard<std::mutex> lock(result->mu);
+    result->stacks = std::move(stacks);
+    result->done = true;
+    result->done_cv.notify_all();
+  }).detach();
+  std::unique_lock<std::mutex> lock(result->mu);
+  if (!result->done_cv.wait_for(lock, kStackWait, [&] { return result->done; })) return {};
+  return std::move(result->stacks);
 }
 
 }  // namespace
@@ -163,6 +221,21 @@ void BindProbes(py::module_& m) {
           "dump",
           [](RankProbes& p, const std::string& reason) { p.watchdog()->DumpNow(reason.c_str()); },
           py::call_guard<py::gil_scoped_release>())
+      .def(
+          "set_stack_provider",
+          [](RankProbes& p, py::object provider) {
+            if (provider.is_none()) {  // at the end of the run, before Python shuts down
+              p.recorder()->SetStackProvider({});
+              return;
+            }
+            auto shared =
+                std::shared_ptr<py::object>(new py::object(std::move(provider)), [](py::object* o) {
+                  py::gil_scoped_acquire gil;
+                  delete o;
+                });
+            p.recorder()->SetStackProvider([shared] { return CallStackProvider(shared); });
+          },
+          "Every flight dump asks provider() for [(thread, [frames])] (bounded wait).")
       .def("measure_clock", &RankProbes::MeasureClock)
       .def("finish", &RankProbes::Finish, py::arg("status") = 0);
 }

@@ -108,7 +108,8 @@ struct DumpEntry {
 
 void WriteDump(TestRun* run, int rank, int world, std::string_view reason, int64_t ts,
                int64_t where_step, std::string_view where_phase,
-               const std::vector<DumpEntry>& entries, std::string run_id = "test-run") {
+               const std::vector<DumpEntry>& entries, std::string run_id = "test-run",
+               const std::vector<trace::ThreadStack>& stacks = {}) {
   std::string out;
   trace::JsonLine l(&out);
   l.Field("schema", "dsdiag.flight/1")
@@ -142,6 +143,15 @@ void WriteDump(TestRun* run, int rank, int world, std::string_view reason, int64
     l.EndObject();
   }
   l.EndArray();
+  if (!stacks.empty()) {
+    l.BeginArray("stacks");
+    for (const trace::ThreadStack& t : stacks) {
+      l.BeginObject().Field("thread", std::string_view(t.thread)).BeginArray("frames");
+      for (const std::string& frame : t.frames) l.Add(std::string_view(frame));
+      l.EndArray().EndObject();
+    }
+    l.EndArray();
+  }
   l.Finish();
   run->WriteFile(trace::FlightDumpFileName(rank), out);
 }
@@ -241,6 +251,31 @@ TEST(HangAnalyzerTest, FlightDumpsSaySinceWhenTheOthersWaitAndWhereTheCulpritWas
                    static_cast<double>(Enter(kStuckStep, 0)) / 1e9);
   ASSERT_TRUE(f.ts_rank.has_value());
   EXPECT_EQ(f.ts_ns, Local(*f.ts_rank, Enter(kStuckStep, 0)));
+}
+
+TEST(HangAnalyzerTest, APythonCulpritsDumpGivesItsMainThreadsLine) {
+  TestRun run;
+  const int64_t fire = Enter(kStuckStep, 0) + 60 * kSec;
+  for (int r : {0, 1, 3}) {
+    WriteWatchdogWaiter(&run, r, 4);
+    WriteDump(&run, r, 4, "timeout", fire, kStuckStep, "sync", WaiterEntries());
+  }
+  WriteSilentCulprit(&run, 2, 4);
+  const std::vector<trace::ThreadStack> stacks = {
+      {"Thread-1 (loader)", {"threading.py:995 in _bootstrap", "loader.py:10 in run"}},
+      {"MainThread", {"train.py:50 in <module>", "train.py:31 in load_batch"}}};
+  WriteDump(&run, 2, 4, "SIGTERM", fire + 5 * kSec, kStuckStep, "data",
+            {{0, 14, "allreduce", "grad-bucket-2", 4, "completed", Enter(4, 2)}}, "test-run",
+            stacks);
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_NE(findings[0].summary.find("in data of step 5 (Python: train.py:31 in load_batch)"),
+            std::string::npos)
+      << findings[0].summary;
+  const trace::JsonValue& culprit = findings[0].evidence.Find("culprits")->elements().at(0);
+  EXPECT_EQ(culprit.Find("python_where")->as_string(), "train.py:31 in load_batch");
+  ASSERT_EQ(culprit.Find("python_stack")->elements().size(), 2u);
+  EXPECT_EQ(culprit.Find("python_stack")->elements()[0].as_string(), "train.py:50 in <module>");
 }
 
 TEST(HangAnalyzerTest, ACulpritBlockedInAnotherGroupSaysWhere) {

@@ -17,9 +17,10 @@ JOBS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs")
 PYTHON = "/usr/bin/python3"
 
 
-def run_job(out, job, nproc=2, env=None, timeout=120):
-    """`dsdiag run [--nproc N] --out OUT -- python3 JOB`; returns (exit status, stdout)."""
-    command = [DSDIAG, "run", "--out", out]
+def run_job(out, job, nproc=2, env=None, timeout=120, extra=()):
+    """`dsdiag run [--nproc N] --out OUT [extra...] -- python3 JOB`; returns (exit status,
+    stdout, stderr)."""
+    command = [DSDIAG, "run", "--out", out] + list(extra)
     if nproc:
         command += ["--nproc", str(nproc)]
     command += ["--", PYTHON, os.path.join(JOBS, job)]
@@ -116,6 +117,32 @@ class DsdiagRunGhosts(unittest.TestCase):
         f = find(findings, "rank-died")
         self.assertEqual(f["ranks"], [1])
         self.assertIn("ValueError: bad batch at step 7", f["summary"])
+
+    def test_a_rank_that_blocks_is_the_hang_with_its_python_line(self):
+        status, _, _ = run_job(self.path("hang"), "ddp_faults.py", env={"FAULT": "hang"},
+                               timeout=60, extra=["--timeout", "5"])
+        self.assertNotEqual(status, 0)
+        findings = compare(self.path("hang"))
+        self.assertEqual(serious(findings), {"hang/error"})
+        f = find(findings, "hang")
+        self.assertEqual((f["ranks"], f["step"]), ([1], 5))
+        culprit = f["evidence"]["culprits"][0]
+        self.assertTrue(culprit["python_where"].endswith("in <module>"), culprit)
+        self.assertIn("ddp_faults.py:", culprit["python_where"])
+        with open(os.path.join(JOBS, "ddp_faults.py")) as job:
+            lines = job.read().splitlines()
+        self.assertIn("time.sleep", lines[
+            int(culprit["python_where"].split("ddp_faults.py:")[1].split(" ")[0]) - 1])
+
+    def test_a_rank_that_issues_another_collective_is_the_mismatch(self):
+        status, _, _ = run_job(self.path("extra"), "ddp_faults.py", nproc=3,
+                               env={"FAULT": "extra", "STEPS": "8"}, timeout=60,
+                               extra=["--timeout", "5"])
+        self.assertNotEqual(status, 0)
+        findings = compare(self.path("extra"))
+        self.assertEqual(serious(findings), {"collective-mismatch/error"})
+        f = find(findings, "collective-mismatch")
+        self.assertEqual((f["ranks"], f["step"], f["subject"]), ([1], 4, "pg 0 seq 4"))
 
     def test_ranks_started_by_spawn_are_instrumented_and_the_seed_check_misses_what_dsdiag_names(self):
         status, out, err = run_job(self.path("spawn"), "seed_spawn.py", nproc=0)

@@ -47,6 +47,27 @@ TEST(FlightDumpTest, WhatTheWriterWritesReadsBack) {
   EXPECT_EQ(FlightDumpJson(*back), text);
 }
 
+TEST(FlightDumpTest, PythonStacksReadBackAndAreOptional) {
+  FlightDump d;
+  d.run_id = "r";
+  d.reason = "timeout";
+  d.stacks = {{"MainThread", {"train.py:3 in <module>", "train.py:9 in step"}}, {"Thread-1", {}}};
+  const std::string text = FlightDumpJson(d);
+  EXPECT_NE(
+      text.find("\"stacks\":[{\"thread\":\"MainThread\",\"frames\":[\"train.py:3 in "
+                "<module>\",\"train.py:9 in step\"]},{\"thread\":\"Thread-1\",\"frames\":[]}]"),
+      std::string::npos)
+      << text;
+  LocatedIssue issue;
+  const auto back = ParseFlightDump(text, "f.json", &issue);
+  ASSERT_TRUE(back.has_value()) << issue.ToString();
+  ASSERT_EQ(back->stacks.size(), 2u);
+  EXPECT_EQ(back->stacks[0].frames.back(), "train.py:9 in step");
+  EXPECT_EQ(FlightDumpJson(*back), text);
+  d.stacks.clear();
+  EXPECT_EQ(FlightDumpJson(d).find("stacks"), std::string::npos);
+}
+
 LocatedIssue Issue(const std::string& text) {
   LocatedIssue issue;
   EXPECT_FALSE(ParseFlightDump(text, "run/flight-rank-00001.json", &issue).has_value());

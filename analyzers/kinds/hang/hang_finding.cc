@@ -12,6 +12,16 @@
 namespace dsdiag::analyzers::hang {
 namespace {
 
+// Frames of a Python stack shown in evidence, innermost last.
+constexpr size_t kStackFramesShown = 8;
+
+// The dump's "MainThread" stack, else its first.
+const trace::ThreadStack* MainThreadStack(const trace::FlightDump& dump) {
+  for (const trace::ThreadStack& t : dump.stacks)
+    if (t.thread == "MainThread") return &t;
+  return dump.stacks.empty() ? nullptr : &dump.stacks.front();
+}
+
 using trace::JsonValue;
 
 constexpr size_t kMaxRows = 8;  // culprits / waiters detailed in the evidence
@@ -78,6 +88,17 @@ std::string Doing(const HangRun& run, int rank, const Stuck& stuck,
     row->Set("dump_reason", s.dump->reason);
     row->Set("where_step", OptInt(s.dump->where_step));
     row->Set("where_phase", s.dump->where_phase);
+    // A Python job's dump holds its threads' stacks: the main thread's innermost frame is
+    // where the culprit was instead of in the collective.
+    if (const trace::ThreadStack* main = MainThreadStack(*s.dump); main && !main->frames.empty()) {
+      row->Set("python_where", main->frames.back());
+      JsonValue frames = JsonValue::Array();
+      const size_t first =
+          main->frames.size() > kStackFramesShown ? main->frames.size() - kStackFramesShown : 0;
+      for (size_t i = first; i < main->frames.size(); ++i) frames.Push(main->frames[i]);
+      row->Set("python_stack", std::move(frames));
+      text += " (Python: " + main->frames.back() + ")";
+    }
   }
   const auto completed = s.completed.find(stuck.key.pg);
   row->Set("last_completed_seq",

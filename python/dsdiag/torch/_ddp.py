@@ -16,7 +16,7 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from dsdiag import _core
-from dsdiag.torch import _dist
+from dsdiag.torch import _dist, _futures
 from dsdiag.torch._runtime import RUNTIME, Suppress, guard, phase
 from dsdiag.torch._tensors import dtype_name, fingerprint_each, memory_range
 
@@ -82,7 +82,7 @@ def _default_allreduce(process_group, bucket):
     world = dist.get_world_size(group)
     tensor = bucket.buffer().div_(world)
     work = _dist.original("all_reduce")(tensor, group=process_group, async_op=True)
-    return work.get_future().then(lambda f: f.value()[0])
+    return _futures.then(work.get_future(), lambda f: f.value()[0])
 
 
 def _comm_hook(probe, bucket):
@@ -111,7 +111,7 @@ def _comm_hook(probe, bucket):
             RUNTIME.pending_ops.append(op)
         return result
 
-    return future.then(done)
+    return _futures.then(future, done)
 
 
 class ModelProbe(object):

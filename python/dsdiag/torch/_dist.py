@@ -10,7 +10,7 @@ import os
 import torch
 import torch.distributed as dist
 
-from dsdiag.torch import _header
+from dsdiag.torch import _futures, _header
 from dsdiag.torch._runtime import RUNTIME, Suppress, guard, suppressed
 from dsdiag.torch._tensors import dtype_name
 
@@ -149,7 +149,7 @@ def _after_call(record, result):
         with RUNTIME.lock:
             RUNTIME.pending_ops.append(op)
 
-    future.then(done)
+    _futures.then(future, done)
 
 
 def _finish(record, failed=False):

@@ -7,6 +7,7 @@ import atexit
 import sys
 import traceback
 
+from dsdiag.torch import _futures
 from dsdiag.torch._runtime import RUNTIME
 
 _ORIGINAL = {}
@@ -35,6 +36,8 @@ def _excepthook(kind, value, tb):
 
 
 def _at_exit():
+    # Before Python shuts down: the worker threads must let go of our future callbacks.
+    _futures.drain()
     try:
         if RUNTIME.on and not RUNTIME.ended:
             RUNTIME.write_pending_ops()

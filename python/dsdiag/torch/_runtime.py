@@ -49,6 +49,9 @@ class Runtime(object):
             "world_size": world_size,
             "local_rank": local_rank,
             "collective_timeout_s": self.settings.timeout,
+            # A hung collective ends the rank (and the launcher the job) within the
+            # timeout, instead of Gloo's 30 minutes.
+            "end_on_collective_timeout": True,
             "header_config": header.get("config", {}),
             "versions": header.get("versions", {}),
             "sections": header.get("sections", {}),
@@ -63,12 +66,20 @@ class Runtime(object):
             return
         self.session = self.probes.session
         self.on = self.session.on
+        try:
+            self.probes.set_stack_provider(python_stacks)
+        except Exception as e:
+            warn_once("stacks", "no Python stacks in flight dumps: %r" % (e,))
 
     def end(self, reason, status, detail=""):
         if not self.on or self.ended:
             return
         self.ended = True
         self.session.end(reason, status, detail)
+        try:
+            self.probes.set_stack_provider(None)  # no Python to ask once it shuts down
+        except Exception:
+            pass
 
     def switch_off(self, where, error):
         warn_once(where, "probe %s failed and is off for the rest of the run: %r" % (where, error))
@@ -182,3 +193,21 @@ class Suppress(object):
 
 def finite_or_nan(x):
     return x if isinstance(x, float) and math.isfinite(x) else float("nan")
+
+
+def python_stacks():
+    """Every thread's Python stack, for the flight dump: [(name, ["file:line in func", ...])],
+    outermost frame first, at most 40 frames each (the innermost kept)."""
+    import traceback
+
+    names = {t.ident: t.name for t in threading.enumerate()}
+    me = threading.get_ident()  # the core's thread asking: not the job's
+    stacks = []
+    for ident, frame in sys._current_frames().items():
+        if ident == me:
+            continue
+        frames = ["%s:%d in %s" % (f.filename, f.lineno, f.name)
+                  for f in traceback.extract_stack(frame)][-40:]
+        stacks.append((names.get(ident, "thread %d" % ident), frames))
+    stacks.sort(key=lambda s: (s[0] != "MainThread", s[0]))
+    return stacks

@@ -4,6 +4,8 @@ MASTER_ADDR, MASTER_PORT set), with one user mistake chosen by FAULT:
   desync  rank 0 doubles one gradient after the allreduce, at step 5
   slow    rank 1 computes 30 ms longer every step
   raise   rank 1 raises ValueError at step 7
+  hang    rank 1 blocks (a sleep) at step 5, before its forward
+  extra   rank 1 issues an all_reduce of its own at step 4 (the others a barrier)
 Prints "final loss <rank> <value>" so that a test can compare losses with and without dsdiag.
 """
 import os
@@ -38,6 +40,13 @@ torch.manual_seed(1 + rank)
 for step in range(steps):
     x = torch.randn(16, 32)
     y = x.sum(1, keepdim=True)
+    if fault == "hang" and rank == 1 and step == 5:
+        time.sleep(600)
+    if fault == "extra" and step == 4:
+        if rank == 1:
+            dist.all_reduce(torch.ones(3))
+        else:
+            dist.barrier()
     opt.zero_grad()
     loss = torch.nn.functional.mse_loss(model(x), y)
     if fault == "slow" and rank == 1:
@@ -49,5 +58,6 @@ for step in range(steps):
     if fault == "raise" and rank == 1 and step == 7:
         raise ValueError("bad batch at step 7")
     opt.step()
-print("final loss %d %.17g" % (rank, loss.item()), flush=True)
+# One write(2) per line: the ranks share the test's stdout pipe.
+os.write(1, ("final loss %d %.17g\n" % (rank, loss.item())).encode())
 dist.destroy_process_group()

@@ -1,0 +1,56 @@
+"""Callbacks on torch futures that the process can outlive safely.
+
+A callback given to `Future.then` runs on the backend's worker thread (Gloo's, NCCL's), and
+that thread also drops its reference to the callback afterwards, taking the GIL to do so.
+When the main thread reaches interpreter shutdown first, the worker thread's bid for the GIL
+ends the thread (pthread_exit) in the middle of C++ code and the process aborts
+("terminate called without an active exception", exit 134): a job that was fine without
+dsdiag would fail at its very end. So every callback we attach carries a token whose
+release we count, and at exit `drain()` waits (GIL released, bounded) until the worker
+threads let go of all of them.
+"""
+
+import threading
+import time
+
+_LOCK = threading.Lock()
+_LIVE = [0]
+
+
+class _Token(object):
+    """Alive as long as the callback that holds it."""
+
+    def __init__(self):
+        with _LOCK:
+            _LIVE[0] += 1
+
+    def __del__(self):
+        with _LOCK:
+            _LIVE[0] -= 1
+
+
+def then(future, callback):
+    """future.then(callback), counted until the worker thread releases the callback."""
+    token = _Token()
+
+    def counted(f):
+        token  # held by the closure: released with it, on the worker thread
+        return callback(f)
+
+    return future.then(counted)
+
+
+def live():
+    with _LOCK:
+        return _LIVE[0]
+
+
+def drain(timeout_s=2.0):
+    """Waits, sleeping (so the worker threads can take the GIL), until no callback of ours
+    is held, at most timeout_s. True when none is."""
+    deadline = time.monotonic() + timeout_s
+    while live() > 0:
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.002)
+    return True
