@@ -5,7 +5,8 @@
 
 namespace dsdiag::python {
 
-void BindProbes(pybind11::module_& m);   // probes_binding.cc
-void BindRecords(pybind11::module_& m);  // records_binding.cc
+void BindProbes(pybind11::module_& m);       // probes_binding.cc
+void BindRecords(pybind11::module_& m);      // records_binding.cc
+void BindLoaderSweep(pybind11::module_& m);  // loader_sweep_binding.cc
 
 }  // namespace dsdiag::python

@@ -8,4 +8,5 @@ PYBIND11_MODULE(_core, m) {
   m.attr("version") = DSDIAG_VERSION;
   dsdiag::python::BindProbes(m);
   dsdiag::python::BindRecords(m);
+  dsdiag::python::BindLoaderSweep(m);
 }

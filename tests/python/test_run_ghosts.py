@@ -4,68 +4,14 @@ computes the same losses with and without dsdiag.
 
 Run by ctest with Debian's /usr/bin/python3 (the one with torch); DSDIAG_BINARY names the
 dsdiag executable."""
-import json
 import os
-import shutil
 import subprocess
-import sys
-import tempfile
 import unittest
 
-DSDIAG = os.environ.get("DSDIAG_BINARY", "dsdiag")
-JOBS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs")
-PYTHON = "/usr/bin/python3"
+from dsdiag_jobs import DSDIAG, JOBS, PYTHON, JobTestCase, compare, find, run_job, serious
 
 
-def run_job(out, job, nproc=2, env=None, timeout=120, extra=()):
-    """`dsdiag run [--nproc N] --out OUT [extra...] -- python3 JOB`; returns (exit status,
-    stdout, stderr)."""
-    command = [DSDIAG, "run", "--out", out] + list(extra)
-    if nproc:
-        command += ["--nproc", str(nproc)]
-    command += ["--", PYTHON, os.path.join(JOBS, job)]
-    full_env = dict(os.environ, OMP_NUM_THREADS="1", **(env or {}))
-    done = subprocess.run(command, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          timeout=timeout, universal_newlines=True)
-    return done.returncode, done.stdout, done.stderr
-
-
-def compare(out):
-    done = subprocess.run([DSDIAG, "compare", out, "--format", "json"], stdout=subprocess.PIPE,
-                          universal_newlines=True, timeout=60)
-    return json.loads(done.stdout)["findings"]
-
-
-def serious(findings, timing=False):
-    """kind/severity of every warning and error (timing findings aside unless asked: two ranks
-    on two shared cores are never quite even)."""
-    kinds = set()
-    for f in findings:
-        if f["severity"] == "info":
-            continue
-        if not timing and f["kind"] in ("straggler", "loader-starvation"):
-            continue
-        kinds.add("%s/%s" % (f["kind"], f["severity"]))
-    return kinds
-
-
-def find(findings, kind, severity="error"):
-    for f in findings:
-        if f["kind"] == kind and f["severity"] == severity:
-            return f
-    return None
-
-
-class DsdiagRunGhosts(unittest.TestCase):
-    def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="dsdiag-py-")
-
-    def tearDown(self):
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-    def path(self, name):
-        return os.path.join(self.dir, name)
-
+class DsdiagRunGhosts(JobTestCase):
     def test_a_clean_job_has_no_finding_and_the_same_losses_as_without_dsdiag(self):
         status, out, err = run_job(self.path("clean"), "ddp_faults.py")
         self.assertEqual(status, 0, err)

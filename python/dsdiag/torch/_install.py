@@ -15,12 +15,17 @@ def instrument(run_dir=None, probes=None, timeout=None):
     if _INSTALLED[0] or RUNTIME.settings.off:
         return
     _INSTALLED[0] = True
-    from dsdiag.torch import _autograd, _ddp, _dist, _exit, _optim
+    from dsdiag.torch import (_autograd, _checkpoint, _data, _ddp, _dist, _exit, _optim, _rng,
+                              _scaler)
 
     _dist.install()
     _ddp.install()
     _optim.install()
     _autograd.install()
+    _data.install()
+    _rng.install()
+    _checkpoint.install()
+    _scaler.install()
     _exit.install()
 
 

@@ -33,6 +33,10 @@ class Runtime(object):
         self.model = None  # the DDP model's _ModelProbe (_ddp.py), the first one built
         self.pending_ops = []  # CollectiveOps completed off the main thread, to write
         self.ended = False
+        # Probes that write records inside every step (_data, _rng, ...): called right after
+        # the step record begins, and right before it ends, as fn(runtime).
+        self.step_begin_hooks = []
+        self.step_end_hooks = []
 
     # --- life -----------------------------------------------------------------------
 
@@ -81,6 +85,14 @@ class Runtime(object):
         except Exception:
             pass
 
+    def _run_hooks(self, hooks):
+        for hook in hooks:
+            try:
+                hook(self)
+            except Exception as e:  # one probe's failure switches the probes off
+                self.switch_off(getattr(hook, "__name__", "step hook"), e)
+                return
+
     def switch_off(self, where, error):
         warn_once(where, "probe %s failed and is off for the rest of the run: %r" % (where, error))
         self.on = False
@@ -92,10 +104,12 @@ class Runtime(object):
             self.in_step = True
             self.samples = 0
             self.session.begin_step(self.step, self.epoch)
+            self._run_hooks(self.step_begin_hooks)
 
     def end_step(self):
         if not self.on or not self.in_step:
             return
+        self._run_hooks(self.step_end_hooks)
         self.in_step = False
         self.session.end_step(loss=self.loss, samples=self.samples)
         self.step += 1

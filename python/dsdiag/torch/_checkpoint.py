@@ -1,0 +1,5 @@
+"""Checkpoint probes: torch.save / torch.load / load_state_dict."""
+
+
+def install():
+    pass

@@ -1,0 +1,5 @@
+"""RNG probes: the streams each rank draws from (torch, NumPy, random, loader workers)."""
+
+
+def install():
+    pass

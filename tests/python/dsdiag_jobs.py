@@ -1,0 +1,67 @@
+"""What the Python tests share: starting a job under `dsdiag run`, reading compare's
+findings, and a temporary run directory per test (JobTestCase).
+
+DSDIAG_BINARY names the dsdiag executable; jobs run with Debian's /usr/bin/python3 (the one
+with torch) and one intra-op thread per rank."""
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+DSDIAG = os.environ.get("DSDIAG_BINARY", "dsdiag")
+JOBS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs")
+PYTHON = "/usr/bin/python3"
+
+
+def run_job(out, job, nproc=2, env=None, timeout=120, extra=()):
+    """`dsdiag run [--nproc N] --out OUT [extra...] -- python3 JOB`; returns (exit status,
+    stdout, stderr)."""
+    command = [DSDIAG, "run", "--out", out] + list(extra)
+    if nproc:
+        command += ["--nproc", str(nproc)]
+    command += ["--", PYTHON, os.path.join(JOBS, job)]
+    full_env = dict(os.environ, OMP_NUM_THREADS="1", **(env or {}))
+    done = subprocess.run(command, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          timeout=timeout, universal_newlines=True)
+    return done.returncode, done.stdout, done.stderr
+
+
+def compare(out):
+    done = subprocess.run([DSDIAG, "compare", out, "--format", "json"], stdout=subprocess.PIPE,
+                          universal_newlines=True, timeout=60)
+    return json.loads(done.stdout)["findings"]
+
+
+def serious(findings, timing=False):
+    """kind/severity of every warning and error (timing findings aside unless asked: two ranks
+    on two shared cores are never quite even)."""
+    kinds = set()
+    for f in findings:
+        if f["severity"] == "info":
+            continue
+        if not timing and f["kind"] in ("straggler", "loader-starvation"):
+            continue
+        kinds.add("%s/%s" % (f["kind"], f["severity"]))
+    return kinds
+
+
+def find(findings, kind, severity="error"):
+    for f in findings:
+        if f["kind"] == kind and f["severity"] == severity:
+            return f
+    return None
+
+
+class JobTestCase(unittest.TestCase):
+    """A test with its own temporary directory: self.path(name) is a run directory in it."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="dsdiag-py-")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
