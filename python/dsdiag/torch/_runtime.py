@@ -147,6 +147,18 @@ def _is_default_group(group):
 RUNTIME = Runtime()
 
 
+def _after_fork_in_child():
+    """A forked child (a DataLoader worker, a subprocess of the job) is not the rank: its
+    hooks stay quiet. The C++ probes it inherited have no threads in it and are never touched
+    (such children leave through os._exit, without running destructors)."""
+    RUNTIME.on = False
+    RUNTIME.in_step = False
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def guard(where):
     """Decorator for probe code: never raise into the job. The first failure of `where`
     warns on stderr and turns the probes off."""
