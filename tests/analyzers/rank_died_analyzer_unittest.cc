@@ -101,6 +101,37 @@ TEST(RankDiedAnalyzerTest, SignalAndErrorEndsAreErrorsNamingTheCause) {
   EXPECT_EQ(Evidence(findings[1], "error"), "\"CUDA out of memory\"");
 }
 
+// The classic ones get a hint of their own: DDP's `module.` prefix between a checkpoint
+// and the model, and a map_location naming a device the rank lacks.
+TEST(RankDiedAnalyzerTest, ClassicCheckpointErrorsGetTheirOwnHint) {
+  TestRun run;
+  WriteEndedRank(&run, 0, 2, 1, "error", 1, "error",
+                 "RuntimeError: Error(s) in loading state_dict for Net:\n\tMissing key(s) in "
+                 "state_dict: \"body.weight\", \"body.bias\". \n\tUnexpected key(s) in "
+                 "state_dict: \"module.body.weight\", \"module.body.bias\". ");
+  WriteEndedRank(&run, 1, 2, 1, "error", 1, "error",
+                 "RuntimeError: Attempting to deserialize object on CUDA device 3 but "
+                 "torch.cuda.device_count() is 2.");
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 2u);
+  EXPECT_EQ(Evidence(findings[0], "known_cause"), "\"ddp-module-prefix\"");
+  EXPECT_NE(findings[0].hint.find("model.module.state_dict()"), std::string::npos);
+  EXPECT_EQ(Evidence(findings[1], "known_cause"), "\"map-location\"");
+  EXPECT_NE(findings[1].hint.find("map_location"), std::string::npos);
+}
+
+TEST(RankDiedAnalyzerTest, KeysThatDifferByMoreThanThePrefixAreNotThePrefixMistake) {
+  TestRun run;
+  WriteEndedRank(&run, 0, 1, 1, "error", 1, "error",
+                 "RuntimeError: Error(s) in loading state_dict for Net:\n\tMissing key(s) in "
+                 "state_dict: \"head.weight\". \n\tUnexpected key(s) in state_dict: "
+                 "\"module.body.weight\". ");
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].evidence.Find("known_cause"), nullptr);
+  EXPECT_NE(findings[0].hint.find("evidence.error"), std::string::npos);
+}
+
 // dsdiag run and torchrun stop the other ranks once one exits on an error: their SIGTERM
 // is the error's consequence.
 TEST(RankDiedAnalyzerTest, SigtermAfterAnotherRanksErrorIsAFollowOnInfo) {

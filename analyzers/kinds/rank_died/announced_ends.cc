@@ -9,6 +9,7 @@
 
 #include "analyzers/framework/finding_kinds.h"
 #include "analyzers/kinds/common/evidence_text.h"
+#include "analyzers/kinds/rank_died/known_errors.h"
 #include "analyzers/kinds/rank_died/rank_died_findings.h"
 
 namespace dsdiag::analyzers::rank_died {
@@ -106,6 +107,10 @@ Finding Announced(const DeathView& view, const RankState& s, const std::vector<i
     f.hint =
         "The rank stopped on an error it caught: the message is in evidence.error and "
         "the trace's `error` records say in which phase it was raised.";
+    if (auto known = RecogniseKnownError(s.end.detail)) {
+      f.evidence.Set("known_cause", known->cause);
+      f.hint = known->hint;
+    }
   }
   return f;
 }
