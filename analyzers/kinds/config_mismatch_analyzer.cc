@@ -12,7 +12,9 @@
 // key, subject
 // "<section>.<key>" (or "world_size"). Severity: versions, config and world_size → error
 // (the ranks do not run the same program); env → warning (often harmless, sometimes the
-// cause). Env variables that differ per rank by design are not compared: kPerRankEnv.
+// cause). The header section `determinism` (deterministic algorithms, cudnn.deterministic /
+// benchmark, intra-op threads) is compared too → warning. Env variables that differ per rank by
+// design are not compared: kPerRankEnv.
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -162,12 +164,14 @@ class ConfigMismatchAnalyzer : public Analyzer {
     if (run.ranks.size() < 2) return;
     for (const auto& r : run.ranks) all_ranks_.push_back(r.rank);
     CompareWorldSize(run);
-    KeyValues versions, env, config;
+    KeyValues versions, env, config, determinism;
     for (const auto& r : run.ranks) {
       for (const auto& [k, v] : r.header.versions) versions[k].emplace_back(r.rank, JsonValue(v));
       for (const auto& [k, v] : r.header.env)
         if (!IsPerRankEnv(k)) env[k].emplace_back(r.rank, JsonValue(v));
       for (const auto& [k, v] : r.header.config.members()) config[k].emplace_back(r.rank, v);
+      if (const JsonValue* det = r.header.sections.Find("determinism"); det && det->is_object())
+        for (const auto& [k, v] : det->members()) determinism[k].emplace_back(r.rank, v);
     }
     CompareSection({"versions", Severity::kError,
                     "Ranks run different builds: a mixed container image or a node with another "
@@ -183,6 +187,12 @@ class ConfigMismatchAnalyzer : public Analyzer {
                     "rather than per-node profiles), or confirm the difference is intended, "
                     "e.g. a per-node network interface name."},
                    env);
+    CompareSection({"determinism", Severity::kWarning,
+                    "Set the determinism switches (torch.use_deterministic_algorithms, "
+                    "cudnn.deterministic, cudnn.benchmark) and the intra-op thread count the "
+                    "same way on every rank, before the process group starts: ranks that pick "
+                    "kernels differently compute (and run) differently."},
+                   determinism);
   }
 
   void Finish(const RunContext&, std::vector<Finding>* findings) override {

@@ -4,9 +4,10 @@
 //   {"type":"fp","step":10,"what":"param","why":"periodic","gran":"bucket","h":["..",".."]}
 //   {"type":"fp","step":11,"what":"param","why":"pre-step","gran":"bucket","h":["..",".."]}
 // "periodic" after an optimizer step every N steps (and "final"); "pre-step" at the next
-// step, just before the optimizer uses the gradients. Data parallelism is only correct while
-// every replica is bit-identical: the first fingerprint at which the ranks differ is the
-// finding (its step, the tensors that differ, which ranks agree with which).
+// step, just before the optimizer uses the gradients; buffers "forward", where DDP has just
+// broadcast rank 0's (so they are equal unless broadcast_buffers=False). Data parallelism is only
+// correct while every replica is bit-identical: the first fingerprint at which the ranks differ is
+// the finding (its step, the tensors that differ, which ranks agree with which).
 //
 // Who is named, evidence first:
 //   changed outside the optimizer  a rank whose "pre-step" parameters differ from its own
@@ -44,9 +45,10 @@ constexpr size_t kMaxTensorsListed = 10;
 int WhyOrder(const std::string& why) {
   if (why == "init") return 0;
   if (why == "resume") return 1;
-  if (why == "pre-step") return 2;
-  if (why == "periodic") return 3;
-  return 4;  // "final" and anything newer
+  if (why == "forward") return 2;  // buffers, as the module's forward begins (Python)
+  if (why == "pre-step") return 3;
+  if (why == "periodic") return 4;
+  return 5;  // "final" and anything newer
 }
 
 class ReplicaDivergenceAnalyzer : public Analyzer {
@@ -106,6 +108,7 @@ class ReplicaDivergenceAnalyzer : public Analyzer {
 
   std::string Describe(const FingerprintRecord& fp, int index) const {
     if (fp.what == "param" && table_) return table_->Describe(fp.per_param, index);
+    if (fp.what == "buffer" && table_) return table_->BufferName(index);
     return (fp.what == "buffer" ? "buffer #"
             : fp.per_param      ? "param #"
                                 : "bucket ") +
@@ -140,7 +143,14 @@ class ReplicaDivergenceAnalyzer : public Analyzer {
     } else {
       f.summary += NoMajorityText(groups, split);
     }
-    f.hint = evidence
+    f.hint = any.what == "buffer" && !evidence
+                 ? "The module's buffers differ across ranks where DDP broadcasts rank 0's at "
+                   "the start of each forward: the model was wrapped with "
+                   "broadcast_buffers=False (BatchNorm running statistics then follow each "
+                   "rank's own batches), or a buffer is written on some ranks only. Keep "
+                   "broadcast_buffers=True, use SyncBatchNorm, or sync the buffers yourself "
+                   "before evaluating or saving."
+             : evidence
                  ? "The parameters changed on these ranks between two optimizer steps, where "
                    "nothing should touch them: look for a manual update (weight decay, a "
                    "projection, an EMA written back) or a load that runs on some ranks only."

@@ -28,6 +28,11 @@ void WriteParams(probes::Session* session, const ParamsRecord& r) noexcept {
     l.EndArray();
   }
   l.EndArray();
+  if (!r.buffers.empty()) {
+    l.BeginArray("buffers");
+    for (const auto& n : r.buffers) l.Add(n);
+    l.EndArray();
+  }
 }
 
 }  // namespace dsdiag::probes::records

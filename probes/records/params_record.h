@@ -17,6 +17,9 @@ struct ParamsRecord {
   std::vector<std::vector<int64_t>> shapes;
   std::vector<std::string> dtypes;        // "f32", "bf16", ...
   std::vector<std::vector<int>> buckets;  // parameter indices per bucket, in allreduce order
+  // The module's buffers by qualified name (BatchNorm's running_mean, ...), in the order of
+  // `fp` records with what "buffer"; written only when there are some (the Python package).
+  std::vector<std::string> buffers;
 };
 void WriteParams(probes::Session* session, const ParamsRecord& r) noexcept;
 

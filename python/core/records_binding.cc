@@ -65,16 +65,18 @@ void BindRecords(py::module_& m) {
   m.def(
       "write_params",
       [](Session* s, std::vector<std::string> names, std::vector<std::vector<int64_t>> shapes,
-         std::vector<std::string> dtypes, std::vector<std::vector<int>> buckets) {
+         std::vector<std::string> dtypes, std::vector<std::vector<int>> buckets,
+         std::vector<std::string> buffers) {
         probes::records::ParamsRecord r;
         r.names = std::move(names);
         r.shapes = std::move(shapes);
         r.dtypes = std::move(dtypes);
         r.buckets = std::move(buckets);
+        r.buffers = std::move(buffers);
         probes::records::WriteParams(s, r);
       },
       py::arg("session"), py::arg("names"), py::arg("shapes"), py::arg("dtypes"),
-      py::arg("buckets"));
+      py::arg("buckets"), py::arg("buffers") = std::vector<std::string>{});
   m.def(
       "write_grad",
       [](Session* s, double norm, int64_t n_missing, std::optional<std::vector<int>> missing,

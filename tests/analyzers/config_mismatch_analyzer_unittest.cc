@@ -96,6 +96,24 @@ TEST(ConfigMismatchAnalyzerTest, WorldSizeDisagreementIsAnError) {
   EXPECT_EQ(ws->ranks, std::vector<int>{2});
 }
 
+// Determinism switches set by folklore on some ranks only: a warning naming the switch.
+TEST(ConfigMismatchAnalyzerTest, ADeterminismSwitchOnOneRankIsAWarning) {
+  TestRun run;
+  for (int r = 0; r < 3; ++r) {
+    auto h = TestRun::Header(r, 3);
+    trace::JsonValue det = trace::JsonValue::Object();
+    det.Set("cudnn_benchmark", r == 1);
+    det.Set("intra_op_threads", 1);
+    h.sections.Set("determinism", std::move(det));
+    run.WriteCleanRank(h, 1);
+  }
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].subject, "determinism.cudnn_benchmark");
+  EXPECT_EQ(findings[0].severity, Severity::kWarning);
+  EXPECT_EQ(findings[0].ranks, std::vector<int>{1});
+}
+
 TEST(ConfigMismatchAnalyzerTest, ManyValuesAreListedUpToALimit) {
   TestRun run;
   for (int r = 0; r < 12; ++r) {

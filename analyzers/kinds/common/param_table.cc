@@ -26,7 +26,13 @@ std::optional<ParamTable> ParamTable::FromRecord(const trace::Record& record) {
       table.buckets.push_back(std::move(bucket));
     }
   }
+  if (record.Has("buffers") && !record.StrArray("buffers", &table.buffers)) return std::nullopt;
   return table;
+}
+
+std::string ParamTable::BufferName(int index) const {
+  if (index >= 0 && index < static_cast<int>(buffers.size())) return buffers[index];
+  return "buffer #" + std::to_string(index);
 }
 
 std::string ParamTable::ParamName(int index) const {

@@ -17,6 +17,7 @@ namespace dsdiag::analyzers {
 struct ParamTable {
   std::vector<std::string> names;
   std::vector<std::vector<int>> buckets;
+  std::vector<std::string> buffers;  // optional: the buffers' names, when written
 
   // Parses a `params` record; nullopt when its arrays are malformed.
   static std::optional<ParamTable> FromRecord(const trace::Record& record);
@@ -25,6 +26,8 @@ struct ParamTable {
   std::string ParamName(int index) const;
   // "bucket 2 (blocks.0.attn.qkv.weight, blocks.0.attn.out.weight +3 more)".
   std::string BucketName(int index) const;
+  // "bn.running_mean", or "buffer #3" past the table.
+  std::string BufferName(int index) const;
   // ParamName or BucketName by fingerprint granularity ("param" or "bucket").
   std::string Describe(bool per_param, int index) const;
 };

@@ -17,8 +17,9 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 from dsdiag import _core
 from dsdiag.torch import _dist, _futures
+from dsdiag.torch._buffers import BufferProbe
 from dsdiag.torch._runtime import RUNTIME, Suppress, guard, phase
-from dsdiag.torch._tensors import dtype_name, fingerprint_each, memory_range
+from dsdiag.torch._tensors import dtype_name, fingerprint_each
 
 _ORIGINAL = {}
 
@@ -132,6 +133,7 @@ class ModelProbe(object):
         self.last_missing = None
         self.params_fingerprinted = False
         self.fp_every = 1 if RUNTIME.settings.full else 10
+        self.buffers = BufferProbe(ddp.module, self.fp_every)
         session = RUNTIME.session
         _core.write_params(
             session,
@@ -139,6 +141,7 @@ class ModelProbe(object):
             [list(p.shape) for p in self.params],
             [dtype_name(p.dtype) for p in self.params],
             [list(range(len(self.params)))],
+            self.buffers.names,
         )
         for i, p in enumerate(self.params):
             p.register_hook(self._participation_hook(i))

@@ -6,6 +6,7 @@ MASTER_ADDR, MASTER_PORT set), with one user mistake chosen by FAULT:
   raise   rank 1 raises ValueError at step 7
   hang    rank 1 blocks (a sleep) at step 5, before its forward
   extra   rank 1 issues an all_reduce of its own at step 4 (the others a barrier)
+  config  rank 1 turns cudnn.benchmark on (folklore) before the process group starts
 Prints "final loss <rank> <value>" so that a test can compare losses with and without dsdiag.
 """
 import os
@@ -17,6 +18,8 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 fault = os.environ.get("FAULT", "")
 steps = int(os.environ.get("STEPS", "20"))
+if fault == "config" and os.environ.get("RANK") == "1":
+    torch.backends.cudnn.benchmark = True
 dist.init_process_group("gloo")
 rank = dist.get_rank()
 torch.manual_seed(0)
