@@ -76,7 +76,24 @@ std::optional<LocatedIssue> ParsePoint(const JsonValue& p, size_t i, const Field
   point->samples_per_s_max = OptNumber(p, "samples_per_s_max");
   point->first_batch_ms = OptNumber(p, "first_batch_ms");
   point->peak_rss_mb = OptNumber(p, "peak_rss_mb");
+  for (const auto& [key, field] : {std::pair{"pin_memory", &point->pin_memory},
+                                   std::pair{"persistent_workers", &point->persistent_workers}}) {
+    const JsonValue* v = p.Find(key);
+    if (!v || v->is_null()) continue;
+    if (v->kind() != JsonValue::Kind::kBool) return check.Fail(at + "." + key, at, "true or false");
+    *field = v->as_bool();
+  }
   return std::nullopt;
+}
+
+std::optional<bool> OptBool(const JsonValue& o, const char* key) {
+  const JsonValue* v = o.Find(key);
+  return v && v->kind() == JsonValue::Kind::kBool ? std::optional<bool>(v->as_bool())
+                                                  : std::nullopt;
+}
+
+void SetIfPresent(JsonValue* o, const char* key, const std::optional<bool>& v) {
+  if (v) o->Set(key, *v);
 }
 
 std::optional<LocatedIssue> ParseRecommendation(const JsonValue& r, const FieldChecker& check,
@@ -86,6 +103,8 @@ std::optional<LocatedIssue> ParseRecommendation(const JsonValue& r, const FieldC
     return check.Fail("recommendation.workers", "recommendation", "an integer >= 0");
   int batch = 0;
   if (GetInt(r, "batch_size", 1, &batch)) out->batch_size = batch;
+  out->pin_memory = OptBool(r, "pin_memory");
+  out->persistent_workers = OptBool(r, "persistent_workers");
   const JsonValue* reason = r.Find("reason");
   if (reason && reason->kind() == JsonValue::Kind::kString) out->reason = reason->as_string();
   return std::nullopt;
@@ -94,6 +113,14 @@ std::optional<LocatedIssue> ParseRecommendation(const JsonValue& r, const FieldC
 JsonValue Optional(const std::optional<double>& v) { return v ? JsonValue(*v) : JsonValue(); }
 
 }  // namespace
+
+std::string LoaderSwitchesText(const std::optional<bool>& pin_memory,
+                               const std::optional<bool>& persistent_workers) {
+  std::string text;
+  if (pin_memory.value_or(false)) text += ", pin_memory";
+  if (persistent_workers.value_or(false)) text += ", persistent_workers";
+  return text;
+}
 
 std::string LoaderSweepJson(const LoaderSweep& sweep) {
   JsonValue root = JsonValue::Object();
@@ -108,6 +135,8 @@ std::string LoaderSweepJson(const LoaderSweep& sweep) {
     o.Set("samples_per_s_max", Optional(p.samples_per_s_max));
     o.Set("first_batch_ms", Optional(p.first_batch_ms));
     o.Set("peak_rss_mb", Optional(p.peak_rss_mb));
+    SetIfPresent(&o, "pin_memory", p.pin_memory);
+    SetIfPresent(&o, "persistent_workers", p.persistent_workers);
     points.Push(std::move(o));
   }
   root.Set("points", std::move(points));
@@ -115,6 +144,8 @@ std::string LoaderSweepJson(const LoaderSweep& sweep) {
     JsonValue rec = JsonValue::Object();
     rec.Set("workers", sweep.recommendation->workers);
     if (sweep.recommendation->batch_size) rec.Set("batch_size", *sweep.recommendation->batch_size);
+    SetIfPresent(&rec, "pin_memory", sweep.recommendation->pin_memory);
+    SetIfPresent(&rec, "persistent_workers", sweep.recommendation->persistent_workers);
     rec.Set("reason", sweep.recommendation->reason);
     root.Set("recommendation", std::move(rec));
   }

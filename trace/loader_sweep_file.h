@@ -32,13 +32,22 @@ struct LoaderSweepPoint {
   std::optional<double> samples_per_s_max;
   std::optional<double> first_batch_ms;  // loader start to its first batch
   std::optional<double> peak_rss_mb;     // peak resident memory while measuring this point
+  // The DataLoader switches a Python sweep varies (absent: not a dimension of this sweep).
+  std::optional<bool> pin_memory;
+  std::optional<bool> persistent_workers;
 };
 
 struct LoaderSweepRecommendation {
   int workers = 0;
   std::optional<int> batch_size;
-  std::string reason;  // one line a human reads
+  std::string reason;              // one line a human reads
+  std::optional<bool> pin_memory;  // as the recommended point's, when the sweep has them
+  std::optional<bool> persistent_workers;
 };
+
+// ", pin_memory, persistent_workers": the switches that are on, "" when none is (or absent).
+std::string LoaderSwitchesText(const std::optional<bool>& pin_memory,
+                               const std::optional<bool>& persistent_workers);
 
 struct LoaderSweep {
   std::vector<LoaderSweepPoint> points;  // in the order measured

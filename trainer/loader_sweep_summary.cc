@@ -18,6 +18,32 @@ std::string Setting(int workers, int batch_size) {
          std::to_string(batch_size);
 }
 
+std::string Setting(const trace::LoaderSweepPoint& p) {
+  return Setting(p.workers, p.batch_size) +
+         trace::LoaderSwitchesText(p.pin_memory, p.persistent_workers);
+}
+
+// The switches a point costs (pinned host memory, workers kept alive between epochs): among
+// points equally fast, the one with fewer wins.
+int SwitchesOn(const trace::LoaderSweepPoint& p) {
+  return p.pin_memory.value_or(false) + p.persistent_workers.value_or(false);
+}
+
+// Fewer workers, then a smaller batch, then fewer switches on.
+bool Cheaper(const trace::LoaderSweepPoint& a, const trace::LoaderSweepPoint& b) {
+  if (a.workers != b.workers) return a.workers < b.workers;
+  if (a.batch_size != b.batch_size) return a.batch_size < b.batch_size;
+  return SwitchesOn(a) < SwitchesOn(b);
+}
+
+bool HasSwitches(const std::vector<trace::LoaderSweepPoint>& points) {
+  for (const auto& p : points)
+    if (p.pin_memory || p.persistent_workers) return true;
+  return false;
+}
+
+std::string YesNo(const std::optional<bool>& v) { return v ? (*v ? "yes" : "no") : "-"; }
+
 std::string OrDash(const std::optional<double>& v) { return v ? Fixed(*v, 1) : "-"; }
 
 }  // namespace
@@ -39,43 +65,60 @@ std::optional<trace::LoaderSweepRecommendation> RecommendLoaderSetting(
   const trace::LoaderSweepPoint* pick = best;
   for (const trace::LoaderSweepPoint& p : points) {
     if (p.samples_per_s_median < floor) continue;
-    if (p.workers < pick->workers ||
-        (p.workers == pick->workers && p.batch_size < pick->batch_size))
-      pick = &p;
+    if (Cheaper(p, *pick)) pick = &p;
   }
   trace::LoaderSweepRecommendation r;
   r.workers = pick->workers;
   r.batch_size = pick->batch_size;
+  r.pin_memory = pick->pin_memory;
+  r.persistent_workers = pick->persistent_workers;
   const std::string rate = Fixed(pick->samples_per_s_median, 1) + " samples/s";
   if (pick == best) {
     r.reason = "fastest median throughput (" + rate + ")";
   } else {
     const double behind = 100 * (1 - pick->samples_per_s_median / best->samples_per_s_median);
+    const bool fewer_workers = pick->workers < best->workers;
     r.reason = rate + ", within " + Fixed(tolerance * 100, 0) + "% of the fastest (" +
-               Setting(best->workers, best->batch_size) + ", " +
-               Fixed(best->samples_per_s_median, 1) + " samples/s, " + Fixed(behind, 1) +
-               "% more) with fewer workers";
+               Setting(*best) + ", " + Fixed(best->samples_per_s_median, 1) + " samples/s, " +
+               Fixed(behind, 1) + "% more) with " +
+               (fewer_workers                         ? "fewer workers"
+                : pick->batch_size < best->batch_size ? "a smaller batch"
+                                                      : "fewer loader switches on");
   }
   return r;
 }
 
 std::string LoaderSweepTable(const trace::LoaderSweep& result) {
   std::string out;
-  char line[160];
-  std::snprintf(line, sizeof line, "%7s %6s %14s %19s %14s %13s\n", "workers", "batch",
+  char line[200];
+  // The pin / persist columns only for a sweep that varies them (the Python package's).
+  const bool switches = HasSwitches(result.points);
+  std::snprintf(line, sizeof line, "%7s %6s %14s %19s %14s %13s", "workers", "batch",
                 "samples/s med", "min-max", "first batch ms", "peak RSS MB");
   out += line;
+  if (switches) {
+    std::snprintf(line, sizeof line, " %4s %8s", "pin", "persist");
+    out += line;
+  }
+  out += "\n";
   for (const trace::LoaderSweepPoint& p : result.points) {
     const std::string spread = OrDash(p.samples_per_s_min) + "-" + OrDash(p.samples_per_s_max);
-    std::snprintf(line, sizeof line, "%7d %6d %14.1f %19s %14s %13s\n", p.workers, p.batch_size,
+    std::snprintf(line, sizeof line, "%7d %6d %14.1f %19s %14s %13s", p.workers, p.batch_size,
                   p.samples_per_s_median, spread.c_str(), OrDash(p.first_batch_ms).c_str(),
                   OrDash(p.peak_rss_mb).c_str());
     out += line;
+    if (switches) {
+      std::snprintf(line, sizeof line, " %4s %8s", YesNo(p.pin_memory).c_str(),
+                    YesNo(p.persistent_workers).c_str());
+      out += line;
+    }
+    out += "\n";
   }
   if (result.recommendation) {
     const trace::LoaderSweepRecommendation& r = *result.recommendation;
-    const std::string setting =
-        r.batch_size ? Setting(r.workers, *r.batch_size) : std::to_string(r.workers) + " workers";
+    const std::string setting = (r.batch_size ? Setting(r.workers, *r.batch_size)
+                                              : std::to_string(r.workers) + " workers") +
+                                trace::LoaderSwitchesText(r.pin_memory, r.persistent_workers);
     out += "recommendation: " + setting + ": " + r.reason + "\n";
   }
   return out;

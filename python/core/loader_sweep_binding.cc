@@ -36,6 +36,8 @@ trace::LoaderSweepPoint PointFrom(const py::dict& d) {
   p.samples_per_s_max = Optional<double>(d, "samples_per_s_max");
   p.first_batch_ms = Optional<double>(d, "first_batch_ms");
   p.peak_rss_mb = Optional<double>(d, "peak_rss_mb");
+  p.pin_memory = Optional<bool>(d, "pin_memory");
+  p.persistent_workers = Optional<bool>(d, "persistent_workers");
   return p;
 }
 
@@ -62,12 +64,16 @@ void BindLoaderSweep(py::module_& m) {
   m.attr("loader_sweep_file_name") = trace::kLoaderSweepFileName;
   m.def("write_loader_sweep", &WriteLoaderSweep, py::arg("path"), py::arg("points"),
         "Writes loader-sweep.json from [{workers, batch_size, samples_per_s_median, "
-        "samples_per_s_min, samples_per_s_max, first_batch_ms, peak_rss_mb}] with the "
-        "recommendation; returns the table.");
+        "samples_per_s_min, samples_per_s_max, first_batch_ms, peak_rss_mb, pin_memory, "
+        "persistent_workers}] with the recommendation; returns the table.");
   m.def(
       "loader_sweep_table",
       [](const py::list& points) { return trainer::LoaderSweepTable(SweepFrom(points)); },
       py::arg("points"), "The table (and recommendation) for the points, nothing written.");
+  m.def(
+      "loader_sweep_json",
+      [](const py::list& points) { return trace::LoaderSweepJson(SweepFrom(points)); },
+      py::arg("points"), "The file's text for the points (with the recommendation).");
 }
 
 }  // namespace dsdiag::python

@@ -50,6 +50,26 @@ TEST(LoaderSweepResultTest, PrefersFewerWorkersWithinFivePercent) {
   EXPECT_FALSE(trainer::RecommendLoaderSetting({}));
 }
 
+// Among equally fast points the one with fewer switches on wins; the table shows the
+// switch columns only for a sweep that has them.
+TEST(LoaderSweepResultTest, PrefersFewerLoaderSwitchesAmongEquals) {
+  std::vector<trace::LoaderSweepPoint> points = {Point(2, 8, 1000), Point(2, 8, 990)};
+  points[0].pin_memory = true;
+  points[1].pin_memory = false;
+  const auto r = trainer::RecommendLoaderSetting(points);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->pin_memory, std::optional<bool>(false));
+  EXPECT_NE(r->reason.find("fewer loader switches on"), std::string::npos) << r->reason;
+  LoaderSweepResult result;
+  result.points = points;
+  result.recommendation = r;
+  const std::string table = trainer::LoaderSweepTable(result);
+  EXPECT_NE(table.find("pin  persist"), std::string::npos) << table;
+  EXPECT_NE(table.find("recommendation: 2 workers at batch 8: "), std::string::npos) << table;
+  result.points = {Point(2, 8, 1000)};
+  EXPECT_EQ(trainer::LoaderSweepTable(result).find("persist"), std::string::npos);
+}
+
 TEST(LoaderSweepResultTest, JsonFollowsTheDocumentedSchema) {
   LoaderSweepResult result;
   result.points = {Point(0, 8, 210), Point(4, 8, 812.5)};

@@ -39,6 +39,38 @@ TEST(LoaderSweepFileTest, WhatTheWriterWritesReadsBack) {
   EXPECT_EQ(LoaderSweepJson(*back.sweep), text);
 }
 
+// A Python sweep varies pin_memory and persistent_workers: written only when set, read back,
+// and a value that is not a boolean is an issue naming the field.
+TEST(LoaderSweepFileTest, TheDataLoaderSwitchesReadBackWhenPresent) {
+  LoaderSweep sweep;
+  LoaderSweepPoint a;
+  a.workers = 2;
+  a.batch_size = 16;
+  a.samples_per_s_median = 100;
+  a.pin_memory = true;
+  a.persistent_workers = false;
+  sweep.points.push_back(a);
+  LoaderSweepRecommendation r{2, 16, "fastest"};
+  r.pin_memory = true;
+  r.persistent_workers = false;
+  sweep.recommendation = r;
+  const std::string text = LoaderSweepJson(sweep);
+  EXPECT_NE(text.find("\"peak_rss_mb\":null,\"pin_memory\":true,\"persistent_workers\":false}"),
+            std::string::npos)
+      << text;
+  const LoaderSweepFile back = ParseLoaderSweep(text, "f.json");
+  ASSERT_TRUE(back.sweep) << back.issue->ToString();
+  EXPECT_EQ(back.sweep->points[0].pin_memory, std::optional<bool>(true));
+  EXPECT_EQ(back.sweep->recommendation->persistent_workers, std::optional<bool>(false));
+  EXPECT_EQ(LoaderSweepJson(*back.sweep), text);
+  EXPECT_NE(IssueOf(R"({"schema":"dsdiag.loader-sweep/1","points":[{"workers":0,"batch_size":1,)"
+                    R"("samples_per_s_median":1,"pin_memory":1}]})")
+                .find("expected field points[0].pin_memory: true or false, found '1'"),
+            std::string::npos);
+  EXPECT_EQ(LoaderSwitchesText(true, true), ", pin_memory, persistent_workers");
+  EXPECT_EQ(LoaderSwitchesText(false, std::nullopt), "");
+}
+
 TEST(LoaderSweepFileTest, ParsesPointsAndRecommendation) {
   const LoaderSweepFile r = ParseLoaderSweep(
       R"({"schema":"dsdiag.loader-sweep/1",
