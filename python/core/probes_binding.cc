@@ -191,7 +191,10 @@ void BindProbes(py::module_& m) {
       .def("record_signal", &Session::RecordSignal)
       .def("mark", &Session::Mark)
       .def("end", &Session::End, py::arg("reason"), py::arg("status"), py::arg("detail") = "")
-      .def("add_probe_time", &Session::AddProbeTime);
+      .def("add_probe_time", &Session::AddProbeTime)
+      .def_property_readonly("probe_ns", &Session::probe_ns,
+                             "Time spent in the probes so far (the C++ core's and what Python "
+                             "added), ns: each step record carries its share as probe_ns.");
 
   py::class_<probes::CollectiveOp>(m, "CollectiveOp")
       .def_property_readonly("seq", &probes::CollectiveOp::seq)

@@ -12,6 +12,7 @@ import math
 import os
 import sys
 import threading
+import time
 
 from dsdiag._warn import warn_once
 
@@ -161,22 +162,45 @@ if hasattr(os, "register_at_fork"):
 
 def guard(where):
     """Decorator for probe code: never raise into the job. The first failure of `where`
-    warns on stderr and turns the probes off."""
+    warns on stderr and turns the probes off. The time spent in the outermost guarded call
+    is the probes' own (the step record's probe_ns, as the C++ probes count theirs): added
+    to the session less what the C++ core counted inside it, so nothing is counted twice."""
 
     def wrap(fn):
         @functools.wraps(fn)
         def guarded(*args, **kwargs):
             if not RUNTIME.on:
                 return None
+            local = RUNTIME.local
+            if getattr(local, "timing", False):
+                return _call_guarded(where, fn, args, kwargs)
+            session = RUNTIME.session
+            local.timing = True
+            core_before, start = session.probe_ns, time.perf_counter_ns()
             try:
-                return fn(*args, **kwargs)
-            except Exception as e:  # a probe's bug or a torch without some API
-                RUNTIME.switch_off(where, e)
-                return None
+                return _call_guarded(where, fn, args, kwargs)
+            finally:
+                local.timing = False
+                _add_python_time(session, time.perf_counter_ns() - start, core_before)
 
         return guarded
 
     return wrap
+
+
+def _call_guarded(where, fn, args, kwargs):
+    try:
+        return fn(*args, **kwargs)
+    except Exception as e:  # a probe's bug or a torch without some API
+        RUNTIME.switch_off(where, e)
+        return None
+
+
+def _add_python_time(session, elapsed_ns, core_before):
+    try:
+        session.add_probe_time(max(0, elapsed_ns - (session.probe_ns - core_before)))
+    except Exception:
+        pass
 
 
 class _NoPhase(object):
