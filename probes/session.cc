@@ -229,7 +229,7 @@ PhaseScope::~PhaseScope() {
   if (!session_) return;
   ProbeTimer timer(session_);
   session_->ExitPhase(phase_, previous_, start_ns_,
-                      std::uncaught_exceptions() > exceptions_at_entry_);
+                      left_by_exception_ || std::uncaught_exceptions() > exceptions_at_entry_);
   nvtx::PopRange();
 }
 

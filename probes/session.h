@@ -129,6 +129,8 @@ class PhaseScope {
   PhaseScope(const PhaseScope&) = delete;
   PhaseScope& operator=(const PhaseScope&) = delete;
   void* operator new(size_t) = delete;
+  // Left by an exception the C++ runtime does not see (a Python one, through the binding).
+  void MarkLeftByException() noexcept { left_by_exception_ = true; }
 
  private:
   Session* session_;
@@ -136,6 +138,7 @@ class PhaseScope {
   Phase previous_;
   int64_t start_ns_;
   int exceptions_at_entry_;
+  bool left_by_exception_ = false;
 };
 
 }  // namespace dsdiag::probes

@@ -47,7 +47,11 @@ class PhaseSpan {
  public:
   PhaseSpan(Session* session, Phase phase) : session_(session), phase_(phase) {}
   void Enter() { scope_.emplace(session_, phase_); }
-  void Exit() { scope_.reset(); }
+  // Left by a Python exception: the phase stays current for the error record and the dump.
+  void Exit(bool by_exception) {
+    if (by_exception && scope_) scope_->MarkLeftByException();
+    scope_.reset();
+  }
 
  private:
   Session* session_;
@@ -136,11 +140,15 @@ std::vector<trace::ThreadStack> CallStackProvider(std::shared_ptr<py::object> pr
     std::vector<trace::ThreadStack> stacks;
   };
   auto result = std::make_shared<Result>();
-  std::thread([provider, result] {
+  std::thread([provider, result]() mutable {
     std::vector<trace::ThreadStack> stacks;
     {
       py::gil_scoped_acquire gil;
       stacks = StacksFrom(*provider);
+      // Let go of the callable while holding the GIL: were this the last reference (the
+      // provider cleared meanwhile), releasing it later would take the GIL again, maybe
+      // after Python has shut down, which ends this thread mid-destructor (an abort).
+      provider.reset();
     }
     std::lock_guard<std::mutex> lock(result->mu);
     result->stacks = std::move(stacks);
@@ -163,8 +171,8 @@ void BindProbes(py::module_& m) {
             return s;
           },
           py::return_value_policy::reference)
-      .def("__exit__", [](PhaseSpan& s, py::args) {
-        s.Exit();
+      .def("__exit__", [](PhaseSpan& s, py::args args) {
+        s.Exit(args.size() > 0 && !args[0].is_none());
         return false;
       });
 

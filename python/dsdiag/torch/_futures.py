@@ -5,16 +5,23 @@ that thread also drops its reference to the callback afterwards, taking the GIL 
 When the main thread reaches interpreter shutdown first, the worker thread's bid for the GIL
 ends the thread (pthread_exit) in the middle of C++ code and the process aborts
 ("terminate called without an active exception", exit 134): a job that was fine without
-dsdiag would fail at its very end. So every callback we attach carries a token whose
-release we count, and at exit `drain()` waits (GIL released, bounded) until the worker
-threads let go of all of them.
+dsdiag would fail at its very end. The same holds for the futures `then` creates: each
+holds its callback's return value as a Python object, freed under the GIL by whoever drops
+the future last — the worker thread, when the parent future's callback list goes.
+
+So every callback we attach carries a token whose release we count, and at exit `drain()`
+waits (GIL released, bounded) until the worker threads let go of all of them; and the
+futures of the last callbacks are kept here (a bounded deque), so that the worker thread's
+release of them is never the last one: the main thread frees them, with the GIL.
 """
 
+import collections
 import threading
 import time
 
 _LOCK = threading.Lock()
 _LIVE = [0]
+_RECENT = collections.deque(maxlen=4096)  # (parent, child) futures of the last callbacks
 
 
 class _Token(object):
@@ -37,7 +44,9 @@ def then(future, callback):
         token  # held by the closure: released with it, on the worker thread
         return callback(f)
 
-    return future.then(counted)
+    child = future.then(counted)
+    _RECENT.append((future, child))
+    return child
 
 
 def live():
