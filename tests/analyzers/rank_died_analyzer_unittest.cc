@@ -132,6 +132,24 @@ TEST(RankDiedAnalyzerTest, KeysThatDifferByMoreThanThePrefixAreNotThePrefixMista
   EXPECT_NE(findings[0].hint.find("evidence.error"), std::string::npos);
 }
 
+// Uneven inputs: rank 0 ran out of batches and ended cleanly; rank 1 went on and lost it in
+// the next step's allreduce. No rank failed of its own: the one that finished early is named.
+TEST(RankDiedAnalyzerTest, ARankThatFinishedEarlyIsNamedWhenTheOthersLostIt) {
+  TestRun run;
+  run.WriteCleanRank(TestRun::Header(0, 2), 5);
+  WriteEndedRank(&run, 1, 2, 6, "error", 1, "error",
+                 "RuntimeError: [gloo/transport/tcp/pair.cc:598] Connection closed by peer");
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u) << findings[0].summary;
+  EXPECT_EQ(findings[0].severity, Severity::kError);
+  EXPECT_EQ(findings[0].ranks, std::vector<int>{0});
+  EXPECT_EQ(findings[0].step, 5);
+  EXPECT_EQ(findings[0].summary,
+            "rank 0 finished cleanly after step 4 while rank 1 went on to step 5 and lost it: the "
+            "ranks ran different numbers of steps (uneven inputs)");
+  EXPECT_EQ(Evidence(findings[0], "lost_peers"), "[1]");
+}
+
 // dsdiag run and torchrun stop the other ranks once one exits on an error: their SIGTERM
 // is the error's consequence.
 TEST(RankDiedAnalyzerTest, SigtermAfterAnotherRanksErrorIsAFollowOnInfo) {

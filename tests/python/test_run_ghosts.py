@@ -90,6 +90,16 @@ class DsdiagRunGhosts(JobTestCase):
         f = find(findings, "collective-mismatch")
         self.assertEqual((f["ranks"], f["step"], f["subject"]), ([1], 4, "pg 0 seq 4"))
 
+    def test_a_rank_with_more_batches_loses_its_peer_and_the_one_that_finished_is_named(self):
+        status, _, _ = run_job(self.path("uneven"), "ddp_faults.py", env={"FAULT": "uneven"},
+                               timeout=60, extra=["--timeout", "10"])
+        self.assertEqual(status, 1)  # rank 1's error; no abort at exit
+        findings = compare(self.path("uneven"))
+        self.assertEqual(serious(findings), {"rank-died/error"})
+        f = find(findings, "rank-died")
+        self.assertEqual((f["ranks"], f["step"]), ([0], 20))
+        self.assertIn("uneven inputs", f["summary"])
+
     def test_ranks_started_by_spawn_are_instrumented_and_the_seed_check_misses_what_dsdiag_names(self):
         status, out, err = run_job(self.path("spawn"), "seed_spawn.py", nproc=0)
         self.assertEqual(status, 0, err)

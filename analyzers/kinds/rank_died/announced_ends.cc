@@ -4,6 +4,7 @@
 // the severity rules).
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -135,6 +136,48 @@ Finding OddEnd(const DeathView& view, const RankState& s) {
   return f;
 }
 
+// Nobody failed, but some ranks ended cleanly before the step in which the others lost
+// them: the ranks ran different numbers of steps (uneven inputs — per-rank datasets of
+// other sizes, a sampler without drop_last, an early break on one rank). The ranks that
+// finished early are named, as the hang analyzer names a rank that ended while others wait.
+std::optional<Finding> FinishedEarly(const DeathView& view, const std::vector<int>& stopped,
+                                     const std::optional<int64_t>& step) {
+  if (!step) return std::nullopt;
+  std::vector<int> early;
+  int64_t last_step = -1;
+  for (const auto& s : view.ranks())
+    if (s.fate == Fate::kClean && s.end.last_step_begun && *s.end.last_step_begun < *step) {
+      early.push_back(s.rank);
+      last_step = std::max(last_step, *s.end.last_step_begun);
+    }
+  if (early.empty()) return std::nullopt;
+  Finding f;
+  f.kind = std::string(kind::kRankDied);
+  f.severity = Severity::kError;
+  f.ranks = early;
+  f.step = step;
+  const auto who = [](const std::vector<int>& r) {
+    return std::string(r.size() == 1 ? "rank " : "ranks ") + FormatRankRanges(r);
+  };
+  f.summary = who(early) + " finished cleanly after step " + std::to_string(last_step) + " while " +
+              who(stopped) + " went on to step " + std::to_string(*step) + " and lost " +
+              (early.size() == 1 ? "it" : "them") +
+              ": the ranks ran different numbers of steps (uneven inputs)";
+  JsonValue early_json = JsonValue::Array();
+  for (int r : early) early_json.Push(r);
+  JsonValue stopped_json = JsonValue::Array();
+  for (int r : stopped) stopped_json.Push(r);
+  f.evidence.Set("finished_early", std::move(early_json));
+  f.evidence.Set("last_step_of_finished", last_step);
+  f.evidence.Set("lost_peers", std::move(stopped_json));
+  f.hint =
+      "Every rank must run the same number of steps: give each rank as many batches "
+      "(DistributedSampler with drop_last=True, or equal per-rank datasets), break out of the "
+      "loop on every rank together, or wrap the loop in DDP's join() context manager for "
+      "uneven inputs.";
+  return f;
+}
+
 // Ranks that stopped because another failed: information when the failure is reported
 // here, a warning when nothing in the run explains it.
 void ReportPeerFailures(const DeathView& view, std::vector<Finding>* out) {
@@ -154,6 +197,12 @@ void ReportPeerFailures(const DeathView& view, std::vector<Finding>* out) {
   for (const auto& e : run.excluded) failed.push_back(e.rank);
   if (stopped.empty()) return;
   NormalizeRanks(&failed);
+  if (failed.empty()) {
+    if (auto uneven = FinishedEarly(view, stopped, step)) {
+      out->push_back(std::move(*uneven));
+      return;
+    }
+  }
   Finding f;
   f.kind = std::string(kind::kRankDied);
   f.severity = failed.empty() ? Severity::kWarning : Severity::kInfo;

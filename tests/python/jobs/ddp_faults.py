@@ -7,6 +7,7 @@ MASTER_ADDR, MASTER_PORT set), with one user mistake chosen by FAULT:
   hang    rank 1 blocks (a sleep) at step 5, before its forward
   extra   rank 1 issues an all_reduce of its own at step 4 (the others a barrier)
   config  rank 1 turns cudnn.benchmark on (folklore) before the process group starts
+  uneven  rank 1 has one batch more than rank 0 (uneven inputs): rank 0 finishes first
 Prints "final loss <rank> <value>" so that a test can compare losses with and without dsdiag.
 """
 import os
@@ -22,6 +23,8 @@ if fault == "config" and os.environ.get("RANK") == "1":
     torch.backends.cudnn.benchmark = True
 dist.init_process_group("gloo")
 rank = dist.get_rank()
+if fault == "uneven" and rank == 1:
+    steps += 1
 torch.manual_seed(0)
 torch.set_num_threads(1)
 
