@@ -53,7 +53,9 @@ def _attach(ddp):
 
 def _ddp_forward(self, *args, **kwargs):
     probe = getattr(self, "_dsdiag_probe", None)
-    if probe is None or not RUNTIME.on:
+    # A forward without autograd (validation under no_grad / inference_mode) is no part of
+    # a training step: it opens none and is not the step's forward phase.
+    if probe is None or not RUNTIME.on or not torch.is_grad_enabled():
         return _ORIGINAL["forward"](self, *args, **kwargs)
     _before_forward()
     with phase("forward"):
