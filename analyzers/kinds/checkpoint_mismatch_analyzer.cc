@@ -15,12 +15,15 @@
 // than others did are the stale ones, at any world size — resuming means the latest state;
 // otherwise the split verdict (split_verdict.h): the ranks outside the largest group, or
 // every rank of the split when there is no majority.
-// A run that loads on rank 0 only and broadcasts is compared by its fingerprints alone.
+// A run that loads on rank 0 only and broadcasts is compared by its fingerprints alone. When
+// every rank loaded a path of its own (per-rank shards), the digests are not compared, only
+// `ckpt_step` and `epoch` (and the fingerprints).
 #include <algorithm>
 #include <cstdio>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -139,6 +142,12 @@ class CheckpointMismatchAnalyzer : public Analyzer {
     return v;
   }
 
+  static bool EachRankItsOwnPath(const std::vector<std::pair<int, Load>>& loads) {
+    std::set<std::string> paths;
+    for (const auto& [rank, load] : loads) paths.insert(load.path);
+    return loads.size() > 1 && paths.size() == loads.size();
+  }
+
   std::optional<Finding> CompareNth(size_t i) const {
     std::vector<std::pair<int, Load>> loads;
     for (const auto& [rank, list] : loads_)
@@ -150,6 +159,12 @@ class CheckpointMismatchAnalyzer : public Analyzer {
       fps[rank] = list[i].second;
       fp_step = list[i].first;
     }
+    // Every rank loading a file of its own (ckpt-rank3.pt: sharded state, FSDP / ZeRO
+    // shards) holds different bytes by design: then only the step and epoch must agree
+    // (the resume fingerprints still compare what DDP replicas hold).
+    const bool sharded = EachRankItsOwnPath(loads);
+    if (sharded)
+      for (auto& [rank, load] : loads) load.hash = 0;
     const auto load_groups = GroupRanks(loads);
     const bool loads_differ = load_groups.size() > 1;
     const auto fp_groups = fps.size() > 1 ? GroupByVector(fps) : std::vector<RankGroup<uint64_t>>{};

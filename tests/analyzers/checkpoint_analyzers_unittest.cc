@@ -216,6 +216,25 @@ TEST(CheckpointMismatchAnalyzerTest, SameLoadsButDifferentParametersIsAMismatch)
   EXPECT_EQ(findings[0].step, 6);
 }
 
+// Per-rank shards (each rank its own file) differ in content by design: only their step
+// and epoch must agree.
+TEST(CheckpointMismatchAnalyzerTest, PerRankShardsAreComparedByStepNotContent) {
+  auto shard = [](int rank, int step, uint64_t h) {
+    Ckpt c = Load(step, h);
+    c.path = "run/shard-" + std::to_string(rank) + ".pt";
+    return c;
+  };
+  TestRun same;
+  WriteResumed(&same, 2, {shard(0, 6, 0xa), shard(1, 6, 0xb)}, {{1, 2}, {1, 2}});
+  EXPECT_TRUE(RunOne(CreateCheckpointMismatchAnalyzer(), same.dir()).empty());
+  TestRun stale;
+  WriteResumed(&stale, 2, {shard(0, 6, 0xa), shard(1, 4, 0xb)}, {{1, 2}, {1, 2}});
+  auto findings = RunOne(CreateCheckpointMismatchAnalyzer(), stale.dir());
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].ranks, std::vector<int>{1});
+  EXPECT_EQ(findings[0].subject, "run/shard-1.pt");
+}
+
 TEST(CheckpointMismatchAnalyzerTest, AConsistentResumeGivesNothing) {
   TestRun run;
   WriteResumed(&run, 2, {Load(6, 0xa), Load(6, 0xa)}, {{1, 2}, {1, 2}});
