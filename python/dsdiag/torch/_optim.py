@@ -37,7 +37,7 @@ def _wrap_step(step):
     def wrapped(self, *args, **kwargs):
         if not RUNTIME.on:
             return step(self, *args, **kwargs)
-        _before_step()
+        before_step_once()
         with phase("optimizer"):
             result = step(self, *args, **kwargs)
         _after_step()
@@ -45,6 +45,25 @@ def _wrap_step(step):
 
     setattr(wrapped, _WRAPPED, True)
     return wrapped
+
+
+_PRE_STEP = {"done": False}  # the pre-step records of the current step are written
+
+
+def before_step_once():
+    """What the backward left, recorded once per step: at the optimizer step, or earlier
+    when GradScaler.unscale_ is about to change the gradients in place (the trainer takes
+    its pre-step fingerprints before unscaling too)."""
+    if not _PRE_STEP["done"]:
+        _PRE_STEP["done"] = True
+        _before_step()
+
+
+def end_skipped_step():
+    """GradScaler skipped optimizer.step() (non-finite gradients): the step ends as if it
+    had run, with the records written around a step."""
+    before_step_once()
+    _after_step()
 
 
 @guard("optimizer")
@@ -57,6 +76,7 @@ def _before_step():
 
 @guard("optimizer")
 def _after_step():
+    _PRE_STEP["done"] = False
     if RUNTIME.model is not None:
         RUNTIME.model.after_optimizer_step(RUNTIME.step)
     RUNTIME.end_step()

@@ -1,5 +1,197 @@
-"""GradScaler and clip_grad_norm_ probes."""
+"""GradScaler probes: the `scaler` record of every fp16 iteration (scaler-overflow,
+scaler-desync), and the `clip` records (clip-before-unscale, _clip.py).
+
+The GradScaler classes torch has (torch.cuda.amp.GradScaler; torch.amp.GradScaler and
+torch.cpu.amp.GradScaler in torch 2.x) get their public methods wrapped — scale, unscale_,
+step, update — and their __init__, which wraps the same methods of any subclass when one
+is created (FSDP's ShardedGradScaler, a job's own). Only the outermost call of a method
+on a scaler is seen (a subclass's step() calling super().step() is one step). What each
+call tells the scaler's probe (_scaler_probe.py): scale(), a loss was scaled this
+iteration; unscale_(optimizer), these parameters' gradients are unscaled; step(), whether
+the optimizer stepped; update(), the end of the iteration, where the record is written.
+
+A skipped step: GradScaler.step() does not call optimizer.step(), so the step record would
+never end; the step's end is then written here, as the optimizer probe writes it (_optim).
+
+A disabled scaler (enabled=False, or torch 1.13's without CUDA) is called through: nothing
+is scaled, nothing is recorded.
+"""
+
+import functools
+import importlib
+import weakref
+
+from dsdiag.torch import _clip, _optim
+from dsdiag.torch._runtime import RUNTIME, guard
+from dsdiag.torch._scaler_probe import ScalerProbe
+
+_METHODS = ("scale", "unscale_", "step", "update")
+_WRAPPED = "_dsdiag_wrapped"
+_BASES = []  # torch's GradScaler classes
+_PROBES = weakref.WeakKeyDictionary()  # scaler -> ScalerProbe (no attribute on the job's object)
+_ACTIVE = weakref.WeakKeyDictionary()  # scaler -> names of its methods running now
+
+_MODULES = ("torch.cuda.amp", "torch.cuda.amp.grad_scaler", "torch.amp", "torch.amp.grad_scaler",
+            "torch.cpu.amp", "torch.cpu.amp.grad_scaler")
 
 
 def install():
-    pass
+    if _BASES:
+        return
+    for name in _MODULES:
+        try:
+            cls = getattr(importlib.import_module(name), "GradScaler", None)
+        except Exception:  # not in this torch
+            continue
+        if isinstance(cls, type) and cls not in _BASES:
+            _BASES.append(cls)
+    for cls in _BASES:
+        _wrap_class(cls)
+    _clip.install()
+    _clip.UNSCALED_CHECK[0] = _clip_sees_unscaled
+
+
+def _wrap_class(cls):
+    for name in _METHODS + ("__init__",):
+        fn = cls.__dict__.get(name)
+        if fn is None or getattr(fn, _WRAPPED, False) or not callable(fn):
+            continue
+        wrapped = _wrap_init(fn) if name == "__init__" else _wrap_method(name, fn)
+        setattr(wrapped, _WRAPPED, True)
+        setattr(cls, name, wrapped)
+
+
+def _wrap_init(init):
+    @functools.wraps(init)
+    def __init__(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        try:  # a subclass's own methods (once per class)
+            for klass in type(self).__mro__:
+                if klass not in _BASES and issubclass(klass, tuple(_BASES)):
+                    _wrap_class(klass)
+        except Exception:
+            pass
+
+    return __init__
+
+
+def _wrap_method(name, original):
+    before, after = _HOOKS[name]
+    # torch's own update() follows the documented rule the probe predicts the event from.
+    stock = (getattr(original, "__module__", None) or "").startswith("torch.")
+
+    @functools.wraps(original)
+    def wrapper(self, *args, **kwargs):
+        if not RUNTIME.on:
+            return original(self, *args, **kwargs)
+        probe = _enter(self, name)
+        if probe is None:
+            return original(self, *args, **kwargs)
+        try:
+            context = before(probe, self, args, kwargs)
+            result = original(self, *args, **kwargs)
+        finally:
+            _leave(self, probe, name)
+        after(probe, self, args, kwargs, context, stock)
+        return result
+
+    return wrapper
+
+
+@guard("scaler")
+def _enter(scaler, name):
+    """The scaler's probe for an outermost call of `name` on an enabled scaler, else None."""
+    enabled = getattr(scaler, "is_enabled", None)
+    if not callable(enabled) or not enabled():
+        return None
+    active = _ACTIVE.setdefault(scaler, set())
+    if name in active:
+        return None
+    active.add(name)
+    probe = _PROBES.get(scaler)
+    if probe is None:
+        probe = _PROBES[scaler] = ScalerProbe()
+    return probe
+
+
+def _leave(scaler, probe, name):
+    _ACTIVE.get(scaler, set()).discard(name)
+    if name == "step":
+        probe.inside_step = False
+
+
+def _argument(args, kwargs, name):
+    return args[0] if args else kwargs.get(name)
+
+
+# --- what each method tells the probe (before, after) --------------------------------------
+
+
+def _nothing(probe, scaler, args, kwargs):
+    return None
+
+
+@guard("scaler")
+def _after_scale(probe, scaler, args, kwargs, context, stock):
+    probe.after_scale(_argument(args, kwargs, "outputs"))
+
+
+@guard("scaler")
+def _before_unscale(probe, scaler, args, kwargs):
+    # The gradients as the backward left them, before unscale_ divides them in place.
+    _optim.before_step_once()
+    return None
+
+
+@guard("scaler")
+def _after_unscale(probe, scaler, args, kwargs, context, stock):
+    probe.after_unscale(scaler, _argument(args, kwargs, "optimizer"))
+
+
+@guard("scaler")
+def _before_step(probe, scaler, args, kwargs):
+    return probe.before_step(scaler, _argument(args, kwargs, "optimizer"))
+
+
+@guard("scaler")
+def _after_step(probe, scaler, args, kwargs, step_before, stock):
+    if step_before is None:
+        return
+    ended = probe.after_step(_argument(args, kwargs, "optimizer"), step_before)
+    if not ended and RUNTIME.in_step:
+        # Skipped: optimizer.step() never ran, its probe did not end the step. The records
+        # it writes around a step (gradients, participation, parameters) are written as if.
+        _optim.end_skipped_step()
+
+
+@guard("scaler")
+def _before_update(probe, scaler, args, kwargs):
+    probe.before_update(scaler)
+    return _argument(args, kwargs, "new_scale")
+
+
+@guard("scaler")
+def _after_update(probe, scaler, args, kwargs, new_scale, stock):
+    probe.after_update(scaler, new_scale, stock)
+
+
+_HOOKS = {
+    "scale": (_nothing, _after_scale),
+    "unscale_": (_before_unscale, _after_unscale),
+    "step": (_before_step, _after_step),
+    "update": (_before_update, _after_update),
+}
+
+
+def _clip_sees_unscaled(params):
+    """For _clip: False when a scaler scaled this iteration's loss and some clipped
+    parameter with a gradient is not among those it unscaled since."""
+    scaled = [p for p in list(_PROBES.values()) if p.scaled]
+    if not scaled:
+        return True
+    for param in params:
+        if getattr(param, "grad", None) is None:
+            continue
+        if not any(id(param) in probe.unscaled_params for probe in scaled):
+            return False
+    return True
