@@ -40,6 +40,19 @@ def describe(backend):
     }
 
 
+def _grad_scaler_state():
+    scaler = getattr(getattr(torch.cuda, "amp", None), "GradScaler", None)
+    if scaler is None:
+        return False
+    # A disabled scaler sets none of it: ask the constructor's code which attributes it sets.
+    # (torch 2.x: torch.cuda.amp.GradScaler's __init__ calls torch.amp's: the whole MRO.)
+    names = set()
+    for cls in scaler.__mro__:
+        init = cls.__dict__.get("__init__")
+        names.update(getattr(getattr(init, "__code__", None), "co_names", ()))
+    return {"_per_optimizer_states", "_growth_tracker", "_scale"} <= names
+
+
 def probe_availability():
     """Which probes can run on this torch: each needs an API some versions lack."""
     import torch.distributed as dist
@@ -49,5 +62,13 @@ def probe_availability():
         "default_store": hasattr(dist.distributed_c10d, "_get_default_store"),
         "optimizer_hooks": hasattr(getattr(torch.optim, "optimizer", None),
                                    "register_optimizer_step_pre_hook"),
+        # Batches timed in place (the iterator's __next__), else through a proxy iterator.
+        "dataloader_next": "__next__" in vars(getattr(torch.utils.data.dataloader,
+                                                      "_BaseDataLoaderIter", object)),
+        # Missing / unexpected keys of load_state_dict seen before a strict load raises.
+        "checkpoint_keys": hasattr(torch.nn.Module, "register_load_state_dict_post_hook"),
+        # GradScaler's own state read (scale, growth tracker, found-inf per device); without
+        # it the scaler probe falls back to get_scale() and whether optimizer.step() ran.
+        "grad_scaler_state": _grad_scaler_state(),
     }
     return have
