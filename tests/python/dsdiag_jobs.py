@@ -15,13 +15,13 @@ JOBS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs")
 PYTHON = "/usr/bin/python3"
 
 
-def run_job(out, job, nproc=2, env=None, timeout=120, extra=()):
-    """`dsdiag run [--nproc N] --out OUT [extra...] -- python3 JOB`; returns (exit status,
-    stdout, stderr)."""
+def run_job(out, job, nproc=2, env=None, timeout=120, extra=(), wrap=()):
+    """`dsdiag run [--nproc N] --out OUT [extra...] -- [wrap...] python3 JOB`; returns (exit
+    status, stdout, stderr). `wrap` goes before the interpreter (e.g. `env VAR=value`)."""
     command = [DSDIAG, "run", "--out", out] + list(extra)
     if nproc:
         command += ["--nproc", str(nproc)]
-    command += ["--", PYTHON, os.path.join(JOBS, job)]
+    command += ["--"] + list(wrap) + [PYTHON, os.path.join(JOBS, job)]
     full_env = dict(os.environ, OMP_NUM_THREADS="1", **(env or {}))
     done = subprocess.run(command, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           timeout=timeout, universal_newlines=True)

@@ -68,7 +68,7 @@ class Checkpoints(JobTestCase):
     def test_every_rank_saving_one_path_is_a_checkpoint_race(self):
         out, ckpt, _ = self.run_checkpoint_job("race", "race")
         findings = compare(out)
-        self.assertEqual(serious(findings), {"checkpoint-race/error"})
+        self.assertEqual(serious(findings), {"checkpoint-race/error"}, findings)
         f = find(findings, "checkpoint-race")
         path = os.path.realpath(os.path.join(ckpt, "latest.pt"))
         self.assertEqual((f["ranks"], f["subject"], f["step"]), ([0, 1], path, 2))
@@ -82,7 +82,7 @@ class Checkpoints(JobTestCase):
     def test_a_rank_resuming_from_an_older_file_is_named(self):
         out, ckpt, _ = self.run_checkpoint_job("stale", "stale")
         findings = compare(out)
-        self.assertEqual(serious(findings), {"checkpoint-mismatch/error"})
+        self.assertEqual(serious(findings), {"checkpoint-mismatch/error"}, findings)
         f = find(findings, "checkpoint-mismatch")
         self.assertEqual((f["ranks"], f["step"]), ([1], 6))
         self.assertEqual(f["subject"], os.path.realpath(os.path.join(ckpt, "step-3.pt")))
@@ -92,7 +92,7 @@ class Checkpoints(JobTestCase):
     def test_a_rank_loading_other_weights_of_the_same_step_is_named_by_the_majority(self):
         out, ckpt, _ = self.run_checkpoint_job("content", "content", nproc=3)
         findings = compare(out)
-        self.assertEqual(serious(findings), {"checkpoint-mismatch/error"})
+        self.assertEqual(serious(findings), {"checkpoint-mismatch/error"}, findings)
         f = find(findings, "checkpoint-mismatch")
         self.assertEqual((f["ranks"], f["step"]), ([1], 6))
         self.assertEqual(f["subject"], os.path.realpath(os.path.join(ckpt, "other-6.pt")))
@@ -104,7 +104,7 @@ class Checkpoints(JobTestCase):
     def test_the_module_prefix_mistake_is_rank_died_with_the_keys_in_the_trace(self):
         out, ckpt, _ = self.run_checkpoint_job("prefix", "prefix", expect_status=1)
         findings = compare(out)
-        self.assertEqual(serious(findings), {"rank-died/error"})
+        self.assertEqual(serious(findings), {"rank-died/error"}, findings)
         f = find(findings, "rank-died")
         self.assertEqual((f["ranks"], f["step"]), ([1], 3))
         self.assertIn("RuntimeError: Error(s) in loading state_dict for Net", f["summary"])
@@ -133,7 +133,7 @@ class Checkpoints(JobTestCase):
     def test_a_map_location_the_rank_cannot_honour_is_rank_died_with_the_load_marked(self):
         out, ckpt, _ = self.run_checkpoint_job("gpu", "gpu-ckpt", expect_status=1)
         findings = compare(out)
-        self.assertEqual(serious(findings), {"rank-died/error"})
+        self.assertEqual(serious(findings), {"rank-died/error"}, findings)
         f = find(findings, "rank-died")
         self.assertEqual((f["ranks"], f["step"]), ([1], 3))
         self.assertIn("Attempting to deserialize object on a CUDA device", f["summary"])

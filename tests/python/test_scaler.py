@@ -79,7 +79,7 @@ class ScalerProbes(JobTestCase):
         # the NaN gradients: every rank skips, rank 1 is where they came from.
         self.job("overflow", "overflow")
         findings = compare(self.path("overflow"))
-        self.assertEqual(serious(findings), {"scaler-overflow/error", "scaler-overflow/warning"})
+        self.assertEqual(serious(findings), {"scaler-overflow/error", "scaler-overflow/warning"}, findings)
         expected = {"info": (5, [5, 9]), "warning": (25, [25]), "error": (30, [30, 31, 32, 33, 34])}
         for severity, (step, steps) in expected.items():
             f = find(findings, "scaler-overflow", severity)
@@ -100,7 +100,7 @@ class ScalerProbes(JobTestCase):
                  env={"OVERFLOW_STEPS": "25", "SCALER": "subclass", "PUBLIC_ONLY": "1"})
         run = self.path("public")
         findings = compare(run)
-        self.assertEqual(serious(findings), {"scaler-overflow/warning"})
+        self.assertEqual(serious(findings), {"scaler-overflow/warning"}, findings)
         f = find(findings, "scaler-overflow", "warning")
         self.assertEqual((f["ranks"], f["step"]), ([1], 25))
         for rank in (0, 1):
@@ -139,7 +139,7 @@ class ScalerProbes(JobTestCase):
     def test_clipping_before_unscale_is_clip_before_unscale(self):
         self.job("clip", "clip-before", steps=10)
         findings = compare(self.path("clip"))
-        self.assertEqual(serious(findings), {"clip-before-unscale/error"})
+        self.assertEqual(serious(findings), {"clip-before-unscale/error"}, findings)
         f = find(findings, "clip-before-unscale")
         self.assertEqual((f["ranks"], f["step"], f["subject"]), ([0, 1], 0, "clip_grad_norm"))
         self.assertEqual(f["evidence"]["scale"], 65536)

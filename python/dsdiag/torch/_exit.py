@@ -1,7 +1,8 @@
 """How a rank's trace ends: an exception nobody caught becomes an `error` record and the
 `end` record (reason "error", with the exception's type and message) before Python prints
 it; a normal exit writes the `end` record "ok". SIGTERM / SIGINT are the C++ core's
-(StopSignals: dump, signal and end records; the job's own handlers still run)."""
+(StopSignals: dump, signal and end records; the job's own handlers still run), or, for a
+handler the job installs later, _signals': then the exit ends the trace as stopped by it."""
 
 import atexit
 import sys
@@ -41,6 +42,10 @@ def _at_exit():
     try:
         if RUNTIME.on and not RUNTIME.ended:
             RUNTIME.write_pending_ops()
-            RUNTIME.end("ok", 0)
+            if RUNTIME.stop_signal:  # the job's handler exited on it (_signals)
+                signo, name = RUNTIME.stop_signal
+                RUNTIME.end("signal", 128 + signo, name)
+            else:
+                RUNTIME.end("ok", 0)
     except Exception:
         pass

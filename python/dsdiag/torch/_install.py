@@ -16,7 +16,7 @@ def instrument(run_dir=None, probes=None, timeout=None):
         return
     _INSTALLED[0] = True
     from dsdiag.torch import (_autograd, _checkpoint, _data, _ddp, _dist, _exit, _optim, _rng,
-                              _scaler)
+                              _scaler, _signals)
 
     _dist.install()
     _ddp.install()
@@ -26,6 +26,7 @@ def instrument(run_dir=None, probes=None, timeout=None):
     _rng.install()
     _checkpoint.install()
     _scaler.install()
+    _signals.install()
     _exit.install()
 
 

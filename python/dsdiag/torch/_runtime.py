@@ -34,6 +34,7 @@ class Runtime(object):
         self.model = None  # the DDP model's _ModelProbe (_ddp.py), the first one built
         self.pending_ops = []  # CollectiveOps completed off the main thread, to write
         self.ended = False
+        self.stop_signal = None  # (signo, name) once the job's own handler got a stop signal
         # Probes that write records inside every step (_data, _rng, ...): called right after
         # the step record begins, and right before it ends, as fn(runtime).
         self.step_begin_hooks = []
