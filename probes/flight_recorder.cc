@@ -143,6 +143,10 @@ std::string FlightRecorder::dump_path() const {
 
 bool FlightRecorder::Dump(std::string_view reason, int64_t step, Phase phase,
                           std::string* error) const {
+  // One dump at a time: an exception's dump on the main thread and a SIGTERM's on the
+  // stop-signal thread can coincide (the launcher stops a rank that is failing), and two
+  // writers of one temporary file leave a mixed one behind.
+  std::lock_guard<std::mutex> one_at_a_time(dump_mu_);
   const std::string json = DumpJson(reason, step, phase);
   // Write to a temporary name, then rename: a reader never sees half a dump.
   const std::string path = dump_path();

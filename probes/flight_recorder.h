@@ -75,6 +75,7 @@ class FlightRecorder {
   std::vector<FlightEntry> ring_;
   int64_t next_id_ = 1;
   mutable std::mutex provider_mu_;
+  mutable std::mutex dump_mu_;                           // held while a dump is written
   std::shared_ptr<const StackProvider> stack_provider_;  // null: no stacks in dumps
 };
 

@@ -71,6 +71,36 @@ TEST(FlightRecorderTest, DumpListsEntriesOldestFirstWithStates) {
   EXPECT_EQ(pending.seq, 5);
 }
 
+// An exception's dump and a SIGTERM's can coincide on two threads: every dump left on disk
+// is a whole one (they are written one at a time), the later replacing the earlier.
+TEST(FlightRecorderTest, DumpsFromTwoThreadsAtOnceLeaveAWholeDump) {
+  test_support::TempDir dir{"flight-race"};
+  FlightRecorder recorder(Header(0), dir.path());
+  // Big dumps (long stacks), so that two unserialised writers would interleave.
+  recorder.SetStackProvider([] {
+    return std::vector<trace::ThreadStack>{
+        {"MainThread", std::vector<std::string>(400, "train.py:1 in step")}};
+  });
+  auto dumps = [&](const char* reason) {
+    for (int i = 0; i < 100; ++i) {
+      std::string error;
+      EXPECT_TRUE(recorder.Dump(reason, 0, Phase::kNone, &error)) << error;
+    }
+  };
+  std::thread a(dumps, "error");
+  std::thread b(dumps, "SIGTERM");
+  for (int i = 0; i < 50; ++i) {
+    trace::LocatedIssue issue;
+    const std::string text = ReadFile(recorder.dump_path());
+    if (!text.empty()) EXPECT_TRUE(trace::ParseFlightDump(text, "d", &issue)) << issue.ToString();
+  }
+  a.join();
+  b.join();
+  trace::LocatedIssue issue;
+  EXPECT_TRUE(trace::ParseFlightDump(ReadFile(recorder.dump_path()), "d", &issue))
+      << issue.ToString();
+}
+
 TEST(CollectiveProbeTest, SequenceNumbersPerGroupAndCollRecords) {
   SessionInTempDir run(0);
   ASSERT_TRUE(run.session);
