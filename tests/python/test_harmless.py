@@ -46,7 +46,9 @@ class Harmless(JobTestCase):
         blocker = self.path("a-file")
         with open(blocker, "w") as f:
             f.write("not a directory\n")
-        command_env = {"MODE": "commhook"}
+        # No comm hook of the job's here: torch 1.13 itself can abort at exit when a Python
+        # comm hook's futures are released by Gloo after Python shut down (probes off too).
+        command_env = {"MODE": ""}
         out_dir = self.path("unwritable")
         # dsdiag run makes its --out; the ranks are pointed below a file instead.
         status, out, err = run_job(out_dir, "ddp_harmless.py", env=command_env,

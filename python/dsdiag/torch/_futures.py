@@ -54,12 +54,15 @@ def live():
         return _LIVE[0]
 
 
-def drain(timeout_s=2.0):
+def drain(timeout_s=2.0, linger_s=0.02):
     """Waits, sleeping (so the worker threads can take the GIL), until no callback of ours
-    is held, at most timeout_s. True when none is."""
+    is held, at most timeout_s; then lingers a little longer, GIL released, for what the
+    worker thread releases after ours (a job's own hook's callback, whose future ours hang
+    on, goes just after). True when none of ours is held."""
     deadline = time.monotonic() + timeout_s
     while live() > 0:
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.002)
+    time.sleep(linger_s)
     return True
