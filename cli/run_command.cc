@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/launch_run_dir.h"
 #include "cli/options.h"
 #include "cli/train_options.h"
 #include "launch/launcher.h"
@@ -50,24 +51,6 @@ std::string PythonPackageDir() {
     if (fs::exists(dir / "dsdiag" / "__init__.py", ec)) return dir.string();
   }
   return "";
-}
-
-std::string FreshRunDir() {
-  const std::string base = TimestampRunDir(std::time(nullptr));
-  std::string dir = base;
-  for (int n = 2; fs::exists(dir); ++n) dir = base + "-" + std::to_string(n);
-  return dir;
-}
-
-// A rerun into the same --out must not leave the earlier run's traces behind.
-void RemoveEarlierTraces(const std::string& dir) {
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return;
-  for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (trace::ParseRankTraceFileName(name) || trace::ParseFlightDumpFileName(name))
-      fs::remove(entry.path(), ec);
-  }
 }
 
 std::string FormatSeconds(double s) {

@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include "cli/commands.h"
+#include "cli/launch_run_dir.h"
 #include "cli/torch_part.h"
 #include "cli/train_options.h"
 #include "launch/dist_env.h"
@@ -25,32 +26,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// runs/<timestamp>, with -2, -3... when a run of the same second already has it.
-std::string FreshRunDir() {
-  const std::string base = TimestampRunDir(std::time(nullptr));
-  std::string dir = base;
-  for (int n = 2; fs::exists(dir); ++n) dir = base + "-" + std::to_string(n);
-  return dir;
-}
-
-// A rerun into the same --out must not leave the earlier run's extra ranks (or flight
-// dumps) behind: compare would read them as part of this run.
-void RemoveEarlierTraces(const std::string& dir) {
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return;
-  int removed = 0;
-  for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (!trace::ParseRankTraceFileName(name) && !trace::ParseFlightDumpFileName(name)) continue;
-    if (fs::remove(entry.path(), ec)) ++removed;
-  }
-  if (ec) throw InputError("cannot clean run directory " + dir + ": " + ec.message());
-  if (removed > 0) {
-    std::cerr << "dsdiag train: removed " << removed << " trace file" << (removed == 1 ? "" : "s")
-              << " of an earlier run from " << dir << "\n";
-  }
-}
-
 // A rank started by `dsdiag train --nproc` must not launch ranks of its own.
 bool InsideLaunchedRank() {
   return std::getenv("DSDIAG_RUN_ID") != nullptr && std::getenv("RANK") != nullptr;
@@ -59,7 +34,10 @@ bool InsideLaunchedRank() {
 int LaunchRanks(TrainArgs& parsed, const std::string& rank_executable) {
   trainer::TrainConfig& config = parsed.config;
   if (!parsed.out_given) config.out = FreshRunDir();
-  RemoveEarlierTraces(config.out);
+  if (const int removed = RemoveEarlierTraces(config.out); removed > 0) {
+    std::cerr << "dsdiag train: removed " << removed << " trace file" << (removed == 1 ? "" : "s")
+              << " of an earlier run from " << config.out << "\n";
+  }
 
   launch::LaunchSpec spec;
   spec.executable = rank_executable;

@@ -3,8 +3,8 @@
 #include <utility>
 
 #include "probes/probe_timer.h"
+#include "probes/records/collective_record.h"
 #include "trace/clock.h"
-#include "trace/record_types.h"
 
 namespace dsdiag::probes {
 
@@ -50,19 +50,8 @@ void CollectiveOp::Write() noexcept {
   int64_t done = done_ns_.load(std::memory_order_acquire);
   const bool failed = done == 0 || failed_.load(std::memory_order_relaxed);
   if (done == 0) done = trace::MonotonicNs();
-  const int64_t dur = done - enter_ns_;
-  s->CountCollective(bytes_, dur, started_ns_ ? done - started_ns_ : dur);
-  auto r = s->writer()->BeginAt(trace::rec::kCollective, enter_ns_);
-  auto& l = r.line();
-  l.Field("pg", pg_)
-      .Field("seq", seq_)
-      .Field("op", op_)
-      .Field("dtype", dtype_)
-      .Field("n", count_)
-      .Field("bytes", bytes_)
-      .Field("dur", dur)
-      .Field("tag", tag_);
-  if (failed) l.Field("failed", true);
+  records::WriteCollective(
+      s, {pg_, seq_, op_, dtype_, tag_, count_, bytes_, enter_ns_, started_ns_, done, failed});
 }
 
 }  // namespace dsdiag::probes

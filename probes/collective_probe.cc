@@ -5,8 +5,8 @@
 
 #include "probes/nvtx.h"
 #include "probes/probe_timer.h"
+#include "probes/records/collective_record.h"
 #include "trace/clock.h"
-#include "trace/record_types.h"
 
 namespace dsdiag::probes {
 
@@ -53,20 +53,8 @@ CollectiveScope::~CollectiveScope() {
   const bool failed = std::uncaught_exceptions() > exceptions_at_entry_;
   if (handle_ && !failed) probe_->recorder_->Complete(handle_);
   nvtx::PopRange();
-  const int64_t now = trace::MonotonicNs();
-  const int64_t dur = now - enter_ns_;
-  s->CountCollective(bytes_, dur, started_ns_ ? now - started_ns_ : dur);
-  auto r = s->writer()->BeginAt(trace::rec::kCollective, enter_ns_);
-  auto& l = r.line();
-  l.Field("pg", pg_)
-      .Field("seq", seq_)
-      .Field("op", op_)
-      .Field("dtype", dtype_)
-      .Field("n", count_)
-      .Field("bytes", bytes_)
-      .Field("dur", dur)
-      .Field("tag", tag_);
-  if (failed) l.Field("failed", true);
+  records::WriteCollective(s, {pg_, seq_, op_, dtype_, tag_, count_, bytes_, enter_ns_, started_ns_,
+                               trace::MonotonicNs(), failed});
 }
 
 }  // namespace dsdiag::probes

@@ -1,0 +1,27 @@
+// The `coll` record (docs/trace-format.md): one collective as it ended — its group and
+// sequence number, op, element type and count, bytes, duration and tag, `failed` when it did
+// not complete — also counted in the step's collective totals. Written by CollectiveScope
+// (the op's scope) and CollectiveOp (an op completed away from where it was issued).
+// Torch-free; the caller has checked that the session is on.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "probes/records/session_fwd.h"
+
+namespace dsdiag::probes::records {
+
+struct CollectiveRecord {
+  int pg = 0;
+  int64_t seq = 0;
+  std::string_view op, dtype, tag;
+  int64_t count = 0, bytes = 0;
+  int64_t enter_ns = 0;    // the record's ts
+  int64_t started_ns = 0;  // 0: never started (the wait is then the whole duration)
+  int64_t done_ns = 0;
+  bool failed = false;
+};
+void WriteCollective(probes::Session* session, const CollectiveRecord& r) noexcept;
+
+}  // namespace dsdiag::probes::records
