@@ -6,6 +6,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <string>
+#include <utility>
 
 #include "trace/zstd_stream.h"
 
@@ -16,10 +18,17 @@ constexpr std::string_view kCompressedSuffix = ".zst";
 
 class FdByteSource : public ByteSource {
  public:
-  explicit FdByteSource(int fd) : fd_(fd) {}
-  ~FdByteSource() override { ::close(fd_); }
+  FdByteSource(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  ~FdByteSource() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
 
   ssize_t Read(char* buffer, size_t capacity) override {
+    if (!error_.empty()) {
+      errno = EIO;
+      return -1;
+    }
+    if (resume_at_ >= 0 && !Reposition()) return -1;  // errno set
     ssize_t n;
     do {
       n = ::read(fd_, buffer, capacity);
@@ -27,8 +36,48 @@ class FdByteSource : public ByteSource {
     return n;
   }
 
+  std::string error() const override { return error_; }
+
+  bool Rewind(int64_t offset, bool close_file) override {
+    if (path_.empty() || offset < 0 || !error_.empty()) return false;
+    if (close_file && fd_ >= 0) {
+      ::close(fd_);
+      fd_ = -1;
+    }
+    resume_at_ = offset;  // the seek waits for the next Read: a rewound rank may end unread
+    return true;
+  }
+
  private:
-  const int fd_;
+  // Reopens the file if it was closed, and seeks to where the next Read starts.
+  bool Reposition() {
+    if (fd_ < 0) {
+      do {
+        fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+      } while (fd_ < 0 && errno == EINTR);
+      if (fd_ < 0) {
+        const int saved = errno;
+        error_ =
+            "cannot reopen trace " + path_ + ": " + std::strerror(saved) +
+            (saved == EMFILE || saved == ENFILE ? " (raise the open-file limit, ulimit -n)" : "");
+        errno = saved;
+        return false;
+      }
+    }
+    if (::lseek(fd_, static_cast<off_t>(resume_at_), SEEK_SET) < 0) {
+      const int saved = errno;
+      error_ = "cannot seek in trace " + path_ + ": " + std::strerror(saved);
+      errno = saved;
+      return false;
+    }
+    resume_at_ = -1;
+    return true;
+  }
+
+  int fd_;
+  const std::string path_;
+  int64_t resume_at_ = -1;  // >= 0: the offset the next Read starts at
+  std::string error_;       // once set, every Read fails
 };
 
 #ifdef DSDIAG_HAVE_ZSTD
@@ -117,7 +166,9 @@ bool IsCompressedName(std::string_view path) {
          path.substr(path.size() - kCompressedSuffix.size()) == kCompressedSuffix;
 }
 
-std::unique_ptr<ByteSource> MakeFdByteSource(int fd) { return std::make_unique<FdByteSource>(fd); }
+std::unique_ptr<ByteSource> MakeFdByteSource(int fd, std::string path) {
+  return std::make_unique<FdByteSource>(fd, std::move(path));
+}
 
 std::unique_ptr<ByteSource> MakeZstdByteSource(std::unique_ptr<ByteSource> compressed,
                                                std::string* error) {
@@ -138,14 +189,17 @@ std::unique_ptr<ByteSource> OpenByteSource(const std::string& path, std::string*
     if (error) *error = "cannot open trace " + path + ": " + std::strerror(errno);
     return nullptr;
   }
-  struct stat st;
-  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+  struct stat st {};
+  const bool stated = ::fstat(fd, &st) == 0;
+  if (stated && S_ISDIR(st.st_mode)) {
     ::close(fd);
     if (error) *error = "cannot read trace " + path + ": it is a directory";
     return nullptr;
   }
+  // Only a regular file can be rewound (a suspended reader reopens it by name).
+  if (!IsCompressedName(path))
+    return MakeFdByteSource(fd, stated && S_ISREG(st.st_mode) ? path : "");
   auto plain = MakeFdByteSource(fd);
-  if (!IsCompressedName(path)) return plain;
   std::string why;
   auto decoded = MakeZstdByteSource(std::move(plain), &why);
   if (!decoded && error) *error = "cannot read trace " + path + ": " + why;

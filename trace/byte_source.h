@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -30,6 +31,11 @@ class ByteSource {
   // last line); what came before it was delivered whole. A frame that simply stops
   // between blocks (a killed writer) is no issue, like a plain trace cut after a line.
   virtual std::string_view tail_issue() const { return {}; }
+  // Makes the next Read start at byte `offset` of the file, closing the file until then when
+  // `close_file` (it is reopened by its path): how a suspended reader (trace/reader_pool.h)
+  // gives its place back. False, and nothing changed, for a source that cannot seek (a
+  // compressed trace: zstd decodes from the frame's start only; a pipe).
+  virtual bool Rewind(int64_t /*offset*/, bool /*close_file*/) { return false; }
 };
 
 // "….zst": the name of a compressed trace.
@@ -39,8 +45,9 @@ bool IsCompressedName(std::string_view path);
 // be opened, is a directory, or is compressed in a build without libzstd.
 std::unique_ptr<ByteSource> OpenByteSource(const std::string& path, std::string* error);
 
-// Reads an open file descriptor; takes ownership of `fd`.
-std::unique_ptr<ByteSource> MakeFdByteSource(int fd);
+// Reads an open file descriptor; takes ownership of `fd`. With the file's `path` it can
+// Rewind, closing and reopening the file; without, it cannot.
+std::unique_ptr<ByteSource> MakeFdByteSource(int fd, std::string path = {});
 
 // Decodes the zstd stream that `compressed` yields. Null and *error without libzstd.
 std::unique_ptr<ByteSource> MakeZstdByteSource(std::unique_ptr<ByteSource> compressed,

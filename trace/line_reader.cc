@@ -14,11 +14,39 @@ constexpr size_t kLongLineHeadBytes = 64;
 }  // namespace
 
 LineReader::LineReader(std::unique_ptr<ByteSource> source, size_t padding)
-    : source_(std::move(source)),
-      padding_(padding),
-      // Zeroed once, padding included, so that nothing ever reads uninitialised bytes.
-      buffer_(new char[kChunkBytes + padding]()),
-      capacity_(kChunkBytes) {}
+    : source_(std::move(source)), padding_(padding) {}
+
+void LineReader::AllocateBuffer() {
+  // Zeroed once, padding included, so that nothing ever reads uninitialised bytes.
+  buffer_.reset(new char[kChunkBytes + padding_]());
+  capacity_ = kChunkBytes;
+}
+
+bool LineReader::Rewind(int64_t offset, int64_t lines_before, bool close_file) {
+  // After a read error the bytes past it may read differently (or not at all) a second time.
+  if (read_error_ != 0 || !source_->Rewind(offset, close_file)) return false;
+  begin_ = end_ = scanned_ = 0;
+  eof_ = false;
+  lines_ = lines_before;
+  bytes_ = offset;
+  return true;
+}
+
+LineReader::Buffer LineReader::TakeBuffer() {
+  Buffer taken;
+  taken.bytes = std::move(buffer_);
+  taken.capacity = capacity_;
+  taken.padding = padding_;
+  capacity_ = 0;
+  begin_ = end_ = scanned_ = 0;
+  return taken;
+}
+
+void LineReader::GiveBuffer(Buffer buffer) {
+  if (buffer_ || !buffer.bytes || buffer.padding < padding_ || buffer.capacity == 0) return;
+  buffer_ = std::move(buffer.bytes);
+  capacity_ = buffer.capacity;
+}
 
 LineReader::~LineReader() = default;
 
@@ -77,6 +105,7 @@ bool LineReader::NextBlock(std::string_view* lines) {
 
 bool LineReader::Fill() {
   if (eof_) return false;
+  if (!buffer_) AllocateBuffer();
   if (begin_ > 0) {
     // Keep the partial line: move it to the front, then read after it.
     std::memmove(buffer_.get(), buffer_.get() + begin_, end_ - begin_);

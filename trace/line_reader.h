@@ -33,6 +33,15 @@ class LineReader {
     int64_t length = 0;  // the full length, also when too_long
   };
 
+  // The chunk buffer, `padding` allocated bytes after its `capacity`: what a suspended
+  // reader hands to a ReaderPool (trace/reader_pool.h) for the next one to use.
+  struct Buffer {
+    std::unique_ptr<char[]> bytes;
+    size_t capacity = 0;
+    size_t padding = 0;
+  };
+
+  // The buffer is allocated at the first read, unless one was given first (GiveBuffer).
   LineReader(std::unique_ptr<ByteSource> source, size_t padding);
   ~LineReader();
   LineReader(const LineReader&) = delete;
@@ -55,6 +64,22 @@ class LineReader {
   // (about 6 steps of a synth trace) a little faster than 16 KiB on 128 ranks.
   static constexpr size_t kBlockBytes = size_t{8} << 10;
 
+  // The file offset of `p`, a byte of the last line or block handed out.
+  int64_t OffsetOf(const char* p) const {
+    return bytes_ - static_cast<int64_t>(end_ - static_cast<size_t>(p - buffer_.get()));
+  }
+  // Forgets everything buffered: the next line read starts at file offset `offset` and is
+  // numbered `lines_before` + 1; bytes() becomes `offset` (bytes re-read are not counted
+  // twice). `close_file`: the file is closed until then. False, nothing changed, when the
+  // source cannot seek (ByteSource::Rewind) or a read error has been met.
+  bool Rewind(int64_t offset, int64_t lines_before, bool close_file);
+  // Takes the buffer away (the reader holds none until the next read or GiveBuffer); only
+  // between Rewind and the next read, when nothing buffered is left to lose.
+  Buffer TakeBuffer();
+  // Uses `buffer` if this reader holds none and it has the padding; else drops it.
+  void GiveBuffer(Buffer buffer);
+  bool holds_buffer() const { return buffer_ != nullptr; }
+
   int read_error() const { return read_error_; }
   const ByteSource& source() const { return *source_; }
   int64_t lines() const { return lines_; }
@@ -65,6 +90,7 @@ class LineReader {
   // Returns false at end of file or on error.
   bool Fill();
   bool Grow();
+  void AllocateBuffer();
   // Discards the rest of an over-long line up to its '\n' (or end of file).
   void SkipRestOfLine(Line* line);
 

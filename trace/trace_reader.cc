@@ -16,6 +16,7 @@
 #include "trace/json_syntax.h"
 #include "trace/line_reader.h"
 #include "trace/owned_record_storage.h"
+#include "trace/reader_pool.h"
 #include "trace/record_tape.h"
 #include "trace/record_types.h"
 
@@ -40,8 +41,23 @@ std::string FieldExpected(const char* kind, std::string_view key) {
 
 struct TraceReader::State {
   State(std::string p, std::unique_ptr<ByteSource> source)
-      : path(std::move(p)), lines(std::move(source), simdjson::SIMDJSON_PADDING) {
-    parser.threaded = false;  // parse_many's look-ahead thread: one batch per block anyway
+      : path(std::move(p)), lines(std::move(source), simdjson::SIMDJSON_PADDING) {}
+
+  // The parser, made on first use unless a pool lent one (Resume).
+  dom::parser& Parser() {
+    if (!parser) AdoptParser(std::make_unique<dom::parser>());
+    return *parser;
+  }
+  void AdoptParser(std::unique_ptr<dom::parser> p) {
+    parser = std::move(p);
+    parser->threaded = false;  // parse_many's look-ahead thread: one batch per block anyway
+  }
+  // Drops the open block and its document stream (they point into the buffers).
+  void ForgetBlock() {
+    block = {};
+    block_pos = 0;
+    streaming = false;
+    doc_taken = false;
   }
 
   bool NextLine(LineReader::Line* line);
@@ -77,7 +93,8 @@ struct TraceReader::State {
 
   std::string path;
   LineReader lines;
-  dom::parser parser;  // reused for every line: its buffers are allocated once
+  // Reused for every line: its buffers are allocated once (lent out while suspended).
+  std::unique_ptr<dom::parser> parser;
   dom::object object;  // the current record
   FieldIndex fields;   // its fields
   // Complete lines read as one block (LineReader::NextBlock) and, while `streaming`, parsed
@@ -95,6 +112,11 @@ struct TraceReader::State {
   bool truncated_tail = false;
   bool read_error_reported = false;
   bool tail_issue_reported = false;
+  // The line of the last record handed out (null: none since the last resume), where a
+  // Suspend rewinds to.
+  const char* last_record_text = nullptr;
+  int64_t last_record_line = 0;
+  bool suspended = false;
 };
 
 bool TraceReader::State::NextLine(LineReader::Line* line) {
@@ -164,8 +186,8 @@ bool TraceReader::State::ParseLine(const LineReader::Line& line, dom::document* 
   dom::element element;
   // In place: LineReader leaves SIMDJSON_PADDING allocated bytes after every line.
   const simdjson::error_code error =
-      (doc ? parser.parse_into_document(*doc, line.text.data(), line.text.size(), false)
-           : parser.parse(line.text.data(), line.text.size(), false))
+      (doc ? Parser().parse_into_document(*doc, line.text.data(), line.text.size(), false)
+           : Parser().parse(line.text.data(), line.text.size(), false))
           .get(element);
   if (error) {
     if (std::optional<SyntaxError> e = CheckJsonObjectLine(line.text)) {
@@ -182,7 +204,7 @@ bool TraceReader::State::ParseLine(const LineReader::Line& line, dom::document* 
     IssueAt(line, first == std::string_view::npos ? 0 : first, "a JSON object ('{')");
     return false;
   }
-  return CheckCommonFields(line, doc ? *doc : parser.doc, common);
+  return CheckCommonFields(line, doc ? *doc : parser->doc, common);
 }
 
 bool TraceReader::State::CheckCommonFields(const LineReader::Line& line, const dom::document& doc,
@@ -264,13 +286,15 @@ const std::optional<TraceHeader>& TraceReader::ReadHeader() {
 bool TraceReader::State::NextRecord(dom::document* doc, dom::object* out, FieldIndex* fields,
                                     Record* record, LineReader::Line* line) {
   if (!header_done) ReadHeaderLine();
+  suspended = false;
+  last_record_text = nullptr;
   index = fields;
   CommonFields common;
   for (;;) {
     bool valid;
     // The stream parses into the parser's own document: not for an OwnedRecord.
     if (streaming && doc == nullptr && NextStreamLine(line, out)) {
-      valid = CheckCommonFields(*line, parser.doc, &common);
+      valid = CheckCommonFields(*line, parser->doc, &common);
     } else {
       streaming = false;
       if (block_pos < block.size()) {
@@ -297,6 +321,8 @@ bool TraceReader::State::NextRecord(dom::document* doc, dom::object* out, FieldI
     record->tid_ = static_cast<int>(common.tid);
     record->line_ = line->number;
     record->fields_ = fields;
+    last_record_text = line->text.data();
+    last_record_line = line->number;
     return true;
   }
 }
@@ -317,7 +343,7 @@ void TraceReader::State::StartStream() {
   // In place, like a single line: LineReader leaves SIMDJSON_PADDING bytes after the block.
   // One batch for the whole block (no look-ahead thread): the batch size is at least its size.
   streaming =
-      !parser
+      !Parser()
            .parse_many(block.data(), block.size(), std::max(block.size(), LineReader::kBlockBytes))
            .get(stream);
   if (!streaming) return;
@@ -383,6 +409,33 @@ bool TraceReader::NextOwned(OwnedRecord* out) {
   out->record_.object_ = &storage.object;
   return true;
 }
+
+bool TraceReader::Suspend(ReaderPool* pool, bool close_file) {
+  State& s = *state_;
+  if (!s.suspended) {
+    if (s.last_record_text == nullptr) return false;
+    // The record's line starts in the buffer: rewind the file to it, one line fewer read.
+    const int64_t offset = s.lines.OffsetOf(s.last_record_text);
+    if (!s.lines.Rewind(offset, s.last_record_line - 1, close_file)) return false;
+    s.ForgetBlock();
+    s.last_record_text = nullptr;
+    s.suspended = true;
+  }
+  // Also when suspended already: a Resume without a read since may have taken buffers.
+  if (s.lines.holds_buffer()) pool->GiveBuffer(s.lines.TakeBuffer());
+  if (s.parser) pool->GiveParser(std::move(s.parser));
+  return true;
+}
+
+void TraceReader::Resume(ReaderPool* pool) {
+  State& s = *state_;
+  if (!s.lines.holds_buffer()) s.lines.GiveBuffer(pool->TakeBuffer());
+  if (!s.parser) {
+    if (std::unique_ptr<dom::parser> lent = pool->TakeParser()) s.AdoptParser(std::move(lent));
+  }
+}
+
+bool TraceReader::suspended() const { return state_->suspended; }
 
 const std::optional<TraceHeader>& TraceReader::header() const { return state_->header; }
 const std::string& TraceReader::path() const { return state_->path; }

@@ -32,6 +32,8 @@
 
 namespace dsdiag::trace {
 
+class ReaderPool;
+
 class TraceReader {
  public:
   // Opens `path`; returns null and sets *error when it cannot be opened.
@@ -48,12 +50,27 @@ class TraceReader {
   // Reads line 1 (if not yet read) and returns the header, or nullopt with an issue.
   const std::optional<TraceHeader>& ReadHeader();
 
+  // Suspension, for a driver that reads many files a few steps at a time (ReaderPool):
+  // makes the next Next() hand out again the record the last Next() returned, gives the line
+  // buffer and the JSON parser to `pool`, and with `close_file` closes the file until then
+  // (reopened by its path). Records handed out become invalid. Line numbers, lines_read,
+  // bytes_read (at the end), issues and the header read exactly as without suspension: the
+  // rewound line is not counted twice. False, the reader unchanged and its records valid,
+  // for a trace that cannot seek (compressed, a pipe), after a read error, or when the last
+  // Next() returned no record.
+  bool Suspend(ReaderPool* pool, bool close_file);
+  // Takes buffers from `pool` for the reads to come (only those this reader lacks), whether
+  // it was suspended or is fresh; reading goes on where Suspend left it.
+  void Resume(ReaderPool* pool);
+  bool suspended() const;
+
   const std::string& path() const;
   // Problems met so far. Capped at kMaxIssuesKept examples; issue_count() counts all.
   const std::vector<LocatedIssue>& issues() const;
   int64_t issue_count() const;
   bool saw_truncated_tail() const;
   int64_t lines_read() const;
+  // Bytes read from the file so far; while suspended, the offset reading resumes at.
   int64_t bytes_read() const;
   static constexpr int kMaxIssuesKept = 20;
 

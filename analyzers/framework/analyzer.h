@@ -1,15 +1,22 @@
 // Analyzer: one family of diagnoses over a run. Every analyzer sees the same stream:
 //
 //   Begin(run)                      headers, ranks found/missing, excluded files, dumps
-//   for each step s, in order:      (the step driver moves every rank forward together)
-//     OnRecord(rank, record)        each rank's records with step <= s, rank by rank
-//     OnRankEnd(rank, end)          when a rank's file runs out during step s
-//     OnStepDone(s)                 every rank has delivered step s
+//   for each window of steps [s, s+K), in order (step_driver.h; s: the lowest step any
+//   rank has left):
+//     for each rank, in order:
+//       OnRecord(rank, record)      the rank's records with step < s+K, in file order
+//       OnRankEnd(rank, end)        when the rank's file runs out in this window
+//     OnStepDone(t)                 for each step t of the window that some rank reached
+//                                   (a record of step t above all its earlier ones), in order
 //   Finish(run, &findings)
 //
-// So an analyzer that compares ranks step by step keeps one step of state per rank, never
-// a whole run. Records of a helper thread may arrive a step late (their `step` is lower
-// than s); records before a rank's first step_begin carry step 0.
+// K=1 is lockstep: every rank delivers step s, then OnStepDone(s). K comes from a budget of
+// rank-steps (K = max(1, 2^18 / ranks)), so an analyzer that keeps state per rank and step
+// must free it in OnStepDone: it then holds K steps of every rank, never a whole run. With
+// K at least the run's length (a window "whole run") ranks are read one after another.
+// Findings must not depend on K. Records of a helper thread may arrive a step late (their
+// `step` is lower than the steps already done); records before a rank's first step_begin
+// carry step 0.
 //
 // Concrete analyzers live in anonymous namespaces in their own .cc and are created by the
 // factories of analyzer_factories.h, listed once in registry.cc.

@@ -27,7 +27,7 @@ ReaderStats CountStats(const RunContext& run, const DriveResult& drive) {
   stats.files = static_cast<int64_t>(run.ranks.size());
   stats.files_excluded = static_cast<int64_t>(run.excluded.size());
   stats.flight_dumps = static_cast<int64_t>(run.flight_dumps.size() + run.excluded_dumps.size());
-  stats.lockstep = drive.lockstep;
+  stats.lockstep = drive.files_kept_open;
   for (const auto& end : drive.ends) {
     stats.records += end.records;
     stats.lines += end.lines_read;

@@ -25,7 +25,10 @@ struct ReaderStats {
   int64_t bytes = 0;
   int64_t malformed_lines = 0;  // skipped lines, truncated tails excluded
   int64_t truncated_tails = 0;  // files whose last line was cut short
-  bool lockstep = true;         // false when the per-rank fallback of step_driver.h ran
+  // False when the run had more ranks than dsdiag keeps files open for: they were closed
+  // between step windows and reopened, or, compressed, read one rank at a time
+  // (DriveResult::files_kept_open; the name predates step windows).
+  bool lockstep = true;
 };
 
 struct RunSummary {

@@ -1,23 +1,32 @@
-// Step driver: streams every analysed rank's trace to the analyzers, all ranks moving
-// forward one step at a time (see analyzer.h for the order of calls).
+// Step driver: streams every analysed rank's trace to the analyzers in windows of steps
+// (see analyzer.h for the order of calls).
 //
-// Each rank has one open reader and one record looked at ahead. For step s (the lowest step
-// any rank has pending), each rank in turn delivers its records while their step is <= s;
-// the record with a higher step waits for its turn. So memory is one record per rank plus
-// what the analyzers keep per step, whatever the length of the run. Steps no rank has a
-// record for are skipped (a resumed run may start at step 1000).
+// A window is the step range [s, s+K): s is the lowest step any rank has pending (the step
+// of the record it has looked at ahead), so steps no rank has a record for are skipped and
+// a resumed run may start at step 1000. Each rank in turn delivers its records while their
+// step is below s+K; then OnStepDone follows, in order, for every step of the window that
+// some rank reached. K=1 is lockstep (all ranks one step at a time); K at least the run's
+// steps reads each rank whole, one after another. The analyzers hold about K steps of every
+// rank, so K comes from a budget of rank-steps: K = max(1, kRankStepBudget / ranks), or
+// DriveOptions::step_window, or $DSDIAG_STEP_WINDOW (a positive integer, or "all": the
+// whole run) for tests and benchmarks.
 //
-// Open files are bounded by `max_open_files` (default: 512, or more when RLIMIT_NOFILE
-// allows). Above it the driver falls back to one pass per rank: each rank's records are
-// delivered whole, rank after rank, and OnStepDone(s) follows once for every step seen, in
-// order, at the end — analyzers then hold more than one step in memory. Lockstep for very
-// large runs (reopening readers at saved offsets) is left for later.
+// Between its visits a rank's reader is suspended (trace/reader_pool.h): its line buffer
+// and JSON parser go back to a pool shared by all, and it rewinds to the start of its
+// looked-ahead record's line, so memory is one reader's buffers plus one record per rank,
+// not ~70 KB per open file. Open files are bounded by `max_open_files` (default: 512, or
+// RLIMIT_NOFILE less a reserve): past it, the files of the ranks over the budget are closed
+// between visits and reopened by path (DriveResult::files_kept_open false).
+// Compressed traces (.jsonl.zst) cannot seek: their readers stay open and keep their
+// buffers; when there are more of them than open files allowed, the whole run is one window
+// (each rank read whole, one after another, as the old per-rank fallback did: analyzers
+// then hold every step).
 //
-// Lockstep parses on reader threads when `jobs` allows (more than one rank, jobs > 1):
-// each reader thread owns the files of some ranks and queues, per rank, the records of a
-// few steps ahead, parsed ("segments": the records one lockstep turn delivers). The driver
-// thread alone calls the analyzers, in exactly the serial order, so the findings are the
-// same; memory stays a few steps of records per rank. jobs 1 reads on the driver thread.
+// Lockstep (K=1) parses on reader threads when `jobs` allows (more than one rank, jobs > 1),
+// the window is automatic or 1, every file can stay open and the ranks are at most
+// kMaxThreadedRanks (each keeps its reader's buffers and a few queued steps of records):
+// see threaded_lockstep.h. The driver thread alone calls the analyzers, in exactly the
+// serial order, so the findings are the same. jobs 1 reads on the driver thread.
 #pragma once
 
 #include <cstddef>
@@ -33,31 +42,46 @@ namespace dsdiag::analyzers {
 
 // Where a drive is, for a progress line on a terminal.
 struct DriveProgress {
-  int64_t step = 0;        // the last step done (lockstep), or the step reached (per rank)
+  int64_t step = 0;        // the last step done
   int64_t bytes_read = 0;  // over every rank's file so far
 };
 
+// Rank-steps the analyzers may hold at once: what chooses the automatic window.
+inline constexpr int64_t kRankStepBudget = int64_t{1} << 18;
+// A window as long as the run: each rank read whole, one after another.
+inline constexpr int64_t kWholeRun = INT64_MAX;
+// More ranks than this are read on the driver thread (windows, suspended readers).
+inline constexpr size_t kMaxThreadedRanks = 4096;
+
 struct DriveOptions {
   size_t max_open_files = 0;  // 0: automatic (see above)
+  // Steps per window: 0 automatic ($DSDIAG_STEP_WINDOW, else from kRankStepBudget), 1
+  // lockstep, kWholeRun one rank after another.
+  int64_t step_window = 0;
   // Threads that parse traces in lockstep: 1 reads on the driver thread (the serial path);
   // 0: automatic — $DSDIAG_JOBS when set to a positive integer, else the CPUs when there
   // are 4 or more (on fewer, shared ones, the threads were measured to cost more than they
   // gain), else 1.
   int jobs = 0;
-  // Called after each step (lockstep) or each rank (per-rank fallback); may be empty. The
-  // callee throttles: it is called often.
+  // Called after each window (each step in lockstep); may be empty. The callee throttles:
+  // it is called often.
   std::function<void(const DriveProgress&)> progress;
 };
 
 struct DriveResult {
   std::vector<RankEnd> ends;  // aligned with RunContext::ranks
   int64_t steps_done = 0;     // OnStepDone calls
-  bool lockstep = true;       // false when the per-rank fallback ran
-  int reader_threads = 0;     // threads that parsed (0: the driver thread read)
+  int64_t step_window = 1;    // K, the steps of a window (kWholeRun: one rank after another)
+  // False when there were more ranks than open files allowed: files were closed between
+  // windows and reopened, or (compressed traces) each rank was read whole in turn.
+  bool files_kept_open = true;
+  int reader_threads = 0;  // threads that parsed (0: the driver thread read)
 };
 
 // Calls Begin, the record/step/rank-end stream, but not Finish. Throws RunInputError when
-// a trace that was readable at load time cannot be opened any more.
+// a trace that was readable at load time cannot be opened any more, or $DSDIAG_STEP_WINDOW
+// is not a window. A trace that cannot be reopened after a suspension becomes that rank's
+// read-error issue (trace-corrupt), saying which limit to raise when it is the open files.
 DriveResult DriveRun(const RunContext& run, const std::vector<std::unique_ptr<Analyzer>>& analyzers,
                      const DriveOptions& options = {});
 

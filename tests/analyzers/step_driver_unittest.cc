@@ -53,10 +53,12 @@ std::vector<std::string> DriveWithJobs(const std::string& dir, DriveOptions opti
   return log;
 }
 
-// Drives on the driver thread alone (jobs 1), then with reader threads: both must call the
-// analyzers alike. Returns the serial log.
-std::vector<std::string> Drive(const std::string& dir, const DriveOptions& options,
+// Drives on the driver thread alone (jobs 1) in lockstep (unless `options` asks for another
+// window), then with reader threads: both must call the analyzers alike. Returns the serial
+// log.
+std::vector<std::string> Drive(const std::string& dir, DriveOptions options,
                                DriveResult* result = nullptr, bool records = true) {
+  if (options.step_window == 0) options.step_window = 1;
   DriveResult serial;
   std::vector<std::string> log = DriveWithJobs(dir, options, 1, &serial, records);
   EXPECT_EQ(serial.reader_threads, 0);
@@ -150,20 +152,71 @@ TEST(StepDriverTest, RankEndSaysHowTheTraceStopped) {
   EXPECT_TRUE(died.last_ts.has_value());
 }
 
-TEST(StepDriverTest, FallsBackToPerRankPassesAboveTheOpenFileLimit) {
+TEST(StepDriverTest, AWholeRunWindowReadsOneRankAfterAnother) {
   TestRun run;
   run.WriteCleanRank(TestRun::Header(0, 2), 2);
   run.WriteCleanRank(TestRun::Header(1, 2), 1);
   DriveOptions options;
-  options.max_open_files = 1;
+  options.step_window = kWholeRun;
   DriveResult result;
   const std::vector<std::string> want = {
       "begin 2",  "r0:step_begin@0", "r0:step_begin@1", "r0:end@2", "end r0", "r1:step_begin@0",
       "r1:end@1", "end r1",          "done 0",          "done 1",   "done 2",
   };
-  EXPECT_EQ(Drive(run.dir(), options, &result), want);
-  EXPECT_FALSE(result.lockstep);
+  EXPECT_EQ(DriveWithJobs(run.dir(), options, 1, &result), want);
+  EXPECT_EQ(result.step_window, kWholeRun);
   EXPECT_EQ(result.steps_done, 3);
+}
+
+TEST(StepDriverTest, WindowsDeliverKStepsOfEachRankThenTheirStepsDone) {
+  TestRun run;
+  run.WriteCleanRank(TestRun::Header(0, 2), 3);  // steps 0..2, the end at 3
+  {
+    auto w = run.Open(TestRun::Header(1, 2));
+    TestRun::WriteSteps(w.get(), 0, 3);
+    w->SetStep(1);  // a helper thread a step late, read in the next window
+    w->Begin(trace::rec::kCustom).line().Field("name", "late");
+    w->SetStep(7);  // a jump: the next window starts at 7, not at 4
+    w->Begin(trace::rec::kStepBegin).line().Field("epoch", 0);
+  }
+  DriveOptions options;
+  options.step_window = 2;
+  DriveResult result;
+  const std::vector<std::string> want = {
+      "begin 2",         "r0:step_begin@0", "r0:step_begin@1", "r1:step_begin@0", "r1:step_begin@1",
+      "done 0",          "done 1",          "r0:step_begin@2", "r0:end@3",        "end r0",
+      "r1:step_begin@2", "r1:custom@1",     "done 2",          "done 3",          "r1:step_begin@7",
+      "end r1",          "done 7",
+  };
+  EXPECT_EQ(DriveWithJobs(run.dir(), options, 1, &result), want);
+  EXPECT_EQ(result.step_window, 2);
+  EXPECT_EQ(result.steps_done, 5);
+}
+
+TEST(StepDriverTest, ClosesFilesBetweenWindowsAboveTheOpenFileLimit) {
+  TestRun run;
+  run.WriteCleanRank(TestRun::Header(0, 2), 2);
+  run.WriteCleanRank(TestRun::Header(1, 2), 1);
+  DriveOptions options;
+  DriveResult open;
+  const std::vector<std::string> want = Drive(run.dir(), options, &open);
+  EXPECT_TRUE(open.files_kept_open);
+  options.max_open_files = 1;
+  DriveResult closed;
+  EXPECT_EQ(Drive(run.dir(), options, &closed), want);
+  EXPECT_FALSE(closed.files_kept_open);
+  EXPECT_EQ(closed.steps_done, 3);
+  EXPECT_EQ(closed.ends[0].bytes_read, open.ends[0].bytes_read);
+  EXPECT_EQ(closed.ends[1].lines_read, open.ends[1].lines_read);
+}
+
+TEST(StepDriverTest, TheAutomaticWindowComesFromTheRankStepBudget) {
+  TestRun run;
+  run.WriteCleanRank(TestRun::Header(0, 2), 2);
+  run.WriteCleanRank(TestRun::Header(1, 2), 1);
+  DriveResult result;
+  DriveWithJobs(run.dir(), {}, 1, &result);
+  EXPECT_EQ(result.step_window, kRankStepBudget / 2);
 }
 
 TEST(StepDriverTest, ReaderThreadsRunOnlyWhenJobsAllow) {
