@@ -25,6 +25,12 @@ void LineReader::AllocateBuffer() {
 bool LineReader::Rewind(int64_t offset, int64_t lines_before, bool close_file) {
   // After a read error the bytes past it may read differently (or not at all) a second time.
   if (read_error_ != 0 || !source_->Rewind(offset, close_file)) return false;
+  // The next visit will likely read about what this one did: ask for that, a quarter more
+  // and a page; a longer visit just reads on.
+  const int64_t visited = offset - resumed_at_;
+  first_read_ =
+      visited > 0 ? (static_cast<size_t>(visited + visited / 4) + 4096) & ~size_t{4095} : 0;
+  resumed_at_ = offset;
   begin_ = end_ = scanned_ = 0;
   eof_ = false;
   lines_ = lines_before;
@@ -114,7 +120,10 @@ bool LineReader::Fill() {
     begin_ = 0;
   }
   if (end_ == capacity_ && !Grow()) return false;
-  const ssize_t n = source_->Read(buffer_.get() + end_, capacity_ - end_);
+  size_t want = capacity_ - end_;
+  if (first_read_ != 0) want = std::min(want, first_read_);
+  first_read_ = 0;
+  const ssize_t n = source_->Read(buffer_.get() + end_, want);
   if (n <= 0) {
     if (n < 0) read_error_ = errno;
     eof_ = true;

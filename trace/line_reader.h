@@ -105,6 +105,11 @@ class LineReader {
   int read_error_ = 0;
   int64_t lines_ = 0;
   int64_t bytes_ = 0;
+  // Rewinds: where reading last resumed, and how much the first read after the next rewind
+  // asks for (0: the whole buffer). A suspended reader reads a few steps per visit; reading
+  // a whole chunk each time would read most bytes twice.
+  int64_t resumed_at_ = 0;
+  size_t first_read_ = 0;
   std::string long_head_;  // first bytes of a skipped over-long line
 };
 

@@ -11,7 +11,7 @@
 //   Finish(run, &findings)
 //
 // K=1 is lockstep: every rank delivers step s, then OnStepDone(s). K comes from a budget of
-// rank-steps (K = max(1, 2^18 / ranks)), so an analyzer that keeps state per rank and step
+// rank-steps (K = max(1, 2^17 / ranks)), so an analyzer that keeps state per rank and step
 // must free it in OnStepDone: it then holds K steps of every rank, never a whole run. With
 // K at least the run's length (a window "whole run") ranks are read one after another.
 // Findings must not depend on K. Records of a helper thread may arrive a step late (their
