@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 namespace dsdiag::trace {
 namespace {
 
 constexpr size_t kLongLineHeadBytes = 64;
+constexpr size_t kMinReadBytes = size_t{4} << 10;
 
 }  // namespace
 
@@ -25,12 +27,14 @@ void LineReader::AllocateBuffer() {
 bool LineReader::Rewind(int64_t offset, int64_t lines_before, bool close_file) {
   // After a read error the bytes past it may read differently (or not at all) a second time.
   if (read_error_ != 0 || !source_->Rewind(offset, close_file)) return false;
-  // The next visit will likely read about what this one did: ask for that, a quarter more
-  // and a page; a longer visit just reads on.
-  const int64_t visited = offset - resumed_at_;
-  first_read_ =
-      visited > 0 ? (static_cast<size_t>(visited + visited / 4) + 4096) & ~size_t{4095} : 0;
+  // The next visit will likely read about what this one did: each read asks for that and a
+  // sixteenth more (at least 4 KiB), so that a visit reads about what it uses in a read or
+  // two, and a longer one reads on.
+  const int64_t visited = std::max<int64_t>(0, offset - resumed_at_);
+  read_size_ =
+      std::max(kMinReadBytes, (static_cast<size_t>(visited + visited / 16) + 1023) & ~size_t{1023});
   resumed_at_ = offset;
+  rewound_ = true;
   begin_ = end_ = scanned_ = 0;
   eof_ = false;
   lines_ = lines_before;
@@ -120,9 +124,8 @@ bool LineReader::Fill() {
     begin_ = 0;
   }
   if (end_ == capacity_ && !Grow()) return false;
-  size_t want = capacity_ - end_;
-  if (first_read_ != 0) want = std::min(want, first_read_);
-  first_read_ = 0;
+  const size_t want = std::min(capacity_ - end_, read_size_);
+  if (!rewound_) read_size_ = SIZE_MAX;  // read on in whole chunks
   const ssize_t n = source_->Read(buffer_.get() + end_, want);
   if (n <= 0) {
     if (n < 0) read_error_ = errno;

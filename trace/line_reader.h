@@ -105,11 +105,14 @@ class LineReader {
   int read_error_ = 0;
   int64_t lines_ = 0;
   int64_t bytes_ = 0;
-  // Rewinds: where reading last resumed, and how much the first read after the next rewind
-  // asks for (0: the whole buffer). A suspended reader reads a few steps per visit; reading
-  // a whole chunk each time would read most bytes twice.
+  // Rewinds: where reading last resumed, and how much each read asks for (0: what the
+  // buffer holds). A suspended reader reads a few steps per visit; reading a whole chunk each
+  // time would read most bytes twice. A file's first read asks for kFirstReadBytes: the run
+  // loader reads line 1 only, the step driver a record more before it suspends.
+  static constexpr size_t kFirstReadBytes = size_t{8} << 10;
   int64_t resumed_at_ = 0;
-  size_t first_read_ = 0;
+  size_t read_size_ = kFirstReadBytes;
+  bool rewound_ = false;
   std::string long_head_;  // first bytes of a skipped over-long line
 };
 
