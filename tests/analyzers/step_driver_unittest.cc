@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 #include <tuple>
 
+#include "analyzers/framework/input_error.h"
 #include "analyzers/framework/run_loader.h"
 #include "tests/analyzers/test_run.h"
 #include "trace/record_types.h"
@@ -208,6 +211,42 @@ TEST(StepDriverTest, ClosesFilesBetweenWindowsAboveTheOpenFileLimit) {
   EXPECT_EQ(closed.steps_done, 3);
   EXPECT_EQ(closed.ends[0].bytes_read, open.ends[0].bytes_read);
   EXPECT_EQ(closed.ends[1].lines_read, open.ends[1].lines_read);
+}
+
+TEST(StepDriverTest, ReaderThreadsGiveWayToWindowsAboveTheOpenFileLimit) {
+  TestRun run;
+  for (int r = 0; r < 3; ++r) run.WriteCleanRank(TestRun::Header(r, 3), 2);
+  DriveOptions options;
+  options.max_open_files = 2;
+  DriveResult result;
+  DriveWithJobs(run.dir(), options, 2, &result);
+  EXPECT_EQ(result.reader_threads, 0);
+  EXPECT_FALSE(result.files_kept_open);
+  EXPECT_EQ(result.steps_done, 3);
+  options.max_open_files = 3;
+  DriveWithJobs(run.dir(), options, 2, &result);
+  EXPECT_EQ(result.reader_threads, 2);
+  EXPECT_EQ(result.step_window, 1);
+  EXPECT_TRUE(result.files_kept_open);
+}
+
+TEST(StepDriverTest, ABadStepWindowInTheEnvironmentIsAClearError) {
+  TestRun run;
+  run.WriteCleanRank(TestRun::Header(0, 1), 1);
+  ::setenv("DSDIAG_STEP_WINDOW", "eight", 1);
+  try {
+    DriveWithJobs(run.dir(), {}, 1);
+    ADD_FAILURE() << "no error";
+  } catch (const RunInputError& e) {
+    EXPECT_NE(std::string(e.what()).find("DSDIAG_STEP_WINDOW must be a positive number"),
+              std::string::npos)
+        << e.what();
+  }
+  ::setenv("DSDIAG_STEP_WINDOW", "all", 1);
+  DriveResult result;
+  DriveWithJobs(run.dir(), {}, 1, &result);
+  EXPECT_EQ(result.step_window, kWholeRun);
+  ::unsetenv("DSDIAG_STEP_WINDOW");
 }
 
 TEST(StepDriverTest, TheAutomaticWindowComesFromTheRankStepBudget) {
