@@ -87,7 +87,7 @@ class Renderer {
 
   void Header() {
     trace::TraceHeader h;
-    h.schema = std::string(trace::kSchema);
+    h.schema = std::string(trace::kSchemaV1);
     h.run_id = run_.run_id;
     h.rank = rank_;
     h.world_size = run_.ranks;

@@ -121,8 +121,9 @@ std::optional<FieldProblem> ParseHeaderObject(const dom::object& object, std::st
                                               TraceHeader* header) {
   FieldReader r(object, line);
   if (!r.String("schema", &header->schema, true)) return r.problem;
-  if (TraceSchemaMajor(header->schema) != kSchemaMajor) {
+  if (!IsReadableSchema(header->schema)) {
     r.Fail("schema", "schema \"" + std::string(kSchema) + "\" (major version " +
+                         std::to_string(kOldestSchemaMajor) + " to " +
                          std::to_string(kSchemaMajor) + ")");
     return r.problem;
   }

@@ -1,10 +1,10 @@
 // Header parsing for TraceReader: turns the parsed first record of a rank file into a
 // TraceHeader, or names the first field that is missing, mistyped or out of range.
 //
-// Required: "schema" (major version kSchemaMajor), "run_id", "rank", "world_size", since
-// nothing can be matched across ranks without them. The other documented fields take their
-// defaults when absent but must have the documented type when present. Top-level keys the
-// format does not define are kept as `sections`.
+// Required: "schema" (major version kOldestSchemaMajor to kSchemaMajor), "run_id", "rank",
+// "world_size", since nothing can be matched across ranks without them. The other documented fields
+// take their defaults when absent but must have the documented type when present. Top-level keys
+// the format does not define are kept as `sections`.
 #pragma once
 
 #include <cstddef>

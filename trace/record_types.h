@@ -1,4 +1,4 @@
-// The vocabulary of trace format v1: schema id and record type names.
+// The vocabulary of the trace format: schema id and record type names.
 //
 // docs/trace-format.md is the reference for every field; this file only names things so
 // that writers and readers cannot disagree on a spelling. Add a type here and in the doc
@@ -9,8 +9,15 @@
 
 namespace dsdiag::trace {
 
-inline constexpr std::string_view kSchema = "dsdiag.trace/1";
-inline constexpr int kSchemaMajor = 1;
+// v2 (docs/trace-format.md, "Version 2"): light mode writes no `phase` records, a step's
+// repeated collectives as one `colls` record, and a pre-step gradient fingerprint equal to
+// its step's after-sync one as a flag on the after-sync record. Readers read 1 and 2.
+inline constexpr std::string_view kSchema = "dsdiag.trace/2";
+inline constexpr int kSchemaMajor = 2;
+inline constexpr int kOldestSchemaMajor = 1;
+// v1, which every reader reads: `dsdiag synth` writes it (its records are v1's, one per
+// phase and op, the shape compare's speed figures have always been measured on).
+inline constexpr std::string_view kSchemaV1 = "dsdiag.trace/1";
 
 // Fields every record carries.
 inline constexpr std::string_view kFieldType = "type";
@@ -27,6 +34,9 @@ inline constexpr std::string_view kStepBegin = "step_begin";
 inline constexpr std::string_view kStep = "step";        // step end summary
 inline constexpr std::string_view kPhase = "phase";      // span within a step
 inline constexpr std::string_view kCollective = "coll";  // one collective / barrier
+// v2: a step's collectives that repeat the previous step's (trace/collective_template.h).
+// The reader expands it into `coll` records: no analyzer ever sees one.
+inline constexpr std::string_view kCollectiveRun = "colls";
 inline constexpr std::string_view kGradient = "grad";    // after-backward gradient check
 inline constexpr std::string_view kFingerprint = "fp";   // parameter / gradient hashes
 inline constexpr std::string_view kRng = "rng";          // generator state fingerprint

@@ -123,4 +123,9 @@ int TraceSchemaMajor(std::string_view schema) {
   return major;
 }
 
+bool IsReadableSchema(std::string_view schema) {
+  const int major = TraceSchemaMajor(schema);
+  return major >= kOldestSchemaMajor && major <= kSchemaMajor;
+}
+
 }  // namespace dsdiag::trace

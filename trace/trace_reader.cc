@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "trace/compact_records.h"
 #include "trace/field_index.h"
 #include "trace/header_parser.h"
 #include "trace/json_syntax.h"
@@ -90,6 +91,8 @@ struct TraceReader::State {
   void AddIssue(int64_t line, int64_t column, std::string expected, std::string found,
                 bool truncated_tail = false);
   void ReadHeaderLine();
+  static void FillRecord(const CommonFields& common, const LineReader::Line& line,
+                         FieldIndex* fields, Record* record);
 
   std::string path;
   LineReader lines;
@@ -112,6 +115,21 @@ struct TraceReader::State {
   bool truncated_tail = false;
   bool read_error_reported = false;
   bool tail_issue_reported = false;
+  // v2's compact records and the v1 lines they stand for, handed out before the next line.
+  CompactRecordExpander expander;
+  std::vector<std::string> expanded;
+  size_t expanded_next = 0;
+  int64_t expanded_line = 0;  // the compact record's line
+  // The last record handed out came from `expanded`: Suspend cannot rewind to it (its line
+  // would expand again, its first records twice).
+  bool last_record_expanded = false;
+  // The last line the expander saw: a line read again after Suspend's rewind is not shown
+  // twice (the expander's state already holds it).
+  int64_t observed_line = 0;
+  dom::parser expand_parser;  // not `parser`: that one holds the open block's stream
+  // The next expanded line parsed into `doc` (null: expand_parser's own); false after an issue.
+  bool NextExpanded(dom::document* doc, dom::object* out, LineReader::Line* line,
+                    CommonFields* common);
   // The line of the last record handed out (null: none since the last resume), where a
   // Suspend rewinds to.
   const char* last_record_text = nullptr;
@@ -256,6 +274,7 @@ void TraceReader::State::ReadHeaderLine() {
     return;
   }
   header = std::move(parsed);
+  expander.SetSchemaMajor(TraceSchemaMajor(header->schema));
 }
 
 std::unique_ptr<TraceReader> TraceReader::Open(const std::string& path, std::string* error) {
@@ -292,6 +311,12 @@ bool TraceReader::State::NextRecord(dom::document* doc, dom::object* out, FieldI
   CommonFields common;
   for (;;) {
     bool valid;
+    if (expanded_next < expanded.size()) {
+      if (!NextExpanded(doc, out, line, &common)) continue;
+      FillRecord(common, *line, fields, record);
+      last_record_expanded = true;
+      return true;
+    }
     // The stream parses into the parser's own document: not for an OwnedRecord.
     if (streaming && doc == nullptr && NextStreamLine(line, out)) {
       valid = CheckCommonFields(*line, parser->doc, &common);
@@ -314,17 +339,53 @@ bool TraceReader::State::NextRecord(dom::document* doc, dom::object* out, FieldI
       IssueAtField(*line, kFieldType, "an event record (a header belongs on line 1 only)");
       continue;
     }
-    record->type_ = common.type;
-    record->type_id_ = RecordTypeId(common.type);
-    record->ts_ = common.ts;
-    record->step_ = common.step;
-    record->tid_ = static_cast<int>(common.tid);
-    record->line_ = line->number;
-    record->fields_ = fields;
+    FillRecord(common, *line, fields, record);
     last_record_text = line->text.data();
     last_record_line = line->number;
-    return true;
+    last_record_expanded = false;
+    if (!expander.on() || line->number <= observed_line) return true;
+    observed_line = line->number;
+    record->raw_ = line->text;
+    record->object_ = out;
+    std::string problem;
+    expanded.clear();
+    expanded_next = 0;
+    if (expander.Observe(*record, &expanded, &problem) == CompactRecordExpander::Verdict::kDeliver)
+      return true;
+    if (!problem.empty()) IssueAtField(*line, kFieldType, std::move(problem));
+    expanded_line = line->number;
   }
+}
+
+void TraceReader::State::FillRecord(const CommonFields& common, const LineReader::Line& line,
+                                    FieldIndex* fields, Record* record) {
+  record->type_ = common.type;
+  record->type_id_ = RecordTypeId(common.type);
+  record->ts_ = common.ts;
+  record->step_ = common.step;
+  record->tid_ = static_cast<int>(common.tid);
+  record->line_ = line.number;
+  record->fields_ = fields;
+}
+
+bool TraceReader::State::NextExpanded(dom::document* doc, dom::object* out, LineReader::Line* line,
+                                      CommonFields* common) {
+  const std::string& text = expanded[expanded_next++];
+  line->text = text;
+  line->length = static_cast<int64_t>(text.size());
+  line->number = expanded_line;
+  line->has_newline = true;
+  line->too_long = false;
+  dom::element element;
+  const bool bad = (doc ? expand_parser.parse_into_document(*doc, text.data(), text.size())
+                        : expand_parser.parse(text.data(), text.size()))
+                       .get(element) ||
+                   element.get_object().get(*out);
+  if (bad) {  // the expander writes JSON objects: never seen
+    AddIssue(line->number, 1, "a compact record that expands to JSON objects", "one that does not");
+    return false;
+  }
+  return CheckCommonFields(*line, doc ? *doc : expand_parser.doc, common);
 }
 
 void TraceReader::State::NextBlockLine(LineReader::Line* line) {
@@ -413,7 +474,7 @@ bool TraceReader::NextOwned(OwnedRecord* out) {
 bool TraceReader::Suspend(ReaderPool* pool, bool close_file) {
   State& s = *state_;
   if (!s.suspended) {
-    if (s.last_record_text == nullptr) return false;
+    if (s.last_record_text == nullptr || s.last_record_expanded) return false;
     // The record's line starts in the buffer: rewind the file to it, one line fewer read.
     const int64_t offset = s.lines.OffsetOf(s.last_record_text);
     if (!s.lines.Rewind(offset, s.last_record_line - 1, close_file)) return false;

@@ -56,8 +56,9 @@ class TraceReader {
   // (reopened by its path). Records handed out become invalid. Line numbers, lines_read,
   // bytes_read (at the end), issues and the header read exactly as without suspension: the
   // rewound line is not counted twice. False, the reader unchanged and its records valid,
-  // for a trace that cannot seek (compressed, a pipe), after a read error, or when the last
-  // Next() returned no record.
+  // for a trace that cannot seek (compressed, a pipe), after a read error, when the last
+  // Next() returned no record, or one expanded from a v2 compact record (trace/
+  // compact_records.h: its line would expand again).
   bool Suspend(ReaderPool* pool, bool close_file);
   // Takes buffers from `pool` for the reads to come (only those this reader lacks), whether
   // it was suspended or is fresh; reading goes on where Suspend left it.

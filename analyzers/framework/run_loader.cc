@@ -109,7 +109,7 @@ void CheckRankClaims(const std::vector<TraceFile>& traces) {
   std::map<int, const TraceFile*> by_name;
   for (const auto& t : traces) by_name[t.rank] = &t;
   for (const auto& t : traces) {
-    if (!t.header || trace::TraceSchemaMajor(t.header->schema) != trace::kSchemaMajor) continue;
+    if (!t.header || !trace::IsReadableSchema(t.header->schema)) continue;
     if (t.header->rank == t.rank) continue;
     std::string message = t.path + ":1: header says rank " + std::to_string(t.header->rank) +
                           " but the file name says rank " + std::to_string(t.rank);
@@ -126,7 +126,7 @@ template <typename T, typename Get>
 std::optional<T> Majority(const std::vector<TraceFile>& traces, Get get) {
   std::vector<std::pair<T, int>> counts;  // in order of first appearance (by rank)
   for (const auto& t : traces) {
-    if (!t.header || trace::TraceSchemaMajor(t.header->schema) != trace::kSchemaMajor) continue;
+    if (!t.header || !trace::IsReadableSchema(t.header->schema)) continue;
     const T value = get(*t.header);
     auto it =
         std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == value; });
@@ -158,7 +158,7 @@ bool Admit(const TraceFile& t, const RunContext& run, ExcludedFile* excluded) {
     excluded->issue = t.header_issue;
     return false;
   }
-  if (trace::TraceSchemaMajor(t.header->schema) != trace::kSchemaMajor) {
+  if (!trace::IsReadableSchema(t.header->schema)) {
     excluded->reason = ExcludedFile::Reason::kSchemaMajor;
     excluded->issue = LineOneIssue(t.path, "schema " + Quoted(std::string(trace::kSchema)),
                                    Quoted(t.header->schema));

@@ -9,4 +9,5 @@ PYBIND11_MODULE(_core, m) {
   dsdiag::python::BindProbes(m);
   dsdiag::python::BindRecords(m);
   dsdiag::python::BindLoaderSweep(m);
+  dsdiag::python::BindTraceReader(m);
 }

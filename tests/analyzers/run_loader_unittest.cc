@@ -135,7 +135,7 @@ TEST(RunLoaderTest, OtherSchemaMajorAndRankOutsideWorldAreExcluded) {
   run.WriteCleanRank(TestRun::Header(0, 2), 1);
   run.WriteCleanRank(TestRun::Header(1, 2), 1);
   auto v2 = TestRun::Header(1, 2);
-  v2.schema = "dsdiag.trace/2";
+  v2.schema = "dsdiag.trace/9";
   v2.rank = 5;
   run.WriteCleanRank(v2, 1);
   run.WriteCleanRank(TestRun::Header(4, 8), 1);  // outvoted on world_size

@@ -7,12 +7,29 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import unittest
 
 DSDIAG = os.environ.get("DSDIAG_BINARY", "dsdiag")
 JOBS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs")
 PYTHON = "/usr/bin/python3"
+
+
+def read_trace(path):
+    """A rank's event records as JSON lines, the way the analyzers read them: light mode's
+    compact records (trace format v2) expanded into the records they stand for, through the
+    package's own reader (dsdiag._core.read_trace), found next to the dsdiag binary as
+    `dsdiag run` finds it."""
+    binary = os.path.realpath(shutil.which(DSDIAG) or DSDIAG)
+    for package in (os.path.join(os.path.dirname(binary), "python"),
+                    os.path.join(os.path.dirname(os.path.dirname(binary)), "lib/dsdiag/python")):
+        if os.path.exists(os.path.join(package, "dsdiag", "__init__.py")):
+            break
+    if package not in sys.path:
+        sys.path.insert(0, package)
+    from dsdiag import _core
+    return _core.read_trace(path)
 
 
 def run_job(out, job, nproc=2, env=None, timeout=120, extra=(), wrap=()):

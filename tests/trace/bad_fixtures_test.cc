@@ -100,8 +100,8 @@ TEST(BadFixtures, WrongSchema) {
   ASSERT_EQ(c.issue_count, 1);
   EXPECT_EQ(c.issues[0].line, 1);
   EXPECT_EQ(c.issues[0].column, 46);  // the value of "schema"
-  EXPECT_EQ(c.issues[0].expected, "schema \"dsdiag.trace/1\" (major version 1)");
-  EXPECT_EQ(c.issues[0].found, "'\"dsdiag.trace/2\"'");
+  EXPECT_EQ(c.issues[0].expected, "schema \"dsdiag.trace/2\" (major version 1 to 2)");
+  EXPECT_EQ(c.issues[0].found, "'\"dsdiag.trace/9\"'");
 }
 
 TEST(BadFixtures, BadFields) {

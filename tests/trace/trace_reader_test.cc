@@ -324,15 +324,15 @@ TEST_F(ReaderTest, EmptyAndBlankLines) {
 
 TEST_F(ReaderTest, HeaderWithAnotherSchemaMajor) {
   const std::string header =
-      R"({"type":"header","ts":1,"step":0,"schema":"dsdiag.trace/2","run_id":"r","rank":0,"world_size":2})";
+      R"({"type":"header","ts":1,"step":0,"schema":"dsdiag.trace/9","run_id":"r","rank":0,"world_size":2})";
   const auto res = Read(header + "\n" +
                         R"({"type":"mark","ts":1,"step":0})"
                         "\n");
   EXPECT_FALSE(res.header.has_value());
   EXPECT_EQ(res.types.size(), 1u) << "records still read from line 2";
   ASSERT_EQ(res.issue_count, 1);
-  ExpectIssue(res.issues[0], 1, int64_t(header.find("\"dsdiag.trace/2\"")) + 1,
-              "schema \"dsdiag.trace/1\" (major version 1)", "'\"dsdiag.trace/2\"'");
+  ExpectIssue(res.issues[0], 1, int64_t(header.find("\"dsdiag.trace/9\"")) + 1,
+              "schema \"dsdiag.trace/2\" (major version 1 to 2)", "'\"dsdiag.trace/9\"'");
 }
 
 TEST_F(ReaderTest, HeaderWithANewerMinorIsAccepted) {
@@ -385,7 +385,7 @@ TEST_F(ReaderTest, HeaderFieldsMissingOrMistyped) {
        "integer members \"mono\", \"wall\", \"offset\", \"offset_err\" in \"clock\"",
        "'{\"mono\":\"x\"}'", "clock"},
       {R"({"type":"header","ts":1,"step":0,"schema":"trace/1","run_id":"r","rank":0,"world_size":2})",
-       "schema \"dsdiag.trace/1\" (major version 1)", "'\"trace/1\"'", "schema"},
+       "schema \"dsdiag.trace/2\" (major version 1 to 2)", "'\"trace/1\"'", "schema"},
   };
   for (const Case& c : cases) {
     const auto res = Read(c.line + "\n");

@@ -1,0 +1,210 @@
+#include "trace/compact_records.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "trace/json_line.h"
+#include "trace/json_syntax.h"
+#include "trace/json_value.h"
+#include "trace/record_types.h"
+
+namespace dsdiag::trace {
+namespace {
+
+constexpr FieldKey kPg("pg"), kSeq("seq"), kOp("op"), kDtype("dtype"), kCount("n"), kBytes("bytes"),
+    kTag("tag"), kAt("at_us"), kDurUs("dur_us"), kDur("dur"), kWhat("what"), kWhy("why"),
+    kSame("same"), kPreStepFp("pre_step_fp"), kColl("coll");
+constexpr std::string_view kPreStep = "pre-step";
+
+// `line` without its member `,"key":<value>` (as the writer puts it: after another member);
+// false when the member is not spelt so.
+bool CutMember(std::string_view line, std::string_view key, ValueSpan value, std::string* out) {
+  const size_t member = key.size() + 4;  // ,"key":
+  if (value.offset < member || line.substr(value.offset - member, 2) != ",\"" ||
+      line.substr(value.offset - member + 2, key.size()) != key ||
+      line.substr(value.offset - 2, 2) != "\":")
+    return false;
+  out->assign(line.substr(0, value.offset - member));
+  out->append(line.substr(value.offset + value.length));
+  return true;
+}
+
+}  // namespace
+
+CompactRecordExpander::Verdict CompactRecordExpander::Observe(const Record& r,
+                                                              std::vector<std::string>* lines,
+                                                              std::string* issue) {
+  if (!on_) return Verdict::kDeliver;
+  if (r.type_id() == rec_id::kCollective) {
+    NoteCollective(r);
+  } else if (r.type() == rec::kCollectiveRun) {
+    return ExpandCollectives(r, lines, issue);
+  } else if (r.type_id() == rec_id::kStep) {
+    return ExpandStep(r, lines, issue);
+  } else if (r.type_id() == rec_id::kFingerprint) {
+    const auto what = r.Str(kWhat), why = r.Str(kWhy);
+    if (what && why && (*what == "grad" || *what == "param")) {
+      if (*why != kPreStep) {
+        latest_fp_[std::string(*what)].assign(r.raw_line());
+      } else if (r.Has(kSame)) {
+        return ExpandPreStep(r, lines, issue);
+      }
+    }
+  }
+  return Verdict::kDeliver;
+}
+
+void CompactRecordExpander::NoteCollective(const Record& r) {
+  CollectiveDescriptor d{
+      std::string(r.Str(kOp).value_or("")), std::string(r.Str(kDtype).value_or("")),
+      std::string(r.Str(kTag).value_or("")), r.Int(kCount).value_or(0), r.Int(kBytes).value_or(0)};
+  template_.Add(static_cast<int>(r.Int(kPg).value_or(0)), r.step(), std::move(d));
+}
+
+CompactRecordExpander::Verdict CompactRecordExpander::ExpandCollectives(
+    const Record& r, std::vector<std::string>* lines, std::string* issue) {
+  const auto pg = r.Int(kPg), seq = r.Int(kSeq);
+  std::vector<int64_t> at, dur;
+  if (!pg || !seq || !r.IntArray(kAt, &at) || !r.IntArray(kDurUs, &dur) || at.empty() ||
+      dur.size() != at.size()) {
+    *issue =
+        "a colls record with integers \"pg\", \"seq\" and arrays \"at_us\", \"dur_us\" "
+        "of one integer per op";
+    return Verdict::kReplace;
+  }
+  const auto* previous = template_.PreviousStep(static_cast<int>(*pg), r.step(), at.size());
+  if (previous == nullptr) {
+    *issue = "a colls record repeating an earlier step of " + std::to_string(at.size()) +
+             " collectives on group " + std::to_string(*pg) + " (there is none before it)";
+    return Verdict::kReplace;
+  }
+  if (totals_.step != r.step()) totals_ = StepTotals{r.step()};
+  for (size_t i = 0; i < at.size(); ++i) {
+    const CollectiveDescriptor& d = (*previous)[i];
+    totals_.n += 1;
+    totals_.bytes += d.bytes;
+    totals_.dur += dur[i] * 1000;
+    std::string line;
+    JsonLine l(&line);
+    l.Field(kFieldType, rec::kCollective)
+        .Field(kFieldTs, r.ts() + at[i] * 1000)
+        .Field(kFieldStep, r.step());
+    if (r.tid() != 0) l.Field(kFieldTid, r.tid());
+    l.Field("pg", *pg)
+        .Field("seq", *seq + static_cast<int64_t>(i))
+        .Field("op", d.op)
+        .Field("dtype", d.dtype)
+        .Field("n", d.count)
+        .Field("bytes", d.bytes)
+        .Field("dur", dur[i] * 1000)
+        .Field("tag", d.tag);
+    l.Finish();
+    if (!line.empty() && line.back() == '\n') line.pop_back();
+    lines->push_back(std::move(line));
+  }
+  template_.Repeat(static_cast<int>(*pg), r.step(), at.size());
+  return Verdict::kReplace;
+}
+
+bool CompactRecordExpander::AppendRepeated(std::string_view what, std::string* line) const {
+  const auto it = latest_fp_.find(what);
+  if (it == latest_fp_.end()) return false;
+  const std::string& from = it->second;
+  const auto gran = FindTopLevelValue(from, "gran");
+  const auto hashes = FindTopLevelValue(from, "h");
+  if (!gran || !hashes) return false;
+  line->append(",\"gran\":").append(from, gran->offset, gran->length);
+  line->append(",\"h\":").append(from, hashes->offset, hashes->length);
+  return true;
+}
+
+CompactRecordExpander::Verdict CompactRecordExpander::ExpandPreStep(const Record& r,
+                                                                    std::vector<std::string>* lines,
+                                                                    std::string* issue) {
+  const std::string_view raw = r.raw_line();
+  const auto what = r.Str(kWhat), same = r.Str(kSame);
+  const auto same_at = FindTopLevelValue(raw, "same");
+  std::string line;
+  if (!what || !same || !same_at || !CutMember(raw, "same", *same_at, &line) || line.empty() ||
+      line.back() != '}') {
+    *issue = "a pre-step fp record with \"what\" and a \"same\" string";
+    return Verdict::kReplace;
+  }
+  line.pop_back();  // '}'
+  if (!AppendRepeated(*what, &line)) {
+    *issue = "a pre-step fp record repeating an earlier " + std::string(*what) + " " +
+             std::string(*same) + " fp record (there is none before it)";
+    return Verdict::kReplace;
+  }
+  line.push_back('}');
+  lines->push_back(std::move(line));
+  return Verdict::kReplace;
+}
+
+CompactRecordExpander::Verdict CompactRecordExpander::ExpandStep(const Record& r,
+                                                                 std::vector<std::string>* lines,
+                                                                 std::string* issue) {
+  const StepTotals totals = totals_;
+  totals_ = StepTotals();
+  const bool flagged = r.Has(kPreStepFp);
+  // "coll" with "wait" alone: the rest sums from the step's colls records.
+  const bool summed = r.NumberMembers(kColl, &coll_members_) && coll_members_.size() == 1 &&
+                      coll_members_[0].name == "wait";
+  if (!flagged && !summed) return Verdict::kDeliver;
+  std::string step_line(r.raw_line());
+  if (flagged) ExpandPreStepFlag(r, lines, &step_line, issue);
+  if (summed) {
+    if (totals.step == r.step()) {
+      InsertStepTotals(totals, &step_line);
+    } else {
+      *issue = "a step record with the full \"coll\" totals (no colls record in step " +
+               std::to_string(r.step()) + " to sum)";
+    }
+  }
+  lines->push_back(std::move(step_line));
+  return Verdict::kReplace;
+}
+
+void CompactRecordExpander::InsertStepTotals(const StepTotals& totals, std::string* line) {
+  const auto at = FindTopLevelValue(*line, "coll");
+  if (!at || at->length < 2) return;
+  // {"wait":W} -> {"n":N,"bytes":B,"dur":D,"wait":W}
+  std::string sums;
+  JsonLine l(&sums);
+  l.Field("n", totals.n).Field("bytes", totals.bytes).Field("dur", totals.dur);
+  sums.push_back(at->length > 2 ? ',' : '}');
+  line->replace(at->offset, 1, sums);
+}
+
+void CompactRecordExpander::ExpandPreStepFlag(const Record& r, std::vector<std::string>* lines,
+                                              std::string* step_line, std::string* issue) {
+  const std::string raw = *step_line;
+  const auto flag_at = FindTopLevelValue(raw, "pre_step_fp");
+  const auto kinds = r.Str(kPreStepFp);
+  if (!flag_at || !kinds || !CutMember(raw, "pre_step_fp", *flag_at, step_line)) {
+    *issue = "a step record whose \"pre_step_fp\" is a string (fp kinds, comma-separated)";
+    return;
+  }
+  // The pre-step records the writer left out, as it would have written them, at the step's
+  // end (near when the optimizer ran).
+  const int64_t at = r.ts() + std::max<int64_t>(0, r.Int(kDur).value_or(0));
+  for (std::string_view rest = *kinds; !rest.empty();) {
+    const size_t comma = rest.find(',');
+    const std::string_view what = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    std::string line;
+    JsonLine l(&line);  // not finished: AppendRepeated adds the last members
+    l.Field(kFieldType, rec::kFingerprint).Field(kFieldTs, at).Field(kFieldStep, r.step());
+    if (r.tid() != 0) l.Field(kFieldTid, r.tid());
+    l.Field("what", what).Field("why", kPreStep);
+    if (!AppendRepeated(what, &line)) {
+      *issue = "a step record whose \"pre_step_fp\" names kinds with an earlier fp record (no " +
+               std::string(what) + " one)";
+      continue;
+    }
+    line.push_back('}');
+    lines->push_back(std::move(line));
+  }
+}
+
+}  // namespace dsdiag::trace

@@ -1,0 +1,67 @@
+// CompactRecordExpander: turns trace format v2's compact records back into the v1 records
+// they stand for, so that everything downstream of TraceReader reads one format.
+//
+//   `colls`                        -> one `coll` record per op (trace/collective_template.h)
+//   `step` with "pre_step_fp":"grad,param"
+//                                  -> the pre-step fingerprints the writer left out as
+//                                     repeats (probes/records/fingerprint_repeats.h): "gran"
+//                                     and "h" of the latest grad / param fp record, ts the
+//                                     step's end; then the step itself
+//   `fp` with "same":"<why>"       -> the same, where the step ended without its record
+//   `step` with "coll":{"wait":W}  -> "coll":{"n","bytes","dur","wait"}: the step's ops
+//                                     were all in `colls` records, which sum to the rest
+//
+// The reader shows it every record it parses, in file order; the expander answers whether
+// to deliver the record as it is or the lines it wrote in its place (JSON text, parsed by
+// the reader like any line). v1 traces pass through untouched.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "trace/collective_template.h"
+#include "trace/record.h"
+
+namespace dsdiag::trace {
+
+class CompactRecordExpander {
+ public:
+  // From the header: expansion is on for v2 and later.
+  void SetSchemaMajor(int major) { on_ = major >= 2; }
+  bool on() const { return on_; }
+
+  enum class Verdict {
+    kDeliver,  // the record as it is
+    kReplace,  // the lines in *lines instead (possibly none, after an issue)
+  };
+  // `r` in file order. kReplace fills *lines (each a JSON object, no '\n'); an ill-formed
+  // compact record sets *issue (what was expected) and delivers nothing in its place.
+  Verdict Observe(const Record& r, std::vector<std::string>* lines, std::string* issue);
+
+ private:
+  void NoteCollective(const Record& r);
+  Verdict ExpandCollectives(const Record& r, std::vector<std::string>* lines, std::string* issue);
+  Verdict ExpandPreStep(const Record& r, std::vector<std::string>* lines, std::string* issue);
+  struct StepTotals {
+    int64_t step = -1;  // the step the `colls` records summed are of
+    int64_t n = 0, bytes = 0, dur = 0;
+  };
+  Verdict ExpandStep(const Record& r, std::vector<std::string>* lines, std::string* issue);
+  // The pre-step records a step's "pre_step_fp" stands for, into *lines; cuts the member.
+  void ExpandPreStepFlag(const Record& r, std::vector<std::string>* lines, std::string* step_line,
+                         std::string* issue);
+  static void InsertStepTotals(const StepTotals& totals, std::string* line);
+
+  bool on_ = false;
+  CollectiveTemplate template_;
+  StepTotals totals_;                               // of the current step's `colls` records
+  std::vector<Record::NumberMember> coll_members_;  // a step record's "coll", reused
+  // Appends to *line `,"gran":…,"h":…` of the latest `what` fp record; false if none.
+  bool AppendRepeated(std::string_view what, std::string* line) const;
+  // The latest grad and param `fp` records' text, by "what", but for pre-step ones.
+  std::map<std::string, std::string, std::less<>> latest_fp_;
+};
+
+}  // namespace dsdiag::trace
