@@ -74,7 +74,11 @@ std::unique_ptr<Session> Session::Start(SessionConfig config, std::string* error
 }
 
 Session::Session(Mode mode, int rank, std::unique_ptr<trace::TraceWriter> writer)
-    : mode_(mode), rank_(rank), writer_(std::move(writer)) {}
+    : mode_(mode),
+      rank_(rank),
+      writer_(std::move(writer)),
+      collective_steps_(writer_ ? std::make_unique<records::CollectiveSteps>(mode != Mode::kFull)
+                                : nullptr) {}
 
 Session::~Session() { End("destroyed", 0); }
 
@@ -84,6 +88,9 @@ void Session::BeginStep(int64_t step, int64_t epoch) noexcept {
   phase_.store(Phase::kNone, std::memory_order_relaxed);
   if (!on()) return;
   ProbeTimer timer(this);
+  // Before SetStep: what is held or owed belongs to the last step.
+  collective_steps_->BeginStep(this);
+  pre_step_repeats_.WriteOwed(this);
   epoch_ = epoch;
   phase_ns_.fill(0);
   coll_ = CollectiveTotals();
@@ -104,20 +111,24 @@ void Session::EndStep(const StepSummary& s) noexcept {
   if (!on()) return;
   ProbeTimer timer(this);  // counted in the next step's probe_ns (this one's is being written)
   const int64_t now = trace::MonotonicNs();
+  const int64_t compacted = collective_steps_->EndStep(this);
   const int64_t probe_ns = probe_ns_.load(std::memory_order_relaxed);
   {
     auto r = writer_->BeginAt(trace::rec::kStep, step_start_ns_);
     auto& l = r.line();
     l.Field("dur", now - step_start_ns_).Field("epoch", epoch_);
-    if (!std::isnan(s.loss)) l.Field("loss", s.loss);
-    if (!std::isnan(s.global_loss)) l.Field("gloss", s.global_loss);
+    if (!std::isnan(s.loss)) l.FloatField("loss", s.loss);
+    if (!std::isnan(s.global_loss)) l.FloatField("gloss", s.global_loss);
     if (!std::isnan(s.lr)) l.Field("lr", s.lr);
     l.Field("samples", s.samples);
     l.BeginObject("phases");
     for (int p = 1; p < kPhaseCount; ++p)
       if (phase_ns_[p] > 0) l.Field(PhaseName(static_cast<Phase>(p)), phase_ns_[p]);
     l.EndObject();
-    if (coll_.n > 0) {
+    if (coll_.n > 0 && compacted == coll_.n) {
+      // Every op is in this step's `colls` records, which sum to the rest (trace v2).
+      l.BeginObject("coll").Field("wait", coll_.wait_ns).EndObject();
+    } else if (coll_.n > 0) {
       l.BeginObject("coll")
           .Field("n", coll_.n)
           .Field("bytes", coll_.bytes)
@@ -125,6 +136,7 @@ void Session::EndStep(const StepSummary& s) noexcept {
           .Field("wait", coll_.wait_ns)
           .EndObject();
     }
+    pre_step_repeats_.TakeOwed(&l);
     l.Field("probe_ns", probe_ns - probe_ns_at_last_step_);
     probe_ns_at_last_step_ = probe_ns;
   }
@@ -141,6 +153,12 @@ void Session::CountCollective(int64_t bytes, int64_t dur_ns, int64_t wait_ns) no
   coll_.wait_ns += wait_ns;
 }
 
+void Session::FlushHeldRecords() noexcept {
+  if (!on()) return;
+  collective_steps_->FlushHeld(this);
+  pre_step_repeats_.WriteOwed(this);
+}
+
 void Session::EnterPhase(Phase phase, int64_t /*start_ns*/) noexcept {
   phase_.store(phase, std::memory_order_relaxed);
 }
@@ -149,6 +167,8 @@ void Session::ExitPhase(Phase phase, Phase previous, int64_t start_ns, bool unwi
   const int64_t dur = trace::MonotonicNs() - start_ns;
   phase_ns_[static_cast<int>(phase)] += dur;
   if (!unwinding) phase_.store(previous, std::memory_order_relaxed);
+  // Light mode (trace v2): the step record's phase totals only, no record per phase.
+  if (!full()) return;
   auto r = writer_->BeginAt(trace::rec::kPhase, start_ns);
   r.line().Field("name", PhaseName(phase)).Field("dur", dur);
 }
@@ -156,6 +176,7 @@ void Session::ExitPhase(Phase phase, Phase previous, int64_t start_ns, bool unwi
 void Session::RecordError(std::string_view where, std::string_view message) noexcept {
   if (!on()) return;
   ProbeTimer timer(this);
+  FlushHeldRecords();
   {
     auto r = writer_->Begin(trace::rec::kError);
     r.line().Field("where", where).Field("message", message);
@@ -166,6 +187,7 @@ void Session::RecordError(std::string_view where, std::string_view message) noex
 void Session::RecordSignal(int signo) noexcept {
   if (!on()) return;
   ProbeTimer timer(this);
+  FlushHeldRecords();
   {
     auto r = writer_->Begin(trace::rec::kSignal);
     r.line().Field("signal", trace::SignalName(signo)).Field("signo", signo);
@@ -195,6 +217,7 @@ void Session::Mark(std::string_view name, std::string_view message) noexcept {
 
 void Session::End(std::string_view reason, int status, std::string_view detail) noexcept {
   if (ended_.exchange(true) || !on()) return;
+  FlushHeldRecords();
   {
     auto r = writer_->Begin(trace::rec::kEnd);
     auto& l = r.line();

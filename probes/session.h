@@ -23,6 +23,8 @@
 
 #include "probes/mode.h"
 #include "probes/phase.h"
+#include "probes/records/collective_steps.h"
+#include "probes/records/fingerprint_repeats.h"
 #include "trace/trace_header.h"
 #include "trace/trace_writer.h"
 
@@ -68,6 +70,15 @@ class Session {
   // thread), like the phase totals. `wait_ns`: from the backend accepting the op to its
   // completion.
   void CountCollective(int64_t bytes, int64_t dur_ns, int64_t wait_ns) noexcept;
+  // Writes the `coll` / `colls` records (records/collective_steps.h): in light mode the loop
+  // thread's ops wait for the step's end. Null when off.
+  records::CollectiveSteps* collective_steps() noexcept { return collective_steps_.get(); }
+  // Writes what waits for the step's end (held collectives, an owed pre-step fingerprint)
+  // now: the trace is then complete up to here (before a flight dump; errors, signals and
+  // the end do it themselves).
+  void FlushHeldRecords() noexcept;
+  // The pre-step fingerprints left out as repeats (records/fingerprint_repeats.h).
+  records::PreStepRepeats* pre_step_repeats() noexcept { return &pre_step_repeats_; }
 
   // Time spent inside probe calls (ProbeTimer adds it, from any thread); the `step` record
   // carries what was added since the previous one, the `end` record the total.
@@ -112,6 +123,8 @@ class Session {
     int64_t n = 0, bytes = 0, dur_ns = 0, wait_ns = 0;
   };
   CollectiveTotals coll_;  // the current step's collectives
+  std::unique_ptr<records::CollectiveSteps> collective_steps_;
+  records::PreStepRepeats pre_step_repeats_;
   std::atomic<int64_t> probe_ns_{0};
   int64_t probe_ns_at_last_step_ = 0;  // probe_ns_ when the last step record was written
   std::atomic<bool> ended_{false};

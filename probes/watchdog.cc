@@ -68,6 +68,7 @@ void Watchdog::InstallSigusr1Handler(Watchdog* watchdog) {
 
 void Watchdog::DumpNow(const char* reason) noexcept {
   if (!session_->on() || !recorder_) return;
+  session_->FlushHeldRecords();  // the trace up to now, for what the dump says
   std::string error;
   if (recorder_->Dump(reason, session_->current_step(), session_->current_phase(), &error))
     ++dumps_;

@@ -47,6 +47,15 @@ void JsonLine::AppendQuoted(std::string* out, std::string_view s) {
   out->push_back('"');
 }
 
+JsonLine& JsonLine::FloatOrDouble(double v) {
+  const float f = static_cast<float>(v);
+  if (!std::isfinite(v) || static_cast<double>(f) != v || std::fabs(v) >= 1e15) return Double(v);
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, f);
+  out_->append(buf, r.ptr);
+  return *this;
+}
+
 JsonLine& JsonLine::Double(double v) {
   if (!std::isfinite(v)) return NullValue();
   char buf[32];

@@ -22,6 +22,10 @@ class JsonLine {
   JsonLine& Field(std::string_view key, int v) { return Key(key).Int(v); }
   JsonLine& Field(std::string_view key, uint64_t v) { return Key(key).UInt(v); }
   JsonLine& Field(std::string_view key, double v) { return Key(key).Double(v); }
+  // A value that may have been a float32 (a loss read off a tensor): when it is one exactly,
+  // the float's shortest form ("4.299058", not "4.299057960510254"), which rounds back to
+  // it; otherwise as Field. Trace v2 writes losses so.
+  JsonLine& FloatField(std::string_view key, double v) { return Key(key).FloatOrDouble(v); }
   JsonLine& Field(std::string_view key, bool v) { return Key(key).Bool(v); }
   JsonLine& Field(std::string_view key, std::string_view v) { return Key(key).Str(v); }
   JsonLine& Field(std::string_view key, const char* v) { return Key(key).Str(v); }
@@ -121,6 +125,7 @@ class JsonLine {
   }
   // Non-finite doubles have no JSON spelling: they are written as null.
   JsonLine& Double(double v);
+  JsonLine& FloatOrDouble(double v);
   JsonLine& Bool(bool v) {
     out_->append(v ? "true" : "false");
     return *this;

@@ -1,5 +1,7 @@
 #include "probes/records/gradient_records.h"
 
+#include <exception>
+
 #include "probes/probe_timer.h"
 #include "probes/session.h"
 #include "trace/record_types.h"
@@ -28,6 +30,12 @@ void WriteFingerprints(probes::Session* session, std::string_view what, std::str
                        bool per_param, const std::vector<uint64_t>& hashes) noexcept {
   if (!session->on()) return;
   ProbeTimer timer(session);
+  try {
+    if (session->pre_step_repeats()->LeaveOut(what, why, session->writer()->step(), per_param,
+                                              hashes))
+      return;                        // the step record says so (records/fingerprint_repeats.h)
+  } catch (const std::exception&) {  // out of memory: the hashes are written in full
+  }
   auto record = session->writer()->Begin(trace::rec::kFingerprint);
   auto& l = record.line();
   l.Field("what", what).Field("why", why).Field("gran", per_param ? "param" : "bucket");

@@ -70,7 +70,8 @@ pids=()
 grep -q "0 errors, 0 warnings" "$work/compare-clean.txt" || fail "clean run has findings"
 for rank in 0 1; do
   trace=$work/clean/rank-0000$rank.jsonl
-  for record in '"type":"header"' '"type":"coll"' '"why":"pre-step"' '"type":"grad"' \
+  # A pre-step fingerprint equal to the after-sync one is the step record's flag (trace v2).
+  for record in '"type":"header"' '"type":"coll"' '"why":"pre-step"\|"pre_step_fp":"grad' '"type":"grad"' \
                 '"when":"end"' '"reason":"ok"'; do
     grep -q "$record" "$trace" || fail "rank $rank's trace has no $record"
   done

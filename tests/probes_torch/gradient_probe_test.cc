@@ -215,14 +215,18 @@ TEST_F(GradientProbeTest, BeforeOptimizerStepFingerprintsGradientsAndParametersA
     const size_t at = line.find("\"what\":");
     whys.push_back(line.substr(at, line.find(",\"gran\"") - at));
   }
+  // Each pre-step record repeats the one before it, so light mode (trace v2) leaves it out
+  // and owes it (probes/records/fingerprint_repeats.h); with no step record to say so, it is
+  // written short when the next step begins, and the reader puts it back there: after the
+  // step's periodic parameter record rather than before it.
   EXPECT_EQ(
       whys,
       (std::vector<std::string>{
-          "\"what\":\"grad\",\"why\":\"after-sync\"", "\"what\":\"grad\",\"why\":\"pre-step\"",
-          "\"what\":\"param\",\"why\":\"periodic\"", "\"what\":\"grad\",\"why\":\"after-sync\"",
+          "\"what\":\"grad\",\"why\":\"after-sync\"", "\"what\":\"param\",\"why\":\"periodic\"",
+          "\"what\":\"grad\",\"why\":\"pre-step\"", "\"what\":\"grad\",\"why\":\"after-sync\"",
           "\"what\":\"grad\",\"why\":\"pre-step\"", "\"what\":\"param\",\"why\":\"pre-step\"",
-          "\"what\":\"grad\",\"why\":\"after-sync\"", "\"what\":\"grad\",\"why\":\"pre-step\"",
-          "\"what\":\"param\",\"why\":\"periodic\""}));
+          "\"what\":\"grad\",\"why\":\"after-sync\"", "\"what\":\"param\",\"why\":\"periodic\"",
+          "\"what\":\"grad\",\"why\":\"pre-step\""}));
 }
 
 TEST_F(GradientProbeTest, OffRecordsNothing) {

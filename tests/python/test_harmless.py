@@ -5,7 +5,7 @@ the same, spawned ranks seeded per rank are clean; and a rank-conditional barrie
 import os
 import re
 
-from dsdiag_jobs import PYTHON, JOBS, JobTestCase, compare, find, run_job, serious
+from dsdiag_jobs import PYTHON, JOBS, JobTestCase, compare, find, read_trace, run_job, serious
 
 
 def losses(out):
@@ -13,8 +13,7 @@ def losses(out):
 
 
 def trace_records(path, kind):
-    with open(path) as f:
-        return [line for line in f if '"type":"%s"' % kind in line]
+    return [line for line in read_trace(path) if '"type":"%s"' % kind in line]
 
 
 class Harmless(JobTestCase):

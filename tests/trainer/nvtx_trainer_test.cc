@@ -85,7 +85,9 @@ TEST(NvtxTrainerTest, EveryRanksRangeTreeIsItsTracesTree) {
   setenv("NVTX_INJECTION64_PATH", recorder.c_str(), 1);
   setenv("DSDIAG_NVTX_RECORD", (dir / "nvtx-%p.tsv").c_str(), 1);
   const int status = RunDsdiag(
-      {"train", "--nproc", "2", "--steps", "4", "--health-every", "2", "--out", dir / "run"},
+      // Full mode: light mode writes no phase records for the trace's tree (trace v2).
+      {"train", "--nproc", "2", "--steps", "4", "--health-every", "2", "--probes", "full", "--out",
+       dir / "run"},
       dir / "log");
   unsetenv("NVTX_INJECTION64_PATH");
   unsetenv("DSDIAG_NVTX_RECORD");

@@ -1,0 +1,113 @@
+#include "probes/records/collective_steps.h"
+
+#include <utility>
+
+#include "probes/session.h"
+#include "trace/record_types.h"
+
+namespace dsdiag::probes::records {
+namespace {
+
+trace::CollectiveDescriptor DescriptorOf(const CollectiveRecord& r) {
+  return {std::string(r.op), std::string(r.dtype), std::string(r.tag), r.count, r.bytes};
+}
+
+int64_t RoundToUs(int64_t ns) { return (ns + 500) / 1000; }
+
+}  // namespace
+
+bool CollectiveSteps::Holds(const CollectiveRecord& r) const {
+  return compact_ && !r.failed && loop_thread_ == std::this_thread::get_id();
+}
+
+void CollectiveSteps::BeginStep(probes::Session* session) {
+  std::lock_guard<std::mutex> lock(mu_);
+  FlushHeldLocked(session);
+  loop_thread_ = std::this_thread::get_id();
+}
+
+void CollectiveSteps::Write(probes::Session* session, const CollectiveRecord& r) {
+  HeldOp op{DescriptorOf(r), r.seq, r.enter_ns, r.done_ns};
+  std::lock_guard<std::mutex> lock(mu_);
+  if (Holds(r)) {
+    held_[r.pg].push_back(std::move(op));
+    return;
+  }
+  // Held ops of the group go first, so that the file lists the group's ops in order.
+  if (auto it = held_.find(r.pg); it != held_.end()) {
+    for (const HeldOp& h : it->second) WriteFull(session, r.pg, h, false);
+    held_.erase(it);
+  }
+  WriteFull(session, r.pg, op, r.failed);
+}
+
+int64_t CollectiveSteps::EndStep(probes::Session* session) {
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t compacted = 0;
+  for (const auto& [pg, ops] : held_) compacted += WriteGroup(session, pg, ops);
+  held_.clear();
+  return compacted;
+}
+
+void CollectiveSteps::FlushHeld(probes::Session* session) {
+  std::lock_guard<std::mutex> lock(mu_);
+  FlushHeldLocked(session);
+}
+
+void CollectiveSteps::FlushHeldLocked(probes::Session* session) {
+  for (const auto& [pg, ops] : held_)
+    for (const HeldOp& op : ops) WriteFull(session, pg, op, false);
+  held_.clear();
+}
+
+void CollectiveSteps::WriteFull(probes::Session* session, int pg, const HeldOp& op, bool failed) {
+  auto record = session->writer()->BeginAt(trace::rec::kCollective, op.enter_ns);
+  auto& l = record.line();
+  l.Field("pg", pg)
+      .Field("seq", op.seq)
+      .Field("op", op.what.op)
+      .Field("dtype", op.what.dtype)
+      .Field("n", op.what.count)
+      .Field("bytes", op.what.bytes)
+      .Field("dur", op.done_ns - op.enter_ns)
+      .Field("tag", op.what.tag);
+  if (failed) l.Field("failed", true);
+  template_.Add(pg, session->writer()->step(), op.what);
+}
+
+bool CollectiveSteps::Repeats(int pg, int64_t step, const std::vector<HeldOp>& ops) const {
+  const std::vector<trace::CollectiveDescriptor>* previous =
+      template_.PreviousStep(pg, step, ops.size());
+  if (previous == nullptr || previous->size() != ops.size()) return false;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].what != (*previous)[i] || ops[i].seq != ops[0].seq + static_cast<int64_t>(i))
+      return false;
+  }
+  return true;
+}
+
+int64_t CollectiveSteps::WriteGroup(probes::Session* session, int pg,
+                                    const std::vector<HeldOp>& ops) {
+  const int64_t step = session->writer()->step();
+  if (!Repeats(pg, step, ops)) {
+    for (const HeldOp& op : ops) WriteFull(session, pg, op, false);
+    return 0;
+  }
+  // Times in whole microseconds (what timelines show; findings work in milliseconds): a
+  // step's five ops cost 30 bytes less than in nanoseconds.
+  const int64_t ts = ops.front().enter_ns;
+  {
+    auto record = session->writer()->BeginAt(trace::rec::kCollectiveRun, ts);
+    auto& l = record.line();
+    l.Field("pg", pg).Field("seq", ops.front().seq);
+    l.BeginArray("at_us");
+    for (const HeldOp& op : ops) l.Add(RoundToUs(op.enter_ns - ts));
+    l.EndArray().BeginArray("dur_us");
+    for (const HeldOp& op : ops) l.Add(RoundToUs(op.done_ns - op.enter_ns));
+    l.EndArray();
+  }
+  template_.Repeat(pg, step, ops.size());
+  return static_cast<int64_t>(ops.size());
+}
+
+}  // namespace dsdiag::probes::records
