@@ -15,9 +15,10 @@
 // A collective is settled as soon as every analysed rank has entered it; at the end of step
 // s (OnStepDone) the collectives of earlier steps are settled with whoever entered (a rank
 // died, or the group is a subset), and the sums of earlier steps are handed out. So in
-// lockstep memory is about two steps of collectives. When the step driver falls back to one
-// pass per rank (more ranks than open files), nothing settles until the end: past
-// kMaxHeldEnters the waits are given up (`abandoned`), and the report says so.
+// lockstep memory is about two steps of collectives, and with step windows of K steps
+// (step_driver.h) about K + 1. A window of the whole run (DSDIAG_STEP_WINDOW=all, or more
+// compressed traces than open files) settles nothing until the end: past kMaxHeldEnters the
+// waits are given up (`abandoned`), and the report says so.
 #pragma once
 
 #include <cstddef>
