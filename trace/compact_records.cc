@@ -4,7 +4,6 @@
 #include <utility>
 
 #include "trace/json_line.h"
-#include "trace/json_syntax.h"
 #include "trace/json_value.h"
 #include "trace/record_types.h"
 
@@ -16,17 +15,28 @@ constexpr FieldKey kPg("pg"), kSeq("seq"), kOp("op"), kDtype("dtype"), kCount("n
     kSame("same"), kPreStepFp("pre_step_fp"), kColl("coll");
 constexpr std::string_view kPreStep = "pre-step";
 
-// `line` without its member `,"key":<value>` (as the writer puts it: after another member);
-// false when the member is not spelt so.
-bool CutMember(std::string_view line, std::string_view key, ValueSpan value, std::string* out) {
-  const size_t member = key.size() + 4;  // ,"key":
-  if (value.offset < member || line.substr(value.offset - member, 2) != ",\"" ||
-      line.substr(value.offset - member + 2, key.size()) != key ||
-      line.substr(value.offset - 2, 2) != "\":")
-    return false;
-  out->assign(line.substr(0, value.offset - member));
-  out->append(line.substr(value.offset + value.length));
+// `line` without its member `,"key":"value"` (as the writer puts it: after another member,
+// the value unescaped); false when the member is not spelt so. Found by its text, which
+// costs a search where locating a value through the JSON syntax would cost a scan.
+bool CutStringMember(std::string_view line, std::string_view key, std::string_view value,
+                     std::string* out) {
+  std::string needle = ",\"";
+  needle.append(key).append("\":\"").append(value).push_back('"');
+  const size_t at = line.find(needle);
+  if (at == std::string_view::npos) return false;
+  out->assign(line.substr(0, at));
+  out->append(line.substr(at + needle.size()));
   return true;
+}
+
+// `,"gran":…,"h":[…]` of a fingerprint record: its last two members, as the writer puts
+// them; empty when the record is spelt otherwise.
+std::string_view HashMembers(std::string_view line) {
+  const size_t at = line.rfind(",\"gran\":\"");
+  if (at == std::string_view::npos || line.size() < at + 2 || line.back() != '}' ||
+      line.find(",\"h\":[", at) == std::string_view::npos || line[line.size() - 2] != ']')
+    return {};
+  return line.substr(at, line.size() - 1 - at);
 }
 
 }  // namespace
@@ -45,7 +55,7 @@ CompactRecordExpander::Verdict CompactRecordExpander::Observe(const Record& r,
     const auto what = r.Str(kWhat), why = r.Str(kWhy);
     if (what && why && (*what == "grad" || *what == "param")) {
       if (*why != kPreStep) {
-        latest_fp_[std::string(*what)].assign(r.raw_line());
+        latest_fp_[std::string(*what)].assign(HashMembers(r.raw_line()));
       } else if (r.Has(kSame)) {
         return ExpandPreStep(r, lines, issue);
       }
@@ -109,12 +119,8 @@ CompactRecordExpander::Verdict CompactRecordExpander::ExpandCollectives(
 bool CompactRecordExpander::AppendRepeated(std::string_view what, std::string* line) const {
   const auto it = latest_fp_.find(what);
   if (it == latest_fp_.end()) return false;
-  const std::string& from = it->second;
-  const auto gran = FindTopLevelValue(from, "gran");
-  const auto hashes = FindTopLevelValue(from, "h");
-  if (!gran || !hashes) return false;
-  line->append(",\"gran\":").append(from, gran->offset, gran->length);
-  line->append(",\"h\":").append(from, hashes->offset, hashes->length);
+  if (it->second.empty()) return false;
+  line->append(it->second);
   return true;
 }
 
@@ -123,9 +129,8 @@ CompactRecordExpander::Verdict CompactRecordExpander::ExpandPreStep(const Record
                                                                     std::string* issue) {
   const std::string_view raw = r.raw_line();
   const auto what = r.Str(kWhat), same = r.Str(kSame);
-  const auto same_at = FindTopLevelValue(raw, "same");
   std::string line;
-  if (!what || !same || !same_at || !CutMember(raw, "same", *same_at, &line) || line.empty() ||
+  if (!what || !same || !CutStringMember(raw, "same", *same, &line) || line.empty() ||
       line.back() != '}') {
     *issue = "a pre-step fp record with \"what\" and a \"same\" string";
     return Verdict::kReplace;
@@ -154,9 +159,7 @@ CompactRecordExpander::Verdict CompactRecordExpander::ExpandStep(const Record& r
   std::string step_line(r.raw_line());
   if (flagged) ExpandPreStepFlag(r, lines, &step_line, issue);
   if (summed) {
-    if (totals.step == r.step()) {
-      InsertStepTotals(totals, &step_line);
-    } else {
+    if (totals.step != r.step() || !InsertStepTotals(totals, &step_line)) {
       *issue = "a step record with the full \"coll\" totals (no colls record in step " +
                std::to_string(r.step()) + " to sum)";
     }
@@ -165,23 +168,24 @@ CompactRecordExpander::Verdict CompactRecordExpander::ExpandStep(const Record& r
   return Verdict::kReplace;
 }
 
-void CompactRecordExpander::InsertStepTotals(const StepTotals& totals, std::string* line) {
-  const auto at = FindTopLevelValue(*line, "coll");
-  if (!at || at->length < 2) return;
-  // {"wait":W} -> {"n":N,"bytes":B,"dur":D,"wait":W}
+bool CompactRecordExpander::InsertStepTotals(const StepTotals& totals, std::string* line) {
+  // "coll":{"wait":W} -> "coll":{"n":N,"bytes":B,"dur":D,"wait":W}
+  constexpr std::string_view kWaitAlone = "\"coll\":{\"wait\":";
+  const size_t at = line->find(kWaitAlone);
+  if (at == std::string::npos) return false;
   std::string sums;
-  JsonLine l(&sums);
+  JsonLine l(&sums);  // "{" and the members; the object goes on with "wait"
   l.Field("n", totals.n).Field("bytes", totals.bytes).Field("dur", totals.dur);
-  sums.push_back(at->length > 2 ? ',' : '}');
-  line->replace(at->offset, 1, sums);
+  sums.push_back(',');
+  line->replace(at + kWaitAlone.size() - std::string_view("\"wait\":").size() - 1, 1, sums);
+  return true;
 }
 
 void CompactRecordExpander::ExpandPreStepFlag(const Record& r, std::vector<std::string>* lines,
                                               std::string* step_line, std::string* issue) {
   const std::string raw = *step_line;
-  const auto flag_at = FindTopLevelValue(raw, "pre_step_fp");
   const auto kinds = r.Str(kPreStepFp);
-  if (!flag_at || !kinds || !CutMember(raw, "pre_step_fp", *flag_at, step_line)) {
+  if (!kinds || !CutStringMember(raw, "pre_step_fp", *kinds, step_line)) {
     *issue = "a step record whose \"pre_step_fp\" is a string (fp kinds, comma-separated)";
     return;
   }

@@ -52,7 +52,8 @@ class CompactRecordExpander {
   // The pre-step records a step's "pre_step_fp" stands for, into *lines; cuts the member.
   void ExpandPreStepFlag(const Record& r, std::vector<std::string>* lines, std::string* step_line,
                          std::string* issue);
-  static void InsertStepTotals(const StepTotals& totals, std::string* line);
+  // Puts the sums into the step line's "coll":{"wait":W}; false when it is spelt otherwise.
+  static bool InsertStepTotals(const StepTotals& totals, std::string* line);
 
   bool on_ = false;
   CollectiveTemplate template_;
@@ -60,7 +61,8 @@ class CompactRecordExpander {
   std::vector<Record::NumberMember> coll_members_;  // a step record's "coll", reused
   // Appends to *line `,"gran":…,"h":…` of the latest `what` fp record; false if none.
   bool AppendRepeated(std::string_view what, std::string* line) const;
-  // The latest grad and param `fp` records' text, by "what", but for pre-step ones.
+  // `,"gran":…,"h":[…]` of the latest grad and param `fp` records, by "what" (pre-step ones
+  // aside).
   std::map<std::string, std::string, std::less<>> latest_fp_;
 };
 
