@@ -126,7 +126,14 @@ struct TraceReader::State {
   // The last line the expander saw: a line read again after Suspend's rewind is not shown
   // twice (the expander's state already holds it).
   int64_t observed_line = 0;
-  dom::parser expand_parser;  // not `parser`: that one holds the open block's stream
+  // Not `parser`: that one holds the open block's stream. Made on first use unless a pool
+  // lent one; given back with the rest on Suspend (a v2 reader at every rank of a large run
+  // would otherwise keep one each).
+  std::unique_ptr<dom::parser> expand_parser;
+  dom::parser& ExpandParser() {
+    if (!expand_parser) expand_parser = std::make_unique<dom::parser>();
+    return *expand_parser;
+  }
   // The next expanded line parsed into `doc` (null: expand_parser's own); false after an issue.
   bool NextExpanded(dom::document* doc, dom::object* out, LineReader::Line* line,
                     CommonFields* common);
@@ -377,15 +384,16 @@ bool TraceReader::State::NextExpanded(dom::document* doc, dom::object* out, Line
   line->has_newline = true;
   line->too_long = false;
   dom::element element;
-  const bool bad = (doc ? expand_parser.parse_into_document(*doc, text.data(), text.size())
-                        : expand_parser.parse(text.data(), text.size()))
+  dom::parser& p = ExpandParser();
+  const bool bad = (doc ? p.parse_into_document(*doc, text.data(), text.size())
+                        : p.parse(text.data(), text.size()))
                        .get(element) ||
                    element.get_object().get(*out);
   if (bad) {  // the expander writes JSON objects: never seen
     AddIssue(line->number, 1, "a compact record that expands to JSON objects", "one that does not");
     return false;
   }
-  return CheckCommonFields(*line, doc ? *doc : expand_parser.doc, common);
+  return CheckCommonFields(*line, doc ? *doc : p.doc, common);
 }
 
 void TraceReader::State::NextBlockLine(LineReader::Line* line) {
@@ -485,6 +493,7 @@ bool TraceReader::Suspend(ReaderPool* pool, bool close_file) {
   // Also when suspended already: a Resume without a read since may have taken buffers.
   if (s.lines.holds_buffer()) pool->GiveBuffer(s.lines.TakeBuffer());
   if (s.parser) pool->GiveParser(std::move(s.parser));
+  if (s.expand_parser) pool->GiveParser(std::move(s.expand_parser));
   return true;
 }
 
@@ -494,6 +503,7 @@ void TraceReader::Resume(ReaderPool* pool) {
   if (!s.parser) {
     if (std::unique_ptr<dom::parser> lent = pool->TakeParser()) s.AdoptParser(std::move(lent));
   }
+  if (!s.expand_parser && s.expander.on()) s.expand_parser = pool->TakeParser();
 }
 
 bool TraceReader::suspended() const { return state_->suspended; }
