@@ -119,9 +119,18 @@ TEST(GhostFindings, StragglerIsNamedOnTwoAndFourRanksWhateverAnotherRanksClockSa
                   {"--inject", "straggler:rank=2,ms=100", "--inject", "clock-skew:rank=1,ms=500"}),
             0);
   EXPECT_EQ(StragglerRanks(CompareRun(dir / "r4skew")), RankList{2});
-  // The skewed rank alone is no straggler.
+  // The skewed rank alone is no straggler: its 500 ms clock is not lateness. (Four ranks on
+  // two cores shared with other tests can make a rank really late by tens of ms — CI has
+  // seen a 30 ms straggler warning here — so a warning far below the skew is contention.)
   ASSERT_EQ(Train(dir, "skew", 4, 8, {"--inject", "clock-skew:rank=1,ms=500"}), 0);
-  EXPECT_EQ(Serious(CompareRun(dir / "skew"), /*timing=*/true), Set{});
+  const std::vector<trace::JsonValue> skew = CompareRun(dir / "skew");
+  EXPECT_EQ(Serious(skew, /*timing=*/false), Set{});
+  for (const auto& f : skew) {
+    if (Str(f, "kind") != "straggler") continue;
+    EXPECT_EQ(Str(f, "severity"), "warning");
+    for (const trace::JsonValue& r : Field(Field(f, "evidence"), "ranks").elements())
+      EXPECT_LT(Real(r, "step_lateness_median_ms"), 250.0) << f.ToJson();
+  }
 }
 
 TEST(GhostFindings, CollectiveMismatchNamesTheRankStepAndSequenceNumber) {
