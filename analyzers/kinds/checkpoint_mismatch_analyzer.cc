@@ -152,11 +152,11 @@ class CheckpointMismatchAnalyzer : public Analyzer {
     std::vector<std::pair<int, Load>> loads;
     for (const auto& [rank, list] : loads_)
       if (i < list.size()) loads.emplace_back(rank, list[i]);
-    std::map<int, FingerprintRecord> fps;
+    RankFingerprints fps;
     int64_t fp_step = 0;
     for (const auto& [rank, list] : resume_fps_) {
       if (i >= list.size()) continue;
-      fps[rank] = list[i].second;
+      fps.Set(rank, list[i].second);
       fp_step = list[i].first;
     }
     // Every rank loading a file of its own (ckpt-rank3.pt: sharded state, FSDP / ZeRO

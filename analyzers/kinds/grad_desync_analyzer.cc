@@ -39,8 +39,8 @@ using trace::JsonValue;
 
 // One step's gradient fingerprints of every rank, at the two points.
 struct StepFingerprints {
-  std::map<int, FingerprintRecord> after_sync;
-  std::map<int, FingerprintRecord> pre_step;
+  RankFingerprints after_sync;
+  RankFingerprints pre_step;
 };
 
 enum class Basis { kChangedAfterSync, kMajority, kNoMajority };
@@ -82,7 +82,7 @@ class GradDesyncAnalyzer : public Analyzer {
     auto fp = ReadFingerprint(r);
     if (!fp) return;
     StepFingerprints& step = pending_[r.step()];
-    (fp->why == "pre-step" ? step.pre_step : step.after_sync)[rank.rank] = std::move(*fp);
+    (fp->why == "pre-step" ? step.pre_step : step.after_sync).Set(rank.rank, std::move(*fp));
   }
 
   void OnStepDone(int64_t step) override {
@@ -103,7 +103,7 @@ class GradDesyncAnalyzer : public Analyzer {
  private:
   void Compare(int64_t step, const StepFingerprints& fps) {
     const bool pre = fps.pre_step.size() >= 2;
-    const std::map<int, FingerprintRecord>& used = pre ? fps.pre_step : fps.after_sync;
+    const RankFingerprints& used = pre ? fps.pre_step : fps.after_sync;
     for (IndexDivergence& div : DiffByIndex(used)) {
       Desync& d = desyncs_[div.index];
       if (d.first_step < 0) {

@@ -9,7 +9,6 @@
 // Who is named: not a vote. Rank 0 is the broadcast's source by design, so the ranks whose
 // fingerprints differ from rank 0's are the ones the broadcast did not reach, at any world
 // size. Without rank 0's fingerprints the split verdict decides (split_verdict.h).
-#include <map>
 #include <memory>
 #include <string>
 
@@ -42,7 +41,7 @@ class InitDivergenceAnalyzer : public Analyzer {
     if (r.type_id() != trace::rec_id::kFingerprint || r.Str("what") != "param" ||
         r.Str("why") != "init" || init_.count(rank.rank))
       return;
-    if (auto fp = ReadFingerprint(r)) init_[rank.rank] = std::move(*fp);
+    if (auto fp = ReadFingerprint(r)) init_.Set(rank.rank, std::move(*fp));
   }
 
   void Finish(const RunContext&, std::vector<Finding>* findings) override {
@@ -107,7 +106,7 @@ class InitDivergenceAnalyzer : public Analyzer {
   }
 
   std::optional<ParamTable> table_;
-  std::map<int, FingerprintRecord> init_;  // rank -> its first "init" fingerprint
+  RankFingerprints init_;  // rank -> its first "init" fingerprint
 };
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include "analyzers/framework/analyzer_factories.h"
 #include "analyzers/framework/finding_kinds.h"
 #include "analyzers/kinds/common/param_table.h"
+#include "analyzers/kinds/common/rank_slots.h"
 #include "trace/record_types.h"
 
 namespace dsdiag::analyzers {
@@ -55,7 +56,7 @@ class MissingGradAnalyzer : public Analyzer {
       return;
     }
     if (r.type_id() != trace::rec_id::kGradient) return;
-    auto& current = current_[rank.rank];
+    auto& current = CurrentSet(rank.rank);
     std::vector<int> listed;
     if (ReadIntArray(r, "missing", &listed)) {
       std::sort(listed.begin(), listed.end());
@@ -63,7 +64,7 @@ class MissingGradAnalyzer : public Analyzer {
     } else if (!current) {
       current = std::make_shared<const std::vector<int>>();
     }
-    pending_[r.step()][rank.rank] = current;
+    pending_[r.step()].Set(rank.rank, current);
   }
 
   void OnStepDone(int64_t step) override {
@@ -82,7 +83,16 @@ class MissingGradAnalyzer : public Analyzer {
   }
 
  private:
-  using RankSets = std::map<int, std::shared_ptr<const std::vector<int>>>;
+  using MissingSet = std::shared_ptr<const std::vector<int>>;
+  using RankSets = RankSlots<MissingSet>;
+
+  // The rank's current set (null before its first grad record): a slot per rank number,
+  // not a map, so that the record of a step costs no search.
+  MissingSet& CurrentSet(int rank) {
+    const size_t at = static_cast<size_t>(std::max(rank, 0));
+    if (at >= current_.size()) current_.resize(at + 1);
+    return current_[at];
+  }
 
   void Compare(int64_t step, const RankSets& sets) {
     if (sets.empty()) return;
@@ -176,7 +186,7 @@ class MissingGradAnalyzer : public Analyzer {
   }
 
   std::optional<ParamTable> table_;
-  std::map<int, std::shared_ptr<const std::vector<int>>> current_;  // rank -> current set
+  std::vector<MissingSet> current_;      // by rank number: its current set
   std::map<int64_t, RankSets> pending_;  // step -> the sets the ranks reported
   std::map<int, Absence> partial_;       // param -> absence on some ranks
   std::map<int, Absence> everywhere_;    // param -> absence on all ranks

@@ -68,7 +68,7 @@ class ReplicaDivergenceAnalyzer : public Analyzer {
     if (what != "param" && what != "buffer") return;
     auto fp = ReadFingerprint(r);
     if (!fp) return;
-    pending_[{r.step(), WhyOrder(fp->why), fp->what}][rank.rank] = std::move(*fp);
+    pending_[{r.step(), WhyOrder(fp->why), fp->what}].Set(rank.rank, std::move(*fp));
   }
 
   void OnStepDone(int64_t step) override {
@@ -84,7 +84,7 @@ class ReplicaDivergenceAnalyzer : public Analyzer {
   }
 
  private:
-  void Compare(int64_t step, const std::map<int, FingerprintRecord>& by_rank) {
+  void Compare(int64_t step, const RankFingerprints& by_rank) {
     const FingerprintRecord& any = by_rank.begin()->second;
     // A rank's own parameters between two optimizer steps (evidence at any world size).
     std::vector<int> changed;
@@ -115,7 +115,7 @@ class ReplicaDivergenceAnalyzer : public Analyzer {
            std::to_string(index);
   }
 
-  Finding MakeFinding(int64_t step, const std::map<int, FingerprintRecord>& by_rank,
+  Finding MakeFinding(int64_t step, const RankFingerprints& by_rank,
                       const std::vector<IndexDivergence>& diffs,
                       const std::vector<int>& changed) const {
     const FingerprintRecord& any = by_rank.begin()->second;
@@ -178,8 +178,8 @@ class ReplicaDivergenceAnalyzer : public Analyzer {
 
   std::optional<ParamTable> table_;
   // (step, order of `why` within a step, what) -> rank -> fingerprint, in the order taken.
-  std::map<std::tuple<int64_t, int, std::string>, std::map<int, FingerprintRecord>> pending_;
-  std::map<int, FingerprintRecord> last_periodic_;  // the latest "periodic" param fingerprints
+  std::map<std::tuple<int64_t, int, std::string>, RankFingerprints> pending_;
+  RankFingerprints last_periodic_;  // the latest "periodic" param fingerprints
   int64_t last_equal_step_ = -1;
   bool done_ = false;
   std::optional<Finding> finding_;

@@ -1,5 +1,7 @@
 #include "analyzers/kinds/common/fingerprints.h"
 
+#include <algorithm>
+
 namespace dsdiag::analyzers {
 
 std::optional<FingerprintRecord> ReadFingerprint(const trace::Record& record) {
@@ -15,11 +17,19 @@ std::optional<FingerprintRecord> ReadFingerprint(const trace::Record& record) {
   return fp;
 }
 
-std::vector<IndexDivergence> DiffByIndex(const std::map<int, FingerprintRecord>& by_rank) {
+std::vector<IndexDivergence> DiffByIndex(const RankFingerprints& by_rank) {
   std::vector<IndexDivergence> out;
   if (by_rank.size() < 2) return out;
   const FingerprintRecord& first = by_rank.begin()->second;
   for (size_t i = 0; i < first.hashes.size(); ++i) {
+    // Agreement is the usual case: seen without building the groups (a vector of every rank
+    // per index and step adds up at thousands of ranks).
+    const bool all_agree = std::all_of(by_rank.begin(), by_rank.end(), [&](const auto& entry) {
+      const FingerprintRecord& fp = entry.second;
+      return fp.per_param != first.per_param || fp.hashes.size() != first.hashes.size() ||
+             fp.hashes[i] == first.hashes[i];
+    });
+    if (all_agree) continue;
     std::vector<std::pair<int, uint64_t>> values;
     for (const auto& [rank, fp] : by_rank)
       if (fp.per_param == first.per_param && fp.hashes.size() == first.hashes.size())
@@ -38,8 +48,8 @@ bool Comparable(const FingerprintRecord& a, const FingerprintRecord& b) {
 
 }  // namespace
 
-std::vector<int> ChangedRanks(const std::map<int, FingerprintRecord>& before,
-                              const std::map<int, FingerprintRecord>& after, int index) {
+std::vector<int> ChangedRanks(const RankFingerprints& before, const RankFingerprints& after,
+                              int index) {
   std::vector<int> changed;
   for (const auto& [rank, b] : before) {
     auto a = after.find(rank);
@@ -51,8 +61,7 @@ std::vector<int> ChangedRanks(const std::map<int, FingerprintRecord>& before,
   return changed;
 }
 
-std::vector<int> ChangedRanks(const std::map<int, FingerprintRecord>& before,
-                              const std::map<int, FingerprintRecord>& after) {
+std::vector<int> ChangedRanks(const RankFingerprints& before, const RankFingerprints& after) {
   std::vector<int> changed;
   for (const auto& [rank, b] : before) {
     auto a = after.find(rank);
@@ -62,7 +71,7 @@ std::vector<int> ChangedRanks(const std::map<int, FingerprintRecord>& before,
   return changed;
 }
 
-std::vector<RankGroup<uint64_t>> GroupByVector(const std::map<int, FingerprintRecord>& by_rank) {
+std::vector<RankGroup<uint64_t>> GroupByVector(const RankFingerprints& by_rank) {
   std::vector<std::pair<int, uint64_t>> values;
   for (const auto& [rank, fp] : by_rank) {
     // FNV-style fold of the vector: equal vectors give equal keys.

@@ -6,12 +6,12 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "analyzers/kinds/common/rank_groups.h"
+#include "analyzers/kinds/common/rank_slots.h"
 #include "trace/json_value.h"
 #include "trace/trace_reader.h"
 
@@ -24,6 +24,9 @@ struct FingerprintRecord {
   std::vector<uint64_t> hashes;
 };
 
+// One point's fingerprints (a step's "after-sync", the "init" ones) of every rank.
+using RankFingerprints = RankSlots<FingerprintRecord>;
+
 // Nullopt when the record lacks a field or a hash is malformed.
 std::optional<FingerprintRecord> ReadFingerprint(const trace::Record& record);
 
@@ -35,18 +38,17 @@ struct IndexDivergence {
 
 // Compares the ranks' fingerprints index by index. Ranks whose granularity or length
 // differs from the lowest rank's are left out of the comparison (a config mismatch).
-std::vector<IndexDivergence> DiffByIndex(const std::map<int, FingerprintRecord>& by_rank);
+std::vector<IndexDivergence> DiffByIndex(const RankFingerprints& by_rank);
 
 // The ranks of both maps whose fingerprint at `index` differs between `before` and `after`
 // (same granularity and length): the ranks whose own tensor changed in between.
-std::vector<int> ChangedRanks(const std::map<int, FingerprintRecord>& before,
-                              const std::map<int, FingerprintRecord>& after, int index);
+std::vector<int> ChangedRanks(const RankFingerprints& before, const RankFingerprints& after,
+                              int index);
 // The same over the whole vector.
-std::vector<int> ChangedRanks(const std::map<int, FingerprintRecord>& before,
-                              const std::map<int, FingerprintRecord>& after);
+std::vector<int> ChangedRanks(const RankFingerprints& before, const RankFingerprints& after);
 
 // Ranks grouped by their whole fingerprint vector (replicas that agree with each other).
-std::vector<RankGroup<uint64_t>> GroupByVector(const std::map<int, FingerprintRecord>& by_rank);
+std::vector<RankGroup<uint64_t>> GroupByVector(const RankFingerprints& by_rank);
 
 // [{"ranks":[0,2,3]},{"ranks":[1]}] for evidence.
 trace::JsonValue GroupsJson(const std::vector<RankGroup<uint64_t>>& groups);
