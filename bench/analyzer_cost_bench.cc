@@ -3,7 +3,7 @@
 // adds over the bare drive. A tool for whoever makes compare faster; bench/run does not
 // collect it (its figures are compare_vs_parse).
 //
-//   dsdiag_bench_analyzer_cost RUN_DIR [REPEATS=2]
+//   dsdiag_bench_analyzer_cost RUN_DIR [REPEATS=2] [ANALYZER...]   (default: each in turn)
 //
 // Each figure is the CPU time of the fastest of REPEATS drives; the page cache is warmed by the
 // first.
@@ -14,6 +14,7 @@
 #include <exception>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analyzers/framework/registry.h"
@@ -48,7 +49,7 @@ double FastestDrive(const dsdiag::analyzers::RunContext& run, int repeats, Make 
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s RUN_DIR [REPEATS=2]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s RUN_DIR [REPEATS=2] [ANALYZER...]\n", argv[0]);
     return 2;
   }
   const int repeats = argc > 2 ? std::max(1, std::atoi(argv[2])) : 2;
@@ -58,7 +59,10 @@ int main(int argc, char** argv) {
         FastestDrive(run, repeats, [] { return std::vector<std::unique_ptr<Analyzer>>{}; });
     std::printf("%-24s %8.3f s\n", "(no analyzer)", bare);
     const size_t count = dsdiag::analyzers::CreateAllAnalyzers().size();
+    const std::vector<std::string> only(argv + std::min(argc, 3), argv + argc);
     for (size_t i = 0; i < count; ++i) {
+      const std::string_view this_one = dsdiag::analyzers::CreateAllAnalyzers()[i]->name();
+      if (!only.empty() && std::find(only.begin(), only.end(), this_one) == only.end()) continue;
       std::string name;
       const double alone = FastestDrive(run, repeats, [&] {
         auto all = dsdiag::analyzers::CreateAllAnalyzers();

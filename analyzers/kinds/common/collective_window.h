@@ -43,6 +43,9 @@ class CollectiveWindow {
     auto [it, fresh] = slots_.try_emplace(key);
     if (fresh) {
       it->second.step = step;
+      // As many records as the last collective had: thousands of ranks would otherwise
+      // regrow (and copy) the vector a dozen times per collective.
+      it->second.entries.reserve(expected_entries_);
       by_step_[step].push_back(key);
     }
     it->second.entries.push_back(std::move(entry));
@@ -60,6 +63,7 @@ class CollectiveWindow {
         auto it = slots_.find(key);
         if (it == slots_.end()) continue;
         done(key, it->second);
+        expected_entries_ = it->second.entries.size();
         slots_.erase(it);
       }
     }
@@ -75,6 +79,7 @@ class CollectiveWindow {
  private:
   std::map<CollectiveKey, CollectiveSlot<Entry>> slots_;
   std::map<int64_t, std::vector<CollectiveKey>> by_step_;
+  size_t expected_entries_ = 0;  // records of the last collective handed over
 };
 
 }  // namespace dsdiag::analyzers
