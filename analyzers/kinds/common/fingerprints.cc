@@ -13,7 +13,10 @@ std::optional<FingerprintRecord> ReadFingerprint(const trace::Record& record) {
   fp.what = std::string(*what);
   fp.why = std::string(*why);
   fp.per_param = *gran == "param";
-  if (!record.HexArray("h", &fp.hashes)) return std::nullopt;
+  // Read into a buffer that keeps its capacity, then held inline when short (hash_list.h).
+  thread_local std::vector<uint64_t> hashes;
+  if (!record.HexArray("h", &hashes)) return std::nullopt;
+  fp.hashes.Assign(hashes.data(), hashes.data() + hashes.size());
   return fp;
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "analyzers/kinds/common/hash_list.h"
 #include "analyzers/kinds/common/rank_groups.h"
 #include "analyzers/kinds/common/rank_slots.h"
 #include "trace/json_value.h"
@@ -21,7 +22,7 @@ struct FingerprintRecord {
   std::string what;  // "grad", "param"
   std::string why;   // "after-sync", "init", "resume", "periodic", "final"
   bool per_param = false;
-  std::vector<uint64_t> hashes;
+  HashList hashes;
 };
 
 // One point's fingerprints (a step's "after-sync", the "init" ones) of every rank.
