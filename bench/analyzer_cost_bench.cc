@@ -3,7 +3,8 @@
 // adds over the bare drive. A tool for whoever makes compare faster; bench/run does not
 // collect it (its figures are compare_vs_parse).
 //
-//   dsdiag_bench_analyzer_cost RUN_DIR [REPEATS=2] [ANALYZER...]   (default: each in turn)
+//   dsdiag_bench_analyzer_cost RUN_DIR [REPEATS=2] [ANALYZER...|none]   (default: each in turn;
+//                                                                  none: the bare drive only)
 //
 // Each figure is the CPU time of the fastest of REPEATS drives; the page cache is warmed by the
 // first.
@@ -73,6 +74,8 @@ int main(int argc, char** argv) {
       });
       std::printf("%-24s %+8.3f s\n", name.c_str(), alone - bare);
     }
+    // `none` as the only analyzer named: the bare drive alone (to profile the readers).
+    if (only.size() == 1 && only[0] == "none") return 0;
     const double all =
         FastestDrive(run, repeats, [] { return dsdiag::analyzers::CreateAllAnalyzers(); });
     std::printf("%-24s %8.3f s (%+.3f)\n", "(all)", all, all - bare);

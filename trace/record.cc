@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include "trace/field_index.h"
 #include "trace/json_from_dom.h"
@@ -166,22 +167,52 @@ bool Record::StrArray(FieldKey key, std::vector<std::string>* out) const {
   return true;
 }
 
+namespace {
+
+// Adds the member `name` (unless listed already: the first of duplicate keys counts).
+void AddNumberMember(std::string_view name, bool is_number, bool is_int64, int64_t int64,
+                     double value, std::vector<Record::NumberMember>* out) {
+  for (const Record::NumberMember& m : *out)
+    if (m.name == name) return;
+  Record::NumberMember m;
+  m.name = name;
+  m.is_number = is_number;
+  m.is_int64 = is_int64;
+  m.int64 = int64;
+  m.value = value;
+  out->push_back(m);
+}
+
+}  // namespace
+
 bool Record::NumberMembers(FieldKey key, std::vector<NumberMember>* out) const {
   out->clear();
+  if (const uint32_t at = Locate(key); at != tape::kNotListed) {
+    // Straight off the tape, as HexArray: the members lie between the '{' and the '}' before
+    // the index the '{' holds, each a key word and its value (step records, by the million).
+    const uint64_t* words = fields_->words();
+    if (at == 0 || tape::Type(words[at]) != '{') return false;
+    const uint32_t close = static_cast<uint32_t>(words[at]) - 1;
+    for (uint32_t i = at + 1; i < close; i = tape::After(words, i + 1)) {
+      const std::string_view name = tape::String(fields_->strings(), words[i]);
+      double value = 0;
+      const bool is_number = tape::Double(words, i + 1, &value);
+      const bool is_int64 = tape::Type(words[i + 1]) == 'l';
+      int64_t int64 = 0;
+      if (is_int64) std::memcpy(&int64, &words[i + 2], sizeof int64);
+      AddNumberMember(name, is_number, is_int64, int64, value, out);
+    }
+    return true;
+  }
   dom::element e;
   dom::object object;
   if (!Has(key) || !Find(key, &e) || e.get_object().get(object)) return false;
   for (dom::key_value_pair kv : object) {
-    const std::string_view name = kv.key;
-    const bool seen = std::any_of(out->begin(), out->end(),
-                                  [&](const NumberMember& m) { return m.name == name; });
-    if (seen) continue;
-    NumberMember m;
-    m.name = name;
-    m.is_number = !kv.value.get_double().get(m.value);
-    m.is_int64 = kv.value.type() == dom::element_type::INT64;
-    if (m.is_int64) m.int64 = kv.value.get_int64().value_unsafe();
-    out->push_back(m);
+    double value = 0;
+    const bool is_number = !kv.value.get_double().get(value);
+    const bool is_int64 = kv.value.type() == dom::element_type::INT64;
+    const int64_t int64 = is_int64 ? kv.value.get_int64().value_unsafe() : 0;
+    AddNumberMember(kv.key, is_number, is_int64, int64, value, out);
   }
   return true;
 }

@@ -346,5 +346,45 @@ TEST_F(BlockReadTest, HexArrays) {
   EXPECT_EQ(h, std::vector<uint64_t>{0xff});
 }
 
+// NumberMembers off the tape, a field among the listed members or past them: ints, doubles,
+// a uint64 past int64, non-numbers, the first of a duplicate key (as the object lookup did).
+TEST_F(BlockReadTest, NumberMembersReadAlikeOffTheTapeAndThroughTheObject) {
+  const std::string members =
+      R"({"a":5,"b":-2.5,"c":18446744073709551615,"d":"x","e":null,"a":7,"f":{"g":1}})";
+  std::string many = R"({"type":"step","ts":1,"step":0)";
+  for (int i = 0; i < 30; ++i) many += ",\"f" + std::to_string(i) + "\":" + std::to_string(i);
+  many += ",\"phases\":" + members + "}";
+  auto reader = OpenLines({R"({"type":"step","ts":1,"step":0,"phases":)" + members +
+                               R"(,"dur":3,"empty":{},"list":[1]})",
+                           many});
+  ASSERT_NE(reader, nullptr);
+  for (int line = 0; line < 2; ++line) {
+    Record r;
+    ASSERT_TRUE(reader->Next(&r));
+    std::vector<Record::NumberMember> m(3);
+    ASSERT_TRUE(r.NumberMembers("phases", &m)) << line;
+    ASSERT_EQ(m.size(), 6u) << line;  // a, b, c, d, e, f: the second "a" is left out
+    EXPECT_EQ(m[0].name, "a");
+    EXPECT_TRUE(m[0].is_int64);
+    EXPECT_EQ(m[0].int64, 5);
+    EXPECT_EQ(m[0].value, 5.0);
+    EXPECT_TRUE(m[1].is_number);
+    EXPECT_FALSE(m[1].is_int64);
+    EXPECT_EQ(m[1].value, -2.5);
+    EXPECT_TRUE(m[2].is_number);
+    EXPECT_FALSE(m[2].is_int64);
+    EXPECT_EQ(m[2].value, 18446744073709551615.0);
+    for (size_t i = 3; i < 6; ++i) EXPECT_FALSE(m[i].is_number) << m[i].name;
+    EXPECT_EQ(m[5].name, "f");
+    if (line == 0) {
+      EXPECT_TRUE(r.NumberMembers("empty", &m));
+      EXPECT_TRUE(m.empty());
+      EXPECT_FALSE(r.NumberMembers("list", &m));
+      EXPECT_FALSE(r.NumberMembers("dur", &m));
+      EXPECT_FALSE(r.NumberMembers("absent", &m));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace dsdiag::trace
