@@ -26,8 +26,13 @@ class RankSlots {
   using value_type = std::pair<int, T>;
   using const_iterator = typename std::vector<value_type>::const_iterator;
 
+  // The ranks likely to set a value (the run's): the first Set makes room for them all, so
+  // that 16,384 slots are not regrown (and moved) a dozen times per step.
+  void ExpectRanks(size_t ranks) { expected_ = ranks; }
+
   // Sets `rank`'s value, replacing an earlier one.
   void Set(int rank, T value) {
+    if (slots_.empty() && slots_.capacity() < expected_) slots_.reserve(expected_);
     if (slots_.empty() || slots_.back().first < rank) {
       slots_.emplace_back(rank, std::move(value));
       return;
@@ -63,6 +68,7 @@ class RankSlots {
   }
 
   std::vector<value_type> slots_;
+  size_t expected_ = 0;
 };
 
 }  // namespace dsdiag::analyzers
