@@ -1,6 +1,6 @@
 // Compressed-trace size: rewrites plain rank traces as `rank-<R>.jsonl.zst` with the
-// TraceWriter's compressor (level 1, its 1 MiB batch size), one flushed block per step as
-// the writer's Flush() at each step boundary makes, so that the ratio includes that cost.
+// TraceWriter's compressor (its level, its 1 MiB batch size), one flushed block per step as
+// the writer's flush at each step's begin makes, so that the ratio includes that cost.
 // Prints `zstd_ratio V` (plain bytes over compressed bytes, all files together); the CPU
 // seconds go to stderr.
 //
@@ -13,10 +13,12 @@
 #include <fstream>
 #include <string>
 
+#include "trace/trace_writer.h"
 #include "trace/zstd_stream.h"
 
 namespace {
 
+using dsdiag::trace::TraceWriter;
 using dsdiag::trace::ZstdCompressor;
 
 constexpr size_t kBatchBytes = size_t{1} << 20;  // TraceWriter::Options::buffer_bytes
@@ -44,7 +46,7 @@ bool Rewrite(const std::string& in, const std::string& out) {
     return false;
   }
   std::string error;
-  auto compressor = ZstdCompressor::Create(1, kBatchBytes, &error);
+  auto compressor = ZstdCompressor::Create(TraceWriter::Options().zstd_level, kBatchBytes, &error);
   std::FILE* sink = std::fopen(out.c_str(), "wb");
   if (!compressor || !sink) {
     std::fprintf(stderr, "dsdiag_bench_zstd: cannot write %s %s\n", out.c_str(), error.c_str());

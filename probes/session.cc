@@ -141,7 +141,7 @@ void Session::EndStep(const StepSummary& s) noexcept {
     probe_ns_at_last_step_ = probe_ns;
   }
   nvtx::PopRange();
-  writer_->Flush();  // step boundary: the trace is whole up to here
+  writer_->EndOfStep();  // step boundary: plain traces are whole up to here
 }
 
 void Session::CountCollective(int64_t bytes, int64_t dur_ns, int64_t wait_ns) noexcept {

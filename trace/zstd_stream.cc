@@ -16,6 +16,10 @@ constexpr size_t kBlockHeaderBytes = 3;
 // every rank's file open at once (1,024 ranks x 1 MiB at level 1's default 512 KiB window).
 // Trace lines repeat within a step, so the ratio is no worse (measured on synth traces).
 constexpr int kWindowLog = 16;
+// Match-finder tables no larger than the window: the high levels' defaults (22-23 bits,
+// about 50 MB per writer) index far more history than a 64 KiB window keeps. With these,
+// level 17 holds about 1.1 MB (ZSTD_estimateCStreamSize) and compresses the same.
+constexpr int kTableLog = kWindowLog;
 
 }  // namespace
 
@@ -46,7 +50,8 @@ std::unique_ptr<ZstdCompressor> ZstdCompressor::Create(int level, size_t batch_b
   if (impl->cctx == nullptr) return fail("cannot create a compression context");
   for (auto [param, value] :
        {std::pair{ZSTD_c_compressionLevel, level}, std::pair{ZSTD_c_checksumFlag, 1},
-        std::pair{ZSTD_c_windowLog, kWindowLog}}) {
+        std::pair{ZSTD_c_windowLog, kWindowLog}, std::pair{ZSTD_c_hashLog, kTableLog},
+        std::pair{ZSTD_c_chainLog, kTableLog}}) {
     const size_t r = ZSTD_CCtx_setParameter(impl->cctx, param, value);
     if (ZSTD_isError(r)) return fail(ZSTD_getErrorName(r));
   }

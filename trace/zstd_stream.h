@@ -22,7 +22,7 @@ namespace dsdiag::trace {
 class ZstdCompressor {
  public:
   static constexpr int kMinLevel = 1;
-  static constexpr int kMaxLevel = 3;  // beyond 3 the writer's CPU cost outgrows the gain
+  static constexpr int kMaxLevel = 19;  // the writer's default: TraceWriter::Options
 
   // Receives compressed bytes; returns 0 or an errno value to stop. A plain function
   // pointer: the compressor also runs in signal handlers, where std::function could

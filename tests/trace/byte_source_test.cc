@@ -133,9 +133,10 @@ int AppendTo(void* out, const char* data, size_t size) {
 }
 
 // Compresses each batch with a flushed block; `end`: close the frame as a clean exit does.
-std::string Compress(const std::vector<std::string>& batches, bool end, size_t batch_bytes) {
+std::string Compress(const std::vector<std::string>& batches, bool end, size_t batch_bytes,
+                     int level = 1) {
   std::string error;
-  auto c = ZstdCompressor::Create(1, batch_bytes, &error);
+  auto c = ZstdCompressor::Create(level, batch_bytes, &error);
   EXPECT_NE(c, nullptr) << error;
   if (!c) return {};
   std::string out;
@@ -169,6 +170,18 @@ TEST(ZstdByteSourceTest, RoundTripInAnyReadSizes) {
       EXPECT_EQ(d.bytes, text) << "chunk " << chunk << " capacity " << capacity;
       EXPECT_TRUE(source->tail_issue().empty()) << source->tail_issue();
     }
+  }
+}
+
+// The writer's level (TraceWriter::Options::zstd_level) and the highest, a block per batch.
+TEST(ZstdByteSourceTest, HighLevelsRoundTrip) {
+  const std::vector<std::string> batches = {Lines(0, 40), Lines(40, 40), Lines(80, 5000)};
+  for (int level : {TraceWriter::Options().zstd_level, ZstdCompressor::kMaxLevel}) {
+    auto source = ZstdOver(Compress(batches, true, 64 << 10, level), 4096);
+    ASSERT_NE(source, nullptr);
+    const Drained d = Drain(source.get(), 1 << 16);
+    EXPECT_EQ(d.last, 0) << source->error();
+    EXPECT_EQ(d.bytes, batches[0] + batches[1] + batches[2]) << "level " << level;
   }
 }
 
@@ -265,12 +278,13 @@ TEST(ZstdByteSourceTest, EmptyCompressedFileIsEmptyNotTruncated) {
   EXPECT_TRUE(source->tail_issue().empty());
 }
 
-TEST(ZstdCompressorTest, RejectsLevelsOutsideOneToThree) {
+TEST(ZstdCompressorTest, RejectsLevelsOutsideOneToNineteen) {
   std::string error;
   EXPECT_EQ(ZstdCompressor::Create(0, 4096, &error), nullptr);
   EXPECT_NE(error.find("level"), std::string::npos) << error;
-  EXPECT_EQ(ZstdCompressor::Create(19, 4096, &error), nullptr);
-  EXPECT_NE(ZstdCompressor::Create(3, 4096, &error), nullptr);
+  EXPECT_EQ(ZstdCompressor::Create(20, 4096, &error), nullptr);
+  EXPECT_NE(ZstdCompressor::Create(19, 4096, &error), nullptr);
+  EXPECT_NE(ZstdCompressor::Create(1, 4096, &error), nullptr);
 }
 
 TEST(ZstdCompressorTest, BatchLargerThanItsBufferStillRoundTrips) {

@@ -19,6 +19,7 @@
 
 #include "tests/trace/test_util.h"
 #include "trace/record_types.h"
+#include "trace/run_files.h"
 #include "trace/trace_reader.h"
 
 namespace dsdiag::trace {
@@ -194,6 +195,52 @@ TEST(TraceWriter, WithoutFlusherNothingIsWrittenUntilFlush) {
   w->Flush();
   EXPECT_GT(FileSize(path), 0);
 }
+
+// The flusher writes what has waited an interval, not whatever it finds at each look: a
+// process flushing at every step gets no write of the flusher's in between.
+TEST(TraceWriter, FlusherWritesOnlyLinesThatWaitedAnInterval) {
+  TempDir dir;
+  const std::string path = dir.File("rank-00000.jsonl");
+  constexpr int kIntervalMs = 2000;  // the flusher looks every 500 ms
+  auto w = OpenOrDie(path, {size_t{1} << 20, kIntervalMs});
+  const auto appended = std::chrono::steady_clock::now();
+  w->Begin(rec::kMark).line().Field("name", "tick");
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));  // past a look
+  // Only meaningful while the line is younger than the interval (a loaded machine may
+  // oversleep): then no look may have written it.
+  if (std::chrono::steady_clock::now() - appended < std::chrono::milliseconds(kIntervalMs - 100))
+    EXPECT_EQ(FileSize(path), 0) << "the flusher wrote a line younger than its interval";
+  EXPECT_TRUE(WaitForSize(path, 10)) << "the flusher never wrote the record";
+}
+
+TEST(TraceWriter, EndOfStepWritesAPlainTrace) {
+  TempDir dir;
+  const std::string path = dir.File("rank-00000.jsonl");
+  auto w = OpenOrDie(path, {size_t{1} << 20, 0});
+  w->Begin(rec::kStep).line().Field("dur", 5);
+  w->EndOfStep();
+  EXPECT_GT(FileSize(path), 0);
+}
+
+#ifdef DSDIAG_HAVE_ZSTD
+// Compressed, a step's records wait for the next flush (the next step's begin): every write
+// ends a zstd block, and one block a step compresses better than two.
+TEST(TraceWriter, EndOfStepLeavesACompressedTraceToTheNextFlush) {
+  TempDir dir;
+  const std::string path = dir.File(RankTraceFileName(0, TraceCompression::kZstd));
+  TraceWriter::Options options;
+  options.flush_interval_ms = 0;
+  options.compression = TraceCompression::kZstd;
+  auto w = OpenOrDie(path, options);
+  w->Begin(rec::kStep).line().Field("dur", 5);
+  w->EndOfStep();
+  EXPECT_EQ(FileSize(path), 0);
+  w->Begin(rec::kStepBegin).line().Field("epoch", 0);
+  w->Flush();
+  EXPECT_GT(FileSize(path), 0);
+  EXPECT_EQ(w->records_written(), 2u);
+}
+#endif
 
 TEST(TraceWriter, DestructorStopsALongFlushIntervalPromptly) {
   TempDir dir;

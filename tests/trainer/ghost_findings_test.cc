@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
 #include <set>
 #include <string>
 #include <vector>
@@ -191,6 +192,20 @@ TEST(GhostFindings, CrashIsRankDiedOfThatRankAtThatStep) {
     EXPECT_EQ(e.Find("signal_recorded"), nullptr);
     EXPECT_EQ(e.Find("survivors")->elements().size(), 3u);
   }
+}
+
+// Compressed traces hold a zstd block per step, written as the next step begins: a rank
+// SIGKILLed mid-step still has its step_begin on disk, and compare reads the .zst files.
+TEST(GhostFindings, CrashWithCompressedTracesIsRankDiedAtThatStep) {
+  TempDir dir("ghosts-crash-zstd");
+  EXPECT_NE(
+      Train(dir, "run", 2, 8, {"--trace-compress", "zstd", "--inject", "crash:rank=1,step=4"}), 0);
+  EXPECT_TRUE(std::filesystem::exists(dir / "run/rank-00001.jsonl.zst"));
+  const auto findings = CompareRun(dir / "run");
+  EXPECT_EQ(Serious(findings), Set{"rank-died/error"});
+  ExpectFinding(findings, "rank-died", {1}, 4, "");
+  if (const auto* f = FindFinding(findings, "rank-died", "error"))
+    EXPECT_EQ(f->Find("evidence")->Find("last_step_begun")->as_int(), 4);
 }
 
 // --- several culprits, and one cause's consequences ------------------------------------
