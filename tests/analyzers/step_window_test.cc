@@ -9,7 +9,7 @@
 
 #include "analyzers/framework/compare.h"
 #include "analyzers/output/findings_output.h"
-#include "synth/synth_run.h"
+#include "tests/analyzers/synth_test_run.h"
 #include "tests/analyzers/test_run.h"
 #include "trace/record_types.h"
 
@@ -62,17 +62,7 @@ TEST(StepWindowTest, GoldenFixturesReadAlikeInEveryWindow) {
   EXPECT_GE(checked, 5);
 }
 
-void WriteSynth(const std::string& dir, int ranks, int64_t steps,
-                std::vector<std::string> injects) {
-  synth::SynthConfig config;
-  config.ranks = ranks;
-  config.steps = steps;
-  config.injects = std::move(injects);
-  synth::WriteOptions write;
-  write.out_dir = dir;
-  write.force = true;
-  synth::WriteRun(synth::SynthRun(config), write);
-}
+using testing::WriteSynth;
 
 TEST(StepWindowTest, SynthFaultsReadAlikeInEveryWindow) {
   testing::TestRun run;

@@ -6,7 +6,7 @@
 
 #include "analyzers/framework/compare.h"
 #include "analyzers/output/findings_output.h"
-#include "synth/synth_run.h"
+#include "tests/analyzers/synth_test_run.h"
 #include "tests/analyzers/test_run.h"
 
 namespace dsdiag::analyzers {
@@ -18,17 +18,7 @@ std::string CompareJson(const std::string& dir, int jobs) {
   return FindingsToJson(RunCompare(dir, options));
 }
 
-void WriteSynth(const std::string& dir, int ranks, int64_t steps,
-                std::vector<std::string> injects) {
-  synth::SynthConfig config;
-  config.ranks = ranks;
-  config.steps = steps;
-  config.injects = std::move(injects);
-  synth::WriteOptions write;
-  write.out_dir = dir;
-  write.force = true;
-  synth::WriteRun(synth::SynthRun(config), write);
-}
+using testing::WriteSynth;
 
 TEST(ThreadedCompareSynthTest, SameFindingsAsTheSerialPath) {
   testing::TestRun run;
