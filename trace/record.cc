@@ -28,7 +28,7 @@ bool Record::Find(const FieldKey& key, dom::element* value) const {
   return !object_->at_key(key.name()).get(*value);
 }
 
-std::optional<int64_t> Record::Int(FieldKey key) const {
+std::optional<int64_t> Record::Int(const FieldKey& key) const {
   int64_t v;
   if (const uint32_t at = Locate(key); at != tape::kNotListed) {
     if (at == 0 || !tape::Int(fields_->words(), at, &v)) return std::nullopt;
@@ -39,7 +39,7 @@ std::optional<int64_t> Record::Int(FieldKey key) const {
   return v;
 }
 
-std::optional<double> Record::Double(FieldKey key) const {
+std::optional<double> Record::Double(const FieldKey& key) const {
   double v;
   if (const uint32_t at = Locate(key); at != tape::kNotListed) {
     if (at == 0 || !tape::Double(fields_->words(), at, &v)) return std::nullopt;
@@ -50,7 +50,7 @@ std::optional<double> Record::Double(FieldKey key) const {
   return v;
 }
 
-std::optional<bool> Record::Bool(FieldKey key) const {
+std::optional<bool> Record::Bool(const FieldKey& key) const {
   bool v;
   if (const uint32_t at = Locate(key); at != tape::kNotListed) {
     if (at == 0 || !tape::Bool(fields_->words(), at, &v)) return std::nullopt;
@@ -61,7 +61,7 @@ std::optional<bool> Record::Bool(FieldKey key) const {
   return v;
 }
 
-std::optional<std::string_view> Record::Str(FieldKey key) const {
+std::optional<std::string_view> Record::Str(const FieldKey& key) const {
   std::string_view v;
   if (const uint32_t at = Locate(key); at != tape::kNotListed) {
     if (at == 0 || !tape::String(fields_->words(), fields_->strings(), at, &v)) return std::nullopt;
@@ -105,14 +105,14 @@ bool ParseHex16(std::string_view s, uint64_t* out) {
 
 }  // namespace
 
-std::optional<uint64_t> Record::Hex(FieldKey key) const {
+std::optional<uint64_t> Record::Hex(const FieldKey& key) const {
   const std::optional<std::string_view> s = Str(key);
   uint64_t v;
   if (!s || !ParseHex16(*s, &v)) return std::nullopt;
   return v;
 }
 
-bool Record::HexArray(FieldKey key, std::vector<uint64_t>* out) const {
+bool Record::HexArray(const FieldKey& key, std::vector<uint64_t>* out) const {
   out->clear();
   if (const uint32_t at = Locate(key); at != tape::kNotListed) {
     // Straight off the tape: the elements lie between the '[' and the ']' before the index
@@ -141,7 +141,7 @@ bool Record::HexArray(FieldKey key, std::vector<uint64_t>* out) const {
   return true;
 }
 
-bool Record::IntArray(FieldKey key, std::vector<int64_t>* out) const {
+bool Record::IntArray(const FieldKey& key, std::vector<int64_t>* out) const {
   out->clear();
   dom::element e;
   dom::array array;
@@ -154,7 +154,7 @@ bool Record::IntArray(FieldKey key, std::vector<int64_t>* out) const {
   return true;
 }
 
-bool Record::StrArray(FieldKey key, std::vector<std::string>* out) const {
+bool Record::StrArray(const FieldKey& key, std::vector<std::string>* out) const {
   out->clear();
   dom::element e;
   dom::array array;
@@ -185,7 +185,7 @@ void AddNumberMember(std::string_view name, bool is_number, bool is_int64, int64
 
 }  // namespace
 
-bool Record::NumberMembers(FieldKey key, std::vector<NumberMember>* out) const {
+bool Record::NumberMembers(const FieldKey& key, std::vector<NumberMember>* out) const {
   out->clear();
   if (const uint32_t at = Locate(key); at != tape::kNotListed) {
     // Straight off the tape, as HexArray: the members lie between the '{' and the '}' before
@@ -217,13 +217,13 @@ bool Record::NumberMembers(FieldKey key, std::vector<NumberMember>* out) const {
   return true;
 }
 
-bool Record::Has(FieldKey key) const {
+bool Record::Has(const FieldKey& key) const {
   if (const uint32_t at = Locate(key); at != tape::kNotListed) return at != 0;
   dom::element e;
   return Find(key, &e);
 }
 
-std::optional<JsonValue> Record::Value(FieldKey key) const {
+std::optional<JsonValue> Record::Value(const FieldKey& key) const {
   dom::element e;
   if (!Find(key, &e)) return std::nullopt;
   return ToJsonValue(e);

@@ -41,17 +41,17 @@ class Record {
   int64_t line() const { return line_; }
 
   // Field access; nullopt when absent or of another type.
-  std::optional<int64_t> Int(FieldKey key) const;
-  std::optional<double> Double(FieldKey key) const;  // ints convert
-  std::optional<bool> Bool(FieldKey key) const;
-  std::optional<std::string_view> Str(FieldKey key) const;
-  std::optional<uint64_t> Hex(FieldKey key) const;  // a 16-hex-digit string
+  std::optional<int64_t> Int(const FieldKey& key) const;
+  std::optional<double> Double(const FieldKey& key) const;  // ints convert
+  std::optional<bool> Bool(const FieldKey& key) const;
+  std::optional<std::string_view> Str(const FieldKey& key) const;
+  std::optional<uint64_t> Hex(const FieldKey& key) const;  // a 16-hex-digit string
   // An array of such strings into *out (cleared first); false when absent, not an array,
   // or holding anything else (then *out holds the elements before the odd one).
-  bool HexArray(FieldKey key, std::vector<uint64_t>* out) const;
+  bool HexArray(const FieldKey& key, std::vector<uint64_t>* out) const;
   // The same for an array of integers, and for an array of strings (copied).
-  bool IntArray(FieldKey key, std::vector<int64_t>* out) const;
-  bool StrArray(FieldKey key, std::vector<std::string>* out) const;
+  bool IntArray(const FieldKey& key, std::vector<int64_t>* out) const;
+  bool StrArray(const FieldKey& key, std::vector<std::string>* out) const;
   // The members of object field `key`, in order (the first of duplicate names only), with
   // their values where they are numbers, into *out (cleared first; reuse it to allocate
   // nothing once it has grown). False when the field is absent or not an object.
@@ -62,10 +62,10 @@ class Record {
     int64_t int64 = 0;
     double value = 0;  // every number, as a double
   };
-  bool NumberMembers(FieldKey key, std::vector<NumberMember>* out) const;
-  bool Has(FieldKey key) const;
+  bool NumberMembers(const FieldKey& key, std::vector<NumberMember>* out) const;
+  bool Has(const FieldKey& key) const;
   // The whole field as a JsonValue tree (slower; for nested and rare fields).
-  std::optional<JsonValue> Value(FieldKey key) const;
+  std::optional<JsonValue> Value(const FieldKey& key) const;
   // The raw simdjson object, for analyzers that walk arrays without copies.
   const simdjson::dom::object& object() const;
   std::string_view raw_line() const { return raw_; }
