@@ -208,8 +208,9 @@ TEST(TraceWriter, FlusherWritesOnlyLinesThatWaitedAnInterval) {
   std::this_thread::sleep_for(std::chrono::milliseconds(700));  // past a look
   // Only meaningful while the line is younger than the interval (a loaded machine may
   // oversleep): then no look may have written it.
-  if (std::chrono::steady_clock::now() - appended < std::chrono::milliseconds(kIntervalMs - 100))
+  if (std::chrono::steady_clock::now() - appended < std::chrono::milliseconds(kIntervalMs - 100)) {
     EXPECT_EQ(FileSize(path), 0) << "the flusher wrote a line younger than its interval";
+  }
   EXPECT_TRUE(WaitForSize(path, 10)) << "the flusher never wrote the record";
 }
 
