@@ -204,8 +204,9 @@ TEST(GhostFindings, CrashWithCompressedTracesIsRankDiedAtThatStep) {
   const auto findings = CompareRun(dir / "run");
   EXPECT_EQ(Serious(findings), Set{"rank-died/error"});
   ExpectFinding(findings, "rank-died", {1}, 4, "");
-  if (const auto* f = FindFinding(findings, "rank-died", "error"))
+  if (const auto* f = FindFinding(findings, "rank-died", "error")) {
     EXPECT_EQ(f->Find("evidence")->Find("last_step_begun")->as_int(), 4);
+  }
 }
 
 // --- several culprits, and one cause's consequences ------------------------------------
