@@ -73,8 +73,6 @@ class GradDesyncAnalyzer : public Analyzer {
     return {trace::rec::kParams, trace::rec::kFingerprint};
   }
 
-  void Begin(const RunContext& run) override { ranks_ = run.ranks.size(); }
-
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
     if (r.type_id() == trace::rec_id::kParams) {
       if (!table_) table_ = ParamTable::FromRecord(r);
@@ -83,12 +81,7 @@ class GradDesyncAnalyzer : public Analyzer {
     if (r.type_id() != trace::rec_id::kFingerprint || r.Str("what") != "grad") return;
     auto fp = ReadFingerprint(r);
     if (!fp) return;
-    auto [at, fresh] = pending_.try_emplace(r.step());
-    StepFingerprints& step = at->second;
-    if (fresh) {
-      step.after_sync.ExpectRanks(ranks_);
-      step.pre_step.ExpectRanks(ranks_);
-    }
+    StepFingerprints& step = pending_[r.step()];
     (fp->why == "pre-step" ? step.pre_step : step.after_sync).Set(rank.rank, std::move(*fp));
   }
 
@@ -200,7 +193,6 @@ class GradDesyncAnalyzer : public Analyzer {
   }
 
   std::optional<ParamTable> table_;
-  size_t ranks_ = 0;                             // the run's, read
   std::map<int64_t, StepFingerprints> pending_;  // step -> both points' fingerprints
   std::map<int, Desync> desyncs_;                // index -> desync
 };

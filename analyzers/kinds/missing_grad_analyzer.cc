@@ -50,8 +50,6 @@ class MissingGradAnalyzer : public Analyzer {
     return {trace::rec::kParams, trace::rec::kGradient};
   }
 
-  void Begin(const RunContext& run) override { ranks_ = run.ranks.size(); }
-
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
     if (r.type_id() == trace::rec_id::kParams) {
       if (!table_) table_ = ParamTable::FromRecord(r);
@@ -66,9 +64,7 @@ class MissingGradAnalyzer : public Analyzer {
     } else if (!current) {
       current = std::make_shared<const std::vector<int>>();
     }
-    auto [at, fresh] = pending_.try_emplace(r.step());
-    if (fresh) at->second.ExpectRanks(ranks_);
-    at->second.Set(rank.rank, current);
+    pending_[r.step()].Set(rank.rank, current);
   }
 
   void OnStepDone(int64_t step) override {
@@ -190,7 +186,6 @@ class MissingGradAnalyzer : public Analyzer {
   }
 
   std::optional<ParamTable> table_;
-  size_t ranks_ = 0;                     // the run's, read
   std::vector<MissingSet> current_;      // by rank number: its current set
   std::map<int64_t, RankSets> pending_;  // step -> the sets the ranks reported
   std::map<int, Absence> partial_;       // param -> absence on some ranks

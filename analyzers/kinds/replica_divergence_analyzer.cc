@@ -58,8 +58,6 @@ class ReplicaDivergenceAnalyzer : public Analyzer {
     return {trace::rec::kParams, trace::rec::kFingerprint};
   }
 
-  void Begin(const RunContext& run) override { ranks_ = run.ranks.size(); }
-
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
     if (r.type_id() == trace::rec_id::kParams) {
       if (!table_) table_ = ParamTable::FromRecord(r);
@@ -70,9 +68,7 @@ class ReplicaDivergenceAnalyzer : public Analyzer {
     if (what != "param" && what != "buffer") return;
     auto fp = ReadFingerprint(r);
     if (!fp) return;
-    auto [at, fresh] = pending_.try_emplace({r.step(), WhyOrder(fp->why), fp->what});
-    if (fresh) at->second.ExpectRanks(ranks_);
-    at->second.Set(rank.rank, std::move(*fp));
+    pending_[{r.step(), WhyOrder(fp->why), fp->what}].Set(rank.rank, std::move(*fp));
   }
 
   void OnStepDone(int64_t step) override {
@@ -181,7 +177,6 @@ class ReplicaDivergenceAnalyzer : public Analyzer {
   }
 
   std::optional<ParamTable> table_;
-  size_t ranks_ = 0;  // the run's, read
   // (step, order of `why` within a step, what) -> rank -> fingerprint, in the order taken.
   std::map<std::tuple<int64_t, int, std::string>, RankFingerprints> pending_;
   RankFingerprints last_periodic_;  // the latest "periodic" param fingerprints

@@ -26,18 +26,13 @@ class RankSlots {
   using value_type = std::pair<int, T>;
   using const_iterator = typename std::vector<value_type>::const_iterator;
 
-  // The ranks likely to set a value (the run's): the first Set makes room for them all, so
-  // that 16,384 slots are not regrown (and moved) a dozen times per step.
-  void ExpectRanks(size_t ranks) { expected_ = ranks; }
-
   // Sets `rank`'s value, replacing an earlier one.
   void Set(int rank, T value) {
-    if (slots_.empty() && slots_.capacity() < expected_) slots_.reserve(expected_);
     if (slots_.empty() || slots_.back().first < rank) {
       slots_.emplace_back(rank, std::move(value));
       return;
     }
-    auto it = LowerBound(rank);
+    auto it = std::lower_bound(slots_.begin(), slots_.end(), rank, RankBelow);
     if (it != slots_.end() && it->first == rank) {
       it->second = std::move(value);
     } else {
@@ -51,8 +46,8 @@ class RankSlots {
   const_iterator end() const { return slots_.end(); }
 
   const_iterator find(int rank) const {
-    auto it = std::lower_bound(slots_.begin(), slots_.end(), rank, RankBelow);
-    return it != slots_.end() && it->first == rank ? it : slots_.end();
+    auto it = std::lower_bound(begin(), end(), rank, RankBelow);
+    return it != end() && it->first == rank ? it : end();
   }
   size_t count(int rank) const { return find(rank) == end() ? 0 : 1; }
   const T& at(int rank) const {
@@ -63,12 +58,8 @@ class RankSlots {
 
  private:
   static bool RankBelow(const value_type& slot, int rank) { return slot.first < rank; }
-  typename std::vector<value_type>::iterator LowerBound(int rank) {
-    return std::lower_bound(slots_.begin(), slots_.end(), rank, RankBelow);
-  }
 
   std::vector<value_type> slots_;
-  size_t expected_ = 0;
 };
 
 }  // namespace dsdiag::analyzers
