@@ -8,6 +8,7 @@
 
 #include "trace/field_index.h"
 #include "trace/json_from_dom.h"
+#include "trace/json_from_tape.h"
 #include "trace/owned_record_storage.h"
 #include "trace/record_tape.h"
 
@@ -143,9 +144,20 @@ bool Record::HexArray(const FieldKey& key, std::vector<uint64_t>* out) const {
 
 bool Record::IntArray(const FieldKey& key, std::vector<int64_t>* out) const {
   out->clear();
+  if (const uint32_t at = Locate(key); at != tape::kNotListed) {
+    const uint64_t* words = fields_->words();
+    if (at == 0 || tape::Type(words[at]) != '[') return false;
+    const uint32_t close = static_cast<uint32_t>(words[at]) - 1;
+    for (uint32_t i = at + 1; i < close; i = tape::After(words, i)) {
+      int64_t v;
+      if (!tape::Int(words, i, &v)) return false;
+      out->push_back(v);
+    }
+    return true;
+  }
   dom::element e;
   dom::array array;
-  if (!Has(key) || !Find(key, &e) || e.get_array().get(array)) return false;
+  if (!Find(key, &e) || e.get_array().get(array)) return false;
   for (dom::element item : array) {
     int64_t v;
     if (item.get_int64().get(v)) return false;
@@ -156,9 +168,20 @@ bool Record::IntArray(const FieldKey& key, std::vector<int64_t>* out) const {
 
 bool Record::StrArray(const FieldKey& key, std::vector<std::string>* out) const {
   out->clear();
+  if (const uint32_t at = Locate(key); at != tape::kNotListed) {
+    const uint64_t* words = fields_->words();
+    if (at == 0 || tape::Type(words[at]) != '[') return false;
+    const uint32_t close = static_cast<uint32_t>(words[at]) - 1;
+    for (uint32_t i = at + 1; i < close; i = tape::After(words, i)) {
+      std::string_view v;
+      if (!tape::String(words, fields_->strings(), i, &v)) return false;
+      out->emplace_back(v);
+    }
+    return true;
+  }
   dom::element e;
   dom::array array;
-  if (!Has(key) || !Find(key, &e) || e.get_array().get(array)) return false;
+  if (!Find(key, &e) || e.get_array().get(array)) return false;
   for (dom::element item : array) {
     std::string_view v;
     if (item.get_string().get(v)) return false;
@@ -224,6 +247,10 @@ bool Record::Has(const FieldKey& key) const {
 }
 
 std::optional<JsonValue> Record::Value(const FieldKey& key) const {
+  if (const uint32_t at = Locate(key); at != tape::kNotListed) {
+    if (at == 0) return std::nullopt;
+    return tape::ToJsonValue(fields_->words(), fields_->strings(), at);
+  }
   dom::element e;
   if (!Find(key, &e)) return std::nullopt;
   return ToJsonValue(e);

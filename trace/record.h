@@ -66,12 +66,16 @@ class Record {
   bool Has(const FieldKey& key) const;
   // The whole field as a JsonValue tree (slower; for nested and rare fields).
   std::optional<JsonValue> Value(const FieldKey& key) const;
-  // The raw simdjson object, for analyzers that walk arrays without copies.
+  // The raw simdjson object and the line, for code that reads a TraceReader directly (the
+  // fuzzer, tests, the v2 expander). A record copied out of its reader (record_batch.h, what
+  // the step driver's parse-ahead hands analyzers) has neither: raw_line() is empty and
+  // object() must not be called. Analyzers use the accessors above, which read the tape.
   const simdjson::dom::object& object() const;
   std::string_view raw_line() const { return raw_; }
 
  private:
   friend class TraceReader;
+  friend class RecordBatch;  // copies records and reads them back (record_batch.h)
   std::string_view type_;
   int type_id_ = kOtherRecordType;
   int64_t ts_ = 0;
