@@ -10,7 +10,9 @@
 #include <string>
 #include <thread>
 
+#include "analyzers/framework/drive_sink.h"
 #include "analyzers/framework/input_error.h"
+#include "analyzers/framework/parse_ahead.h"
 #include "analyzers/framework/record_dispatch.h"
 #include "analyzers/framework/threaded_lockstep.h"
 #include "trace/byte_source.h"
@@ -113,15 +115,12 @@ class RankStream {
 // The drive's shared state: what a visit to a rank needs.
 struct Drive {
   std::vector<RankStream>* streams;
-  const Dispatch* dispatch;
+  DriveSink* sink;
   trace::ReaderPool* pool;
-  DriveResult* result;
 };
 
 void EndRank(const Drive& d, size_t index) {
-  RankStream& s = (*d.streams)[index];
-  d.result->ends[index] = s.Close();
-  d.dispatch->RankEnded(s.info(), d.result->ends[index]);
+  d.sink->RankEnded(index, (*d.streams)[index].Close());
 }
 
 // One rank's turn in a window: its records with step <= `last`, in file order. Steps it
@@ -130,7 +129,7 @@ void VisitRank(const Drive& d, size_t index, int64_t last, std::set<int64_t>* st
   RankStream& s = (*d.streams)[index];
   s.Resume(d.pool);
   while (s.pending() && s.pending_step() <= last) {
-    d.dispatch->Record(s.info(), s.record());
+    d.sink->Record(index, s.record());
     const int64_t step = s.pending_step();
     if (s.Consume()) steps->insert(step);
   }
@@ -141,20 +140,16 @@ void VisitRank(const Drive& d, size_t index, int64_t last, std::set<int64_t>* st
   }
 }
 
-void ReportProgress(const std::vector<RankStream>& streams, int64_t step,
-                    const DriveOptions& options) {
+void ReportProgress(const Drive& d, int64_t step, const DriveOptions& options) {
   if (!options.progress) return;
   DriveProgress p;
   p.step = step;
-  for (const auto& s : streams) p.bytes_read += s.bytes_read();
-  options.progress(p);
+  for (const auto& s : *d.streams) p.bytes_read += s.bytes_read();
+  d.sink->Progress(p);
 }
 
 void StepsDone(const Drive& d, const std::set<int64_t>& steps) {
-  for (int64_t step : steps) {
-    d.dispatch->StepDone(step);
-    ++d.result->steps_done;
-  }
+  for (int64_t step : steps) d.sink->StepDone(step);
 }
 
 // The last step of the window that starts at `first`.
@@ -170,7 +165,7 @@ void DriveWholeRun(const Drive& d, const DriveOptions& options) {
     RankStream& s = (*d.streams)[i];
     s.Open(d.pool, /*keep_open=*/true);
     VisitRank(d, i, INT64_MAX, &steps);
-    ReportProgress(*d.streams, steps.empty() ? 0 : *steps.rbegin(), options);
+    ReportProgress(d, steps.empty() ? 0 : *steps.rbegin(), options);
   }
   StepsDone(d, steps);
 }
@@ -210,22 +205,43 @@ void DriveWindows(const Drive& d, int64_t window, size_t open_files, const Drive
       if (streams[i].pending() && streams[i].pending_step() <= last) VisitRank(d, i, last, &steps);
     }
     StepsDone(d, steps);
-    ReportProgress(streams, steps.empty() ? first : *steps.rbegin(), options);
+    ReportProgress(d, steps.empty() ? first : *steps.rbegin(), options);
   }
 }
 
-int ReaderThreads(const DriveOptions& options, size_t ranks) {
+// How the ranks are read: by reader threads in lockstep, on one reading thread ahead of the
+// driver thread (parse_ahead.h), or on the driver thread.
+struct ReadingPlan {
+  int lockstep_threads = 0;  // 0: not in threaded lockstep
+  bool parse_ahead = false;  // when not in threaded lockstep
+};
+
+// jobs as given, else $DSDIAG_JOBS, else automatic: the CPUs when there are kMinAutoCpus or
+// more; on 2 or 3 one reading thread ahead of the driver (threaded lockstep was measured to
+// cost more than it gains there: 2.5x the serial path's wall time at 1,024 ranks).
+ReadingPlan PlanReading(const DriveOptions& options, size_t ranks) {
   constexpr int kMinAutoCpus = 4;
+  ReadingPlan plan;
+  if (options.force_parse_ahead) {
+    plan.parse_ahead = true;
+    return plan;
+  }
   int jobs = options.jobs;
   if (jobs <= 0) {
     if (const char* env = std::getenv("DSDIAG_JOBS")) jobs = std::atoi(env);
   }
   if (jobs <= 0) {
     const int cpus = static_cast<int>(std::thread::hardware_concurrency());
-    jobs = cpus >= kMinAutoCpus ? cpus : 1;
+    if (cpus < kMinAutoCpus) {
+      plan.parse_ahead = cpus >= 2;
+      return plan;
+    }
+    jobs = cpus;
   }
-  if (jobs <= 1 || ranks < 2) return 0;
-  return std::min({jobs, kMaxReaderThreads, static_cast<int>(ranks)});
+  plan.parse_ahead = jobs > 1;
+  if (jobs > 1 && ranks >= 2)
+    plan.lockstep_threads = std::min({jobs, kMaxReaderThreads, static_cast<int>(ranks)});
+  return plan;
 }
 
 // The window asked for: DriveOptions::step_window, else $DSDIAG_STEP_WINDOW; 0 when
@@ -265,26 +281,37 @@ DriveResult DriveRun(const RunContext& run, const std::vector<std::unique_ptr<An
   const Dispatch dispatch(analyzers);
   const size_t ranks = streams.size();
   const size_t max_open = options.max_open_files ? options.max_open_files : AutoMaxOpenFiles();
-  const int threads = ReaderThreads(options, ranks);
-  if (threads > 0 && requested <= 1 && ranks <= max_open && ranks <= kMaxThreadedRanks) {
-    result.reader_threads = threads;
+  const ReadingPlan plan = PlanReading(options, ranks);
+  if (plan.lockstep_threads > 0 && requested <= 1 && ranks <= max_open &&
+      ranks <= kMaxThreadedRanks) {
+    result.reader_threads = plan.lockstep_threads;
     result.step_window = 1;
-    DriveLockstepThreaded(run, dispatch, options, threads, &result);
+    DriveLockstepThreaded(run, dispatch, options, plan.lockstep_threads, &result);
     return result;
   }
   size_t compressed = 0;
   for (const auto& rank : run.ranks) compressed += trace::IsCompressedName(rank.path) ? 1 : 0;
-  trace::ReaderPool pool;
-  const Drive drive{&streams, &dispatch, &pool, &result};
   result.files_kept_open = ranks <= max_open;
   // Compressed readers cannot be closed between visits: past the budget, one at a time.
   result.step_window = compressed > max_open ? kWholeRun
                        : requested           ? requested
                                              : AutoWindow(ranks);
-  if (result.step_window == kWholeRun) {
-    DriveWholeRun(drive, options);
+  const auto read = [&](DriveSink& sink) {
+    trace::ReaderPool pool;
+    const Drive drive{&streams, &sink, &pool};
+    if (result.step_window == kWholeRun) {
+      DriveWholeRun(drive, options);
+    } else {
+      DriveWindows(drive, result.step_window, max_open - compressed, options);
+    }
+  };
+  DispatchSink to_analyzers(run, dispatch, options, &result);
+  if (plan.parse_ahead) {
+    result.reader_threads = 1;
+    result.parse_ahead = true;
+    DriveParseAhead(read, to_analyzers);
   } else {
-    DriveWindows(drive, result.step_window, max_open - compressed, options);
+    read(to_analyzers);
   }
   return result;
 }

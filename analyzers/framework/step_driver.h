@@ -25,8 +25,10 @@
 // Lockstep (K=1) parses on reader threads when `jobs` allows (more than one rank, jobs > 1),
 // the window is automatic or 1, every file can stay open and the ranks are at most
 // kMaxThreadedRanks (each keeps its reader's buffers and a few queued steps of records):
-// see threaded_lockstep.h. The driver thread alone calls the analyzers, in exactly the
-// serial order, so the findings are the same. jobs 1 reads on the driver thread.
+// see threaded_lockstep.h. Otherwise, with jobs > 1 (automatic on 2 or 3 CPUs), the windows
+// are read on one thread ahead of the driver thread (parse_ahead.h). Either way the driver
+// thread alone calls the analyzers, in exactly the serial order, so the findings are the
+// same. jobs 1 reads on the driver thread.
 #pragma once
 
 #include <cstddef>
@@ -60,11 +62,14 @@ struct DriveOptions {
   // Steps per window: 0 automatic ($DSDIAG_STEP_WINDOW, else from kRankStepBudget), 1
   // lockstep, kWholeRun one rank after another.
   int64_t step_window = 0;
-  // Threads that parse traces in lockstep: 1 reads on the driver thread (the serial path);
-  // 0: automatic — $DSDIAG_JOBS when set to a positive integer, else the CPUs when there
-  // are 4 or more (on fewer, shared ones, the threads were measured to cost more than they
-  // gain), else 1.
+  // Threads that read traces: 1 reads on the driver thread (the serial path); 0: automatic —
+  // $DSDIAG_JOBS when set to a positive integer, else the CPUs when there are 4 or more,
+  // else 2 on 2 or 3 CPUs (one reading thread ahead of the driver: threaded lockstep was
+  // measured to cost more than it gains there), else 1.
   int jobs = 0;
+  // Read ahead on one thread (parse_ahead.h) whatever `jobs` and the CPUs say, in any
+  // window (tests: the serial drive's sequence must come out the same).
+  bool force_parse_ahead = false;
   // Called after each window (each step in lockstep); may be empty. The callee throttles:
   // it is called often.
   std::function<void(const DriveProgress&)> progress;
@@ -77,7 +82,8 @@ struct DriveResult {
   // False when there were more ranks than open files allowed: files were closed between
   // windows and reopened, or (compressed traces) each rank was read whole in turn.
   bool files_kept_open = true;
-  int reader_threads = 0;  // threads that parsed (0: the driver thread read)
+  int reader_threads = 0;    // threads that parsed (0: the driver thread read)
+  bool parse_ahead = false;  // one thread read ahead of the driver thread (parse_ahead.h)
 };
 
 // Calls Begin, the record/step/rank-end stream, but not Finish. Throws RunInputError when

@@ -57,17 +57,22 @@ std::vector<std::string> DriveWithJobs(const std::string& dir, DriveOptions opti
 }
 
 // Drives on the driver thread alone (jobs 1) in lockstep (unless `options` asks for another
-// window), then with reader threads: both must call the analyzers alike. Returns the serial
-// log.
+// window), then with reader threads (jobs 2 and 3), then read ahead on one thread in the same
+// window (parse_ahead.h): all must call the analyzers alike. Returns the serial log.
 std::vector<std::string> Drive(const std::string& dir, DriveOptions options,
                                DriveResult* result = nullptr, bool records = true) {
   if (options.step_window == 0) options.step_window = 1;
   DriveResult serial;
   std::vector<std::string> log = DriveWithJobs(dir, options, 1, &serial, records);
   EXPECT_EQ(serial.reader_threads, 0);
-  for (int jobs : {2, 3}) {
+  for (int jobs : {2, 3, 0}) {  // 0: read ahead
     DriveResult threaded;
-    EXPECT_EQ(DriveWithJobs(dir, options, jobs, &threaded, records), log) << "jobs " << jobs;
+    DriveOptions variant = options;
+    variant.force_parse_ahead = jobs == 0;
+    EXPECT_EQ(DriveWithJobs(dir, variant, jobs, &threaded, records), log) << "jobs " << jobs;
+    // Threaded lockstep, or else the windows read ahead.
+    EXPECT_NE(threaded.parse_ahead, threaded.reader_threads > 1) << "jobs " << jobs;
+    if (jobs == 0) EXPECT_TRUE(threaded.parse_ahead);
     EXPECT_EQ(threaded.steps_done, serial.steps_done) << "jobs " << jobs;
     EXPECT_EQ(threaded.ends.size(), serial.ends.size());
     for (size_t i = 0; i < serial.ends.size() && i < threaded.ends.size(); ++i) {
@@ -220,7 +225,8 @@ TEST(StepDriverTest, ReaderThreadsGiveWayToWindowsAboveTheOpenFileLimit) {
   options.max_open_files = 2;
   DriveResult result;
   DriveWithJobs(run.dir(), options, 2, &result);
-  EXPECT_EQ(result.reader_threads, 0);
+  EXPECT_EQ(result.reader_threads, 1);  // windows, read ahead on one thread
+  EXPECT_TRUE(result.parse_ahead);
   EXPECT_FALSE(result.files_kept_open);
   EXPECT_EQ(result.steps_done, 3);
   options.max_open_files = 3;

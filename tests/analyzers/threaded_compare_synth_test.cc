@@ -1,5 +1,6 @@
-// `dsdiag compare` with reader threads against the driver thread alone, on synth runs with
-// several faults at once: the findings JSON (stats included) must be the same bytes.
+// `dsdiag compare` with reader threads, and read ahead on one thread, against the driver
+// thread alone, on synth runs with several faults at once: the findings JSON (stats
+// included) must be the same bytes.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -18,6 +19,14 @@ std::string CompareJson(const std::string& dir, int jobs) {
   return FindingsToJson(RunCompare(dir, options));
 }
 
+// Read ahead on one thread (parse_ahead.h), in windows of `window` steps (0: automatic).
+std::string ReadAheadJson(const std::string& dir, int64_t window) {
+  DriveOptions options;
+  options.force_parse_ahead = true;
+  options.step_window = window;
+  return FindingsToJson(RunCompare(dir, options));
+}
+
 using testing::WriteSynth;
 
 TEST(ThreadedCompareSynthTest, SameFindingsAsTheSerialPath) {
@@ -31,6 +40,7 @@ TEST(ThreadedCompareSynthTest, SameFindingsAsTheSerialPath) {
     EXPECT_NE(serial.find(kind), std::string::npos) << kind;
   EXPECT_EQ(CompareJson(run.dir(), 2), serial);
   EXPECT_EQ(CompareJson(run.dir(), 4), serial);
+  for (int64_t window : {0, 1, 7}) EXPECT_EQ(ReadAheadJson(run.dir(), window), serial) << window;
 }
 
 TEST(ThreadedCompareSynthTest, SameFindingsOnAHangWithDumps) {
@@ -40,6 +50,7 @@ TEST(ThreadedCompareSynthTest, SameFindingsOnAHangWithDumps) {
   EXPECT_NE(serial.find("\"hang\""), std::string::npos);
   EXPECT_EQ(CompareJson(run.dir(), 2), serial);
   EXPECT_EQ(CompareJson(run.dir(), 3), serial);
+  EXPECT_EQ(ReadAheadJson(run.dir(), 0), serial);
 }
 
 }  // namespace
