@@ -295,9 +295,4 @@ void DriveLockstepThreaded(const RunContext& run, const Dispatch& dispatch,
     }
   }
 }
-
-// The reader threads for `ranks` ranks: jobs as given, else $DSDIAG_JOBS, else the CPUs
-// when there are kMinAutoCpus of them. On 2 CPUs shared with other work the threads cost
-// more than they gain (measured: 2.5x the CPU time of the serial path, slower wall time),
-// so automatic mode stays serial there.
 }  // namespace dsdiag::analyzers
