@@ -19,8 +19,8 @@ struct Event {
   enum class Kind : uint8_t { kRecords, kRankEnded, kStepDone, kProgress };
   Kind kind;
   size_t rank = 0;
-  int64_t value =
-      0;  // kRecords: how many; kRankEnded/kProgress: index in its list; kStepDone: step
+  // kRecords: how many; kRankEnded, kProgress: the index in its list; kStepDone: the step.
+  int64_t value = 0;
 };
 
 struct Chunk {
@@ -190,8 +190,8 @@ class QueueingSink final : public DriveSink {
 
 void ReadingThread(const std::function<void(DriveSink&)>& read, ChunkQueue* queue,
                    size_t chunk_bytes) {
-  QueueingSink sink(queue,
-                    chunk_bytes);  // takes a chunk: every one is free yet, nothing to wait for
+  // Takes a chunk at once: every one is free yet, nothing to wait for.
+  QueueingSink sink(queue, chunk_bytes);
   try {
     read(sink);
     sink.Finish(nullptr);

@@ -1,7 +1,7 @@
 // Parse-ahead: the step driver's reading side (reading, parsing and checking every rank's
 // records, window by window) on a thread of its own, the analyzers on the driver thread.
-// On two cores this halves what the driver thread does: simdjson's parse and the reader's
-// checks are about half of compare's work.
+// simdjson's parse and the reader's checks are about half of compare's work: on two cores
+// the driver thread is left the other half, plus reading the copies.
 //
 // The reading thread copies what it reads into chunks (records as RecordBatch copies them,
 // with the rank ends, steps done and progress between them, in order) and queues them; the
@@ -19,11 +19,11 @@
 namespace dsdiag::analyzers {
 
 // How far the reading thread may run ahead: kChunksInFlight chunks of about kChunkBytes of
-// copied records each: 64 MiB, whatever the run's size. The
-// lead must cover the bursts of the driver thread's work: at each window's end its
-// analyzers close K steps of every rank while the reading thread keeps going. Measured at
-// 16,384 ranks x 100 steps (2 cores): 16 x 4 MiB 7.8-8.1 s, 16 x 1 MiB 8.5-10.0 s, 4 x 4 MiB
-// 8.9-10.6 s, the serial drive 8.9-9.9 s.
+// copied records each, 64 MiB whatever the run's size. The lead must cover the bursts of
+// the driver thread's work: at each window's end its analyzers close K steps of every rank
+// while the reading thread keeps going. Measured at 16,384 ranks x 100 steps (2 cores, in
+// the same minutes): 16 x 4 MiB 7.8-8.1 s, 16 x 1 MiB 8.5-10.0 s, 4 x 4 MiB 8.9-10.6 s, the
+// serial drive 8.9-9.9 s.
 inline constexpr size_t kChunkBytes = size_t{4} << 20;
 inline constexpr size_t kChunksInFlight = 16;
 
