@@ -7,69 +7,41 @@
 #include <cstring>
 
 #include "trace/field_index.h"
-#include "trace/json_from_dom.h"
 #include "trace/json_from_tape.h"
 #include "trace/owned_record_storage.h"
 #include "trace/record_tape.h"
 
 namespace dsdiag::trace {
 
-namespace dom = simdjson::dom;
-
 // ---- Record ----
 
-uint32_t Record::Locate(const FieldKey& key) const {
-  return fields_ ? fields_->Locate(key) : tape::kNotListed;
-}
-
-bool Record::Find(const FieldKey& key, dom::element* value) const {
-  // The tape gives no elements (simdjson builds them only from its iterators): it only
-  // says whether the object's own lookup, which also takes the first match, can be skipped.
-  if (Locate(key) == 0) return false;
-  return !object_->at_key(key.name()).get(*value);
-}
+uint32_t Record::Locate(const FieldKey& key) const { return fields_ ? fields_->Locate(key) : 0; }
 
 std::optional<int64_t> Record::Int(const FieldKey& key) const {
   int64_t v;
-  if (const uint32_t at = Locate(key); at != tape::kNotListed) {
-    if (at == 0 || !tape::Int(fields_->words(), at, &v)) return std::nullopt;
-    return v;
-  }
-  dom::element e;
-  if (!Find(key, &e) || e.get_int64().get(v)) return std::nullopt;
+  const uint32_t at = Locate(key);
+  if (at == 0 || !tape::Int(fields_->words(), at, &v)) return std::nullopt;
   return v;
 }
 
 std::optional<double> Record::Double(const FieldKey& key) const {
   double v;
-  if (const uint32_t at = Locate(key); at != tape::kNotListed) {
-    if (at == 0 || !tape::Double(fields_->words(), at, &v)) return std::nullopt;
-    return v;
-  }
-  dom::element e;
-  if (!Find(key, &e) || e.get_double().get(v)) return std::nullopt;
+  const uint32_t at = Locate(key);
+  if (at == 0 || !tape::Double(fields_->words(), at, &v)) return std::nullopt;
   return v;
 }
 
 std::optional<bool> Record::Bool(const FieldKey& key) const {
   bool v;
-  if (const uint32_t at = Locate(key); at != tape::kNotListed) {
-    if (at == 0 || !tape::Bool(fields_->words(), at, &v)) return std::nullopt;
-    return v;
-  }
-  dom::element e;
-  if (!Find(key, &e) || e.get_bool().get(v)) return std::nullopt;
+  const uint32_t at = Locate(key);
+  if (at == 0 || !tape::Bool(fields_->words(), at, &v)) return std::nullopt;
   return v;
 }
 
 std::optional<std::string_view> Record::Str(const FieldKey& key) const {
   std::string_view v;
-  if (const uint32_t at = Locate(key); at != tape::kNotListed) {
-    if (at == 0 || !tape::String(fields_->words(), fields_->strings(), at, &v)) return std::nullopt;
-    return v;
-  }
-  dom::element e;
-  if (!Find(key, &e) || e.get_string().get(v)) return std::nullopt;
+  const uint32_t at = Locate(key);
+  if (at == 0 || !tape::String(fields_->words(), fields_->strings(), at, &v)) return std::nullopt;
   return v;
 }
 
@@ -113,30 +85,25 @@ std::optional<uint64_t> Record::Hex(const FieldKey& key) const {
   return v;
 }
 
+uint32_t Record::LocateArray(const FieldKey& key, uint32_t* close) const {
+  const uint32_t at = Locate(key);
+  if (at == 0 || tape::Type(fields_->words()[at]) != '[') return 0;
+  // The elements lie between the '[' and the ']' before the index the '[' holds.
+  *close = static_cast<uint32_t>(fields_->words()[at]) - 1;
+  return at;
+}
+
 bool Record::HexArray(const FieldKey& key, std::vector<uint64_t>* out) const {
   out->clear();
-  if (const uint32_t at = Locate(key); at != tape::kNotListed) {
-    // Straight off the tape: the elements lie between the '[' and the ']' before the index
-    // the '[' holds.
-    const uint64_t* words = fields_->words();
-    if (at == 0 || tape::Type(words[at]) != '[') return false;
-    const uint32_t close = static_cast<uint32_t>(words[at]) - 1;
-    out->reserve(close - at - 1);  // at most: one word per string
-    for (uint32_t i = at + 1; i < close; ++i) {
-      std::string_view text;
-      uint64_t v;
-      if (!tape::String(words, fields_->strings(), i, &text) || !ParseHex16(text, &v)) return false;
-      out->push_back(v);
-    }
-    return true;
-  }
-  dom::element e;
-  dom::array array;
-  if (!Find(key, &e) || e.get_array().get(array)) return false;
-  for (dom::element item : array) {
+  uint32_t close;
+  const uint32_t at = LocateArray(key, &close);
+  if (at == 0) return false;
+  out->reserve(close - at - 1);  // at most: one word per string
+  for (uint32_t i = at + 1; i < close; ++i) {
     std::string_view text;
     uint64_t v;
-    if (item.get_string().get(text) || !ParseHex16(text, &v)) return false;
+    if (!tape::String(fields_->words(), fields_->strings(), i, &text) || !ParseHex16(text, &v))
+      return false;
     out->push_back(v);
   }
   return true;
@@ -144,23 +111,12 @@ bool Record::HexArray(const FieldKey& key, std::vector<uint64_t>* out) const {
 
 bool Record::IntArray(const FieldKey& key, std::vector<int64_t>* out) const {
   out->clear();
-  if (const uint32_t at = Locate(key); at != tape::kNotListed) {
-    const uint64_t* words = fields_->words();
-    if (at == 0 || tape::Type(words[at]) != '[') return false;
-    const uint32_t close = static_cast<uint32_t>(words[at]) - 1;
-    for (uint32_t i = at + 1; i < close; i = tape::After(words, i)) {
-      int64_t v;
-      if (!tape::Int(words, i, &v)) return false;
-      out->push_back(v);
-    }
-    return true;
-  }
-  dom::element e;
-  dom::array array;
-  if (!Find(key, &e) || e.get_array().get(array)) return false;
-  for (dom::element item : array) {
+  uint32_t close;
+  const uint32_t at = LocateArray(key, &close);
+  if (at == 0) return false;
+  for (uint32_t i = at + 1; i < close; i = tape::After(fields_->words(), i)) {
     int64_t v;
-    if (item.get_int64().get(v)) return false;
+    if (!tape::Int(fields_->words(), i, &v)) return false;
     out->push_back(v);
   }
   return true;
@@ -168,23 +124,12 @@ bool Record::IntArray(const FieldKey& key, std::vector<int64_t>* out) const {
 
 bool Record::StrArray(const FieldKey& key, std::vector<std::string>* out) const {
   out->clear();
-  if (const uint32_t at = Locate(key); at != tape::kNotListed) {
-    const uint64_t* words = fields_->words();
-    if (at == 0 || tape::Type(words[at]) != '[') return false;
-    const uint32_t close = static_cast<uint32_t>(words[at]) - 1;
-    for (uint32_t i = at + 1; i < close; i = tape::After(words, i)) {
-      std::string_view v;
-      if (!tape::String(words, fields_->strings(), i, &v)) return false;
-      out->emplace_back(v);
-    }
-    return true;
-  }
-  dom::element e;
-  dom::array array;
-  if (!Find(key, &e) || e.get_array().get(array)) return false;
-  for (dom::element item : array) {
+  uint32_t close;
+  const uint32_t at = LocateArray(key, &close);
+  if (at == 0) return false;
+  for (uint32_t i = at + 1; i < close; i = tape::After(fields_->words(), i)) {
     std::string_view v;
-    if (item.get_string().get(v)) return false;
+    if (!tape::String(fields_->words(), fields_->strings(), i, &v)) return false;
     out->emplace_back(v);
   }
   return true;
@@ -210,50 +155,31 @@ void AddNumberMember(std::string_view name, bool is_number, bool is_int64, int64
 
 bool Record::NumberMembers(const FieldKey& key, std::vector<NumberMember>* out) const {
   out->clear();
-  if (const uint32_t at = Locate(key); at != tape::kNotListed) {
-    // Straight off the tape, as HexArray: the members lie between the '{' and the '}' before
-    // the index the '{' holds, each a key word and its value (step records, by the million).
-    const uint64_t* words = fields_->words();
-    if (at == 0 || tape::Type(words[at]) != '{') return false;
-    const uint32_t close = static_cast<uint32_t>(words[at]) - 1;
-    for (uint32_t i = at + 1; i < close; i = tape::After(words, i + 1)) {
-      const std::string_view name = tape::String(fields_->strings(), words[i]);
-      double value = 0;
-      const bool is_number = tape::Double(words, i + 1, &value);
-      const bool is_int64 = tape::Type(words[i + 1]) == 'l';
-      int64_t int64 = 0;
-      if (is_int64) std::memcpy(&int64, &words[i + 2], sizeof int64);
-      AddNumberMember(name, is_number, is_int64, int64, value, out);
-    }
-    return true;
-  }
-  dom::element e;
-  dom::object object;
-  if (!Has(key) || !Find(key, &e) || e.get_object().get(object)) return false;
-  for (dom::key_value_pair kv : object) {
+  const uint32_t at = Locate(key);
+  if (at == 0) return false;
+  const uint64_t* words = fields_->words();
+  if (tape::Type(words[at]) != '{') return false;
+  // The members lie between the '{' and the '}' before the index the '{' holds, each a key
+  // word and its value (step records, by the million).
+  const uint32_t close = static_cast<uint32_t>(words[at]) - 1;
+  for (uint32_t i = at + 1; i < close; i = tape::After(words, i + 1)) {
+    const std::string_view name = tape::String(fields_->strings(), words[i]);
     double value = 0;
-    const bool is_number = !kv.value.get_double().get(value);
-    const bool is_int64 = kv.value.type() == dom::element_type::INT64;
-    const int64_t int64 = is_int64 ? kv.value.get_int64().value_unsafe() : 0;
-    AddNumberMember(kv.key, is_number, is_int64, int64, value, out);
+    const bool is_number = tape::Double(words, i + 1, &value);
+    const bool is_int64 = tape::Type(words[i + 1]) == 'l';
+    int64_t int64 = 0;
+    if (is_int64) std::memcpy(&int64, &words[i + 2], sizeof int64);
+    AddNumberMember(name, is_number, is_int64, int64, value, out);
   }
   return true;
 }
 
-bool Record::Has(const FieldKey& key) const {
-  if (const uint32_t at = Locate(key); at != tape::kNotListed) return at != 0;
-  dom::element e;
-  return Find(key, &e);
-}
+bool Record::Has(const FieldKey& key) const { return Locate(key) != 0; }
 
 std::optional<JsonValue> Record::Value(const FieldKey& key) const {
-  if (const uint32_t at = Locate(key); at != tape::kNotListed) {
-    if (at == 0) return std::nullopt;
-    return tape::ToJsonValue(fields_->words(), fields_->strings(), at);
-  }
-  dom::element e;
-  if (!Find(key, &e)) return std::nullopt;
-  return ToJsonValue(e);
+  const uint32_t at = Locate(key);
+  if (at == 0) return std::nullopt;
+  return tape::ToJsonValue(fields_->words(), fields_->strings(), at);
 }
 
 const simdjson::dom::object& Record::object() const { return *object_; }

@@ -20,7 +20,6 @@
 #include "trace/record_types.h"
 
 namespace simdjson::dom {
-class element;
 class object;
 }  // namespace simdjson::dom
 
@@ -85,9 +84,9 @@ class Record {
   // Where the value of the first field named `key` sits on the parsed document's tape;
   // 0 when there is none (record.cc reads the tape).
   uint32_t Locate(const FieldKey& key) const;
-  // The value of the first field named `key` as an element (the object's own lookup,
-  // skipped when the tape says the key is absent).
-  bool Find(const FieldKey& key, simdjson::dom::element* value) const;
+  // The same for an array: its '[' (0: absent or not an array), one past its last element
+  // in *close.
+  uint32_t LocateArray(const FieldKey& key, uint32_t* close) const;
 
   std::string_view raw_;
   const simdjson::dom::object* object_ = nullptr;

@@ -19,7 +19,6 @@
 namespace dsdiag::trace::tape {
 
 constexpr uint64_t kValueMask = 0x00FFFFFFFFFFFFFF;  // the payload below the type byte
-constexpr uint32_t kNotListed = UINT32_MAX;          // Record::Locate: ask the object
 
 inline char Type(uint64_t word) { return static_cast<char>(word >> 56); }
 
