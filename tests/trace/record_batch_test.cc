@@ -19,7 +19,6 @@ namespace {
 
 using testing::kHeader;
 using testing::TempDir;
-using testing::WriteFile;
 
 // Everything the accessors say about `r` for the keys the test lines use.
 std::string Describe(const Record& r) {
@@ -85,12 +84,8 @@ TEST(RecordBatchTest, ACopiedRecordReadsAsTheReaderReadIt) {
   };
   std::string text;
   for (const std::string& l : lines) text += l + "\n";
-  const std::string path = dir.path() + "/rank-00000.jsonl";
-  WriteFile(path, text);
-
-  std::string error;
-  auto reader = TraceReader::Open(path, &error);
-  ASSERT_TRUE(reader) << error;
+  auto reader = testing::OpenTraceText(dir, text);
+  ASSERT_TRUE(reader);
   RecordBatch batch;
   std::vector<std::string> read;
   Record r;
@@ -120,11 +115,9 @@ TEST(RecordBatchTest, ACopiedRecordReadsAsTheReaderReadIt) {
 
 TEST(RecordBatchTest, ClearKeepsNothingButTheMemory) {
   TempDir dir;
-  const std::string path = dir.path() + "/rank-00000.jsonl";
-  WriteFile(path, std::string(kHeader) + "\n" + R"({"type":"x","ts":2,"step":0,"seq":4})" + "\n");
-  std::string error;
-  auto reader = TraceReader::Open(path, &error);
-  ASSERT_TRUE(reader) << error;
+  auto reader = testing::OpenTraceText(
+      dir, std::string(kHeader) + "\n" + R"({"type":"x","ts":2,"step":0,"seq":4})" + "\n");
+  ASSERT_TRUE(reader);
   RecordBatch batch;
   Record r;
   while (reader->Next(&r)) batch.Append(r);

@@ -2,10 +2,14 @@
 // project-wide ones of tests/support, under the names these tests use).
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <memory>
 #include <string>
 
 #include "tests/support/files.h"
 #include "tests/support/temp_dir.h"
+#include "trace/trace_reader.h"
 
 namespace dsdiag::trace::testing {
 
@@ -18,6 +22,17 @@ class TempDir : public test_support::TempDir {
 // Line 1 of a minimal valid trace.
 inline constexpr char kHeader[] =
     R"({"type":"header","ts":1,"step":0,"schema":"dsdiag.trace/1","run_id":"r","rank":0,"world_size":2})";
+
+// Writes `text` as rank 0's trace in `dir` and opens it (null, with a test failure, when it
+// cannot be opened).
+inline std::unique_ptr<TraceReader> OpenTraceText(const TempDir& dir, const std::string& text) {
+  const std::string path = dir.path() + "/rank-00000.jsonl";
+  test_support::WriteFile(path, text);
+  std::string error;
+  auto reader = TraceReader::Open(path, &error);
+  EXPECT_TRUE(reader) << error;
+  return reader;
+}
 
 using test_support::ReadFile;
 using test_support::SplitLines;
