@@ -1,8 +1,10 @@
 """What the Python tests share: starting a job under `dsdiag run`, reading compare's
 findings, and a temporary run directory per test (JobTestCase).
 
-DSDIAG_BINARY names the dsdiag executable; jobs run with Debian's /usr/bin/python3 (the one
-with torch) and one intra-op thread per rank."""
+DSDIAG_BINARY names the dsdiag executable; jobs run with the lane's interpreter,
+DSDIAG_TEST_PYTHON (ctest sets it per lane: tests/python/CMakeLists.txt; default: this
+interpreter), and one intra-op thread per rank. TORCH is that interpreter's torch version as
+(major, minor); lane_needs() skips a test that cannot run on this lane, saying why."""
 import json
 import os
 import shutil
@@ -13,7 +15,34 @@ import unittest
 
 DSDIAG = os.environ.get("DSDIAG_BINARY", "dsdiag")
 JOBS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs")
-PYTHON = "/usr/bin/python3"
+PYTHON = os.environ.get("DSDIAG_TEST_PYTHON") or sys.executable
+LANE = os.environ.get("DSDIAG_TEST_LANE", "default")
+
+
+def _torch_version():
+    import torch
+
+    return tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2])
+
+
+TORCH = _torch_version()
+
+
+def lane_needs(version, why):
+    """unittest.skipUnless for a test that needs torch >= version (a (major, minor) pair)."""
+    return unittest.skipUnless(TORCH >= version, "lane %s has torch %d.%d: %s"
+                               % (LANE, TORCH[0], TORCH[1], why))
+
+
+def package_dir():
+    """The folder holding the dsdiag package, found next to the dsdiag binary as `dsdiag run`
+    finds it (a build's python/, an installation's lib/dsdiag/python)."""
+    binary = os.path.realpath(shutil.which(DSDIAG) or DSDIAG)
+    for package in (os.path.join(os.path.dirname(binary), "python"),
+                    os.path.join(os.path.dirname(os.path.dirname(binary)), "lib/dsdiag/python")):
+        if os.path.exists(os.path.join(package, "dsdiag", "__init__.py")):
+            break
+    return package
 
 
 def read_trace(path):
@@ -21,11 +50,7 @@ def read_trace(path):
     compact records (trace format v2) expanded into the records they stand for, through the
     package's own reader (dsdiag._core.read_trace), found next to the dsdiag binary as
     `dsdiag run` finds it."""
-    binary = os.path.realpath(shutil.which(DSDIAG) or DSDIAG)
-    for package in (os.path.join(os.path.dirname(binary), "python"),
-                    os.path.join(os.path.dirname(os.path.dirname(binary)), "lib/dsdiag/python")):
-        if os.path.exists(os.path.join(package, "dsdiag", "__init__.py")):
-            break
+    package = package_dir()
     if package not in sys.path:
         sys.path.insert(0, package)
     from dsdiag import _core

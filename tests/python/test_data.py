@@ -6,7 +6,7 @@ persistent workers, a loader rebuilt every epoch, validation passes) give no fin
 on the same batches as without dsdiag, and their traces carry one `loader` record per step,
 the epochs in the step records and one `sampler` record per epoch.
 
-Run by ctest with Debian's /usr/bin/python3 (the one with torch); DSDIAG_BINARY names the
+Run by ctest once per Python lane (DSDIAG_TEST_PYTHON); DSDIAG_BINARY names the
 dsdiag executable."""
 import json
 import os

@@ -4,7 +4,7 @@ torch generator (dropout, noise), NumPy's and Python's global streams, DataLoade
 streams (2 workers per rank; fork and spawn, persistent or not) — and the same jobs seeded
 per rank, or identical but never drawn from in training, give none.
 
-Run by ctest with Debian's /usr/bin/python3 (the one with torch); DSDIAG_BINARY names the
+Run by ctest once per Python lane (DSDIAG_TEST_PYTHON); DSDIAG_BINARY names the
 dsdiag executable."""
 import glob
 import json

@@ -2,7 +2,7 @@
 its finding, naming the rank, the step and the parameter; a clean job gives none; the job
 computes the same losses with and without dsdiag.
 
-Run by ctest with Debian's /usr/bin/python3 (the one with torch); DSDIAG_BINARY names the
+Run by ctest once per Python lane (DSDIAG_TEST_PYTHON); DSDIAG_BINARY names the
 dsdiag executable."""
 import os
 import subprocess
