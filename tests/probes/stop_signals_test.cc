@@ -28,11 +28,25 @@ using test_support::Contains;
 using test_support::ReadFile;
 using test_support::SplitLines;
 
+// The dispositions each case starts from, whatever the test runner inherited: a shell's
+// background job (`nohup ./scripts/test &`) starts with SIGINT ignored, a runner may block
+// signals. Cases that want another disposition set it themselves.
+void ResetStopSignals() {
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  for (int signo : {SIGTERM, SIGINT, SIGUSR1}) {
+    signal(signo, SIG_DFL);
+    sigaddset(&stop_signals, signo);
+  }
+  sigprocmask(SIG_UNBLOCK, &stop_signals, nullptr);
+}
+
 // Runs `body` in a child with a session on `dir` (rank 0) and a flight recorder holding one
-// pending allreduce; returns the child's wait status.
+// pending allreduce, the stop signals at their defaults; returns the child's wait status.
 int RunChild(const std::string& dir, const std::function<int(Session*, FlightRecorder*)>& body) {
   const pid_t pid = fork();
   if (pid == 0) {
+    ResetStopSignals();
     SessionConfig config;
     config.run_dir = dir;
     config.header.run_id = "stop-signals-test";
