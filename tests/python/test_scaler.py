@@ -3,14 +3,16 @@ one rank is scaler-overflow naming it, a scaler whose scale differs on one rank 
 scaler-desync naming it, clipping the still scaled gradients is clip-before-unscale; a clean
 AMP job gives no finding and the same losses as without dsdiag.
 
-The jobs (jobs/scaler_amp.py) run torch 1.13's real torch.cuda.amp.GradScaler on the CPU:
-with PYTHONOPTIMIZE=1 and two CPU kernels (jobs/scaler_cpu_amp.py). Run by ctest with
-Debian's /usr/bin/python3; DSDIAG_BINARY names the dsdiag executable."""
+The jobs (jobs/scaler_amp.py) run torch's real scaler: on torch 2.x torch.amp.GradScaler("cpu")
+under fp16 CPU autocast, torch's own kernels; on torch 1.13 torch.cuda.amp.GradScaler on the
+CPU, with PYTHONOPTIMIZE=1 and two test-only CPU kernels (jobs/scaler_cpu_amp.py). bf16
+autocast needs no scaler: a bf16 job records none and gives no finding. Run by ctest once
+per Python lane (DSDIAG_TEST_PYTHON); DSDIAG_BINARY names the dsdiag executable."""
 import json
 import os
 import unittest
 
-from dsdiag_jobs import JobTestCase, compare, find, run_job, serious
+from dsdiag_jobs import TORCH, JobTestCase, compare, find, run_job, serious
 
 
 def records(run_dir, rank, kind):
@@ -25,8 +27,8 @@ def lines(out, prefix):
 class ScalerProbes(JobTestCase):
     def job(self, name, fault, nproc=2, steps=None, real_scaler=True, extra=(), env=None):
         env = dict(env or {}, FAULT=fault)
-        if real_scaler:
-            env["PYTHONOPTIMIZE"] = "1"  # the real GradScaler on the CPU (scaler_cpu_amp)
+        if real_scaler and TORCH < (2, 0):
+            env["PYTHONOPTIMIZE"] = "1"  # torch 1.13's GradScaler on the CPU (scaler_cpu_amp)
         if steps:
             env["STEPS"] = str(steps)
         status, out, err = run_job(self.path(name), "scaler_amp.py", nproc=nproc, env=env,
@@ -61,8 +63,15 @@ class ScalerProbes(JobTestCase):
         off = self.job("off", "clean", extra=["--probes", "off"])
         self.assertEqual(lines(out, "final "), lines(off, "final "))
 
+    def test_a_bf16_job_without_a_scaler_records_none_and_has_no_finding(self):
+        self.job("bf16", "clean", steps=10, env={"AMP": "bf16"})
+        run = self.path("bf16")
+        self.assertEqual(serious(compare(run)), set())
+        self.assertEqual(records(run, 0, "scaler"), [])
+        self.assertEqual(len(records(run, 1, "step")), 10)
+
     def test_a_disabled_scaler_is_called_through_and_records_no_scaler(self):
-        # Debian's torch 1.13 without CUDA: GradScaler() disables itself, scale() is a no-op.
+        # torch.cuda.amp.GradScaler() without CUDA disables itself, scale() is a no-op.
         out = self.job("disabled", "disabled", steps=10, real_scaler=False)
         run = self.path("disabled")
         self.assertEqual(serious(compare(run)), set())
