@@ -22,6 +22,7 @@ class Runtime(object):
         self.settings = None  # Settings, once instrument() ran
         self.probes = None  # dsdiag._core.RankProbes, once the process group started
         self.session = None
+        self.rank = None  # the global rank, once the process group started
         self.on = False
         self.step = 0
         self.in_step = False
@@ -71,11 +72,22 @@ class Runtime(object):
             warn_once("start", "probes off on rank %d: %s" % (rank, e))
             return
         self.session = self.probes.session
+        self.rank = rank
         self.on = self.session.on
         try:
-            self.probes.set_stack_provider(python_stacks)
+            self.probes.set_stack_provider(self._at_flight_dump)
         except Exception as e:
             warn_once("stacks", "no Python stacks in flight dumps: %r" % (e,))
+
+    def _at_flight_dump(self):
+        """What the core asks for when it writes this rank's flight dump: every thread's
+        Python stack; torch's own Flight Recorder dump is written beside it when the job has
+        torch's recorder on (_torch_flight_recorder)."""
+        stacks = python_stacks()
+        from dsdiag.torch import _torch_flight_recorder
+
+        _torch_flight_recorder.write_dump(self.probes.run_dir, self.rank)
+        return stacks
 
     def end(self, reason, status, detail=""):
         if not self.on or self.ended:
