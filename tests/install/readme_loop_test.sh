@@ -40,8 +40,14 @@ cmake --install "$build_dir" --prefix "$work/prefix" > "$work/install.log" ||
   fail "cmake --install: $(tail -5 "$work/install.log")"
 generator=()
 command -v ninja > /dev/null && generator=(-G Ninja)
+# The LibTorch this build of dsdiag was made with (Debian's, or a torch wheel's), its install
+# root first on the prefix path: a wheel's TorchConfig.cmake finds its libraries with
+# find_library, which would otherwise take Debian's /usr/lib ones beside a wheel's headers.
+torch_dir=$(sed -n 's/^Torch_DIR:[A-Z]*=//p' "$build_dir/CMakeCache.txt")
+torch_root=$(cd "$torch_dir/../../.." && pwd)
 cmake -S "$source_dir/tests/install/consumer" -B "$work/build" "${generator[@]}" \
-  -DCMAKE_PREFIX_PATH="$work/prefix" -DLOOP_DIR="$work" -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$torch_root;$work/prefix" -DTorch_DIR="$torch_dir" -DLOOP_DIR="$work" \
+  -DCMAKE_BUILD_TYPE=Release \
   > "$work/configure.log" 2>&1 || { cat "$work/configure.log"; fail "configuring the consumer"; }
 cmake --build "$work/build" -j 2 > "$work/build.log" 2>&1 ||
   { tail -40 "$work/build.log"; fail "building the README loop against the installed package"; }

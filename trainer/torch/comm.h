@@ -14,6 +14,10 @@
 #include <string_view>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
+#include <torch/version.h>
+#if TORCH_VERSION_MAJOR >= 2
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#endif
 
 #include "launch/dist_env.h"
 
@@ -22,6 +26,15 @@ class CollectiveProbe;
 }
 
 namespace dsdiag::trainer {
+
+// What a backend is in c10d: LibTorch 1.13's ProcessGroupGloo/NCCL are ProcessGroups; from
+// 2.0 on they are Backends (a ProcessGroup dispatches to one per device type). Both offer
+// the same allreduce / broadcast / barrier the trainer calls, so it holds the backend itself.
+#if TORCH_VERSION_MAJOR >= 2
+using CommGroup = c10d::Backend;
+#else
+using CommGroup = c10d::ProcessGroup;
+#endif
 
 // A collective failed (peer gone, size mismatch, timeout). The message names the
 // collective: "allreduce grad-bucket-2 (seq 41, 14080 f32): <c10d's message>".
@@ -82,7 +95,7 @@ class Comm {
   std::string host_;
   int port_ = 0;
   c10::intrusive_ptr<c10d::Store> store_;
-  c10::intrusive_ptr<c10d::ProcessGroup> group_;
+  c10::intrusive_ptr<CommGroup> group_;
   probes::CollectiveProbe* probe_ = nullptr;
 };
 

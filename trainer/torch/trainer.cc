@@ -417,7 +417,8 @@ void Trainer::State::RecordRngStreams(const char* why) {
   if (!cuda.hasCUDA()) return;
   for (int i = 0; i < cuda.getNumGPUs(); ++i)
     probes::records::WriteRng(session, "cuda:" + std::to_string(i), why, config.seed,
-                              GeneratorHash(cuda.getDefaultCUDAGenerator(i)));
+                              GeneratorHash(at::globalContext().defaultGenerator(
+                                  at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(i)))));
 }
 
 void Trainer::State::SaveCheckpointNow(int64_t steps_done) {
