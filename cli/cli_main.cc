@@ -17,7 +17,8 @@ void PrintOverview(const std::vector<std::unique_ptr<Subcommand>>& commands, std
     os << "  " << name << std::string(name.size() < 14 ? 14 - name.size() : 1, ' ')
        << c->description() << "\n";
   }
-  os << "\n'dsdiag help <command>' or 'dsdiag <command> --help' for a command's options.\n";
+  os << "\n'dsdiag help <command>' or 'dsdiag <command> --help' for a command's options.\n"
+     << Subcommand::kContractPointer;
 }
 
 Subcommand* Find(const std::vector<std::unique_ptr<Subcommand>>& commands,
@@ -51,7 +52,7 @@ int RunCli(int argc, char** argv) {
       std::cerr << "dsdiag: unknown command '" << args[1] << "'; 'dsdiag help' lists them\n";
       return 2;
     }
-    std::cout << c->Usage();
+    std::cout << c->Help();
     return 0;
   }
   Subcommand* command = Find(commands, name);

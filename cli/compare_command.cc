@@ -24,7 +24,7 @@ po::options_description VisibleOptions() {
   options.add_options()(
       "format", po::value<std::string>()->default_value("text")->value_name("text|json"),
       "text: a summary, a table and each finding in full; json: the dsdiag.findings/1 "
-      "object of CONTRACT.md")(
+      "object of docs/contract.md")(
       "min-severity",
       po::value<std::string>()->default_value("info")->value_name("info|warning|error"),
       "list only findings at least this severe (the exit status still counts all)");
@@ -107,7 +107,7 @@ std::string CompareCommand::Usage() const {
 int CompareCommand::Run(const std::vector<std::string>& args) {
   CompareArgs parsed;
   if (!ParseCompareArgs(args, &parsed)) {
-    std::cout << Usage();
+    std::cout << Help();
     return 0;
   }
   RaiseOpenFileLimit();

@@ -3,7 +3,7 @@
 // and prints the findings (analyzers/compare.h does the work, findings_output.h the
 // printing).
 //
-// Exit status (CONTRACT.md): 0 when no finding is an error, 1 when one is — counted over
+// Exit status (docs/contract.md): 0 when no finding is an error, 1 when one is — counted over
 // every finding, including those --min-severity hides from the list, so that a CI job
 // cannot turn a failure green by filtering — and 2 for bad usage or a run dir that cannot
 // be analysed at all (the message names the dir or files).

@@ -10,7 +10,7 @@
 #include "cli/options.h"
 #include "cli/torch_part.h"
 #include "trace/loader_sweep_file.h"
-#include "trainer/loader_sweep_summary.h"
+#include "trace/loader_sweep_summary.h"
 #include "trainer/torch/loader_sweep.h"  // LoaderSweepOptions: a torch-free header
 
 namespace dsdiag::cli {
@@ -124,7 +124,7 @@ std::string LoaderSweepCommand::Usage() const {
 int LoaderSweepCommand::Run(const std::vector<std::string>& args) {
   LoaderSweepArgs parsed;
   if (!ParseLoaderSweepArgs(args, &parsed)) {
-    std::cout << Usage();
+    std::cout << Help();
     return 0;
   }
   const TorchPart* torch = LinkedTorchPart();
@@ -153,7 +153,7 @@ int LoaderSweepCommand::Run(const std::vector<std::string>& args) {
     out.close();
     if (!out) throw InputError("cannot write " + path);
   }
-  std::cout << (parsed.format == "json" ? json : trainer::LoaderSweepTable(result));
+  std::cout << (parsed.format == "json" ? json : trace::LoaderSweepTable(result));
   return 0;
 }
 

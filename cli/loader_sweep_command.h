@@ -1,7 +1,7 @@
 // `dsdiag loader-sweep [--workers 0,1,2,4,8] [--batch-size 8[,16]] [--batches N | --seconds S]
 // [--warmup N] [--repeats R] [--dataset-size N] [--format text|json] [--out FILE|RUN_DIR]`:
 // times the reference trainer's data pipeline over worker counts and batch sizes and
-// recommends a setting (trainer/torch/loader_sweep.h measures, trainer/loader_sweep_summary.h
+// recommends a setting (trainer/torch/loader_sweep.h measures, trace/loader_sweep_summary.h
 // tabulates and recommends). --out writes loader-sweep.json ("dsdiag.loader-sweep/1"), into
 // the directory when --out names one, so that `dsdiag report RUN_DIR` shows it.
 //

@@ -85,7 +85,7 @@ std::string ReportCommand::Usage() const {
 int ReportCommand::Run(const std::vector<std::string>& args) {
   ReportArgs parsed;
   if (!ParseReportArgs(args, &parsed)) {
-    std::cout << Usage();
+    std::cout << Help();
     return 0;
   }
   RaiseOpenFileLimit();

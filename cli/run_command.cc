@@ -114,7 +114,7 @@ std::string RunCommand::Usage() const {
 int RunCommand::Run(const std::vector<std::string>& args) {
   RunArgs parsed;
   if (!ParseRunArgs(args, &parsed)) {
-    std::cout << Usage();
+    std::cout << Help();
     return 0;
   }
   if (!parsed.out_given) parsed.out = FreshRunDir();

@@ -1,6 +1,6 @@
 // Subcommand: one `dsdiag <name>` command. Each lives in its own <name>_command.{h,cc}
 // and is registered in commands.cc; main.cc dispatches and turns typed errors into exit
-// statuses (CONTRACT.md: 2 for bad usage or unreadable input).
+// statuses (docs/contract.md: 2 for bad usage or unreadable input).
 #pragma once
 
 #include <memory>
@@ -16,7 +16,13 @@ class Subcommand {
   virtual ~Subcommand() = default;
   virtual std::string_view name() const = 0;
   virtual std::string_view description() const = 0;  // one line for `dsdiag help`
-  virtual std::string Usage() const = 0;             // the full `--help` text
+  virtual std::string Usage() const = 0;             // the command's own `--help` text
+  // What `--help` prints: Usage() and where the contract it is part of is documented.
+  std::string Help() const { return Usage() + kContractPointer; }
+
+  static constexpr const char* kContractPointer =
+      "\nThe contract (commands, flags, --inject and finding kinds, the JSON, exit statuses):\n"
+      "docs/contract.md in dsdiag's source tree; finding kinds: docs/findings.md.\n";
   // `args` excludes the program and command names. Returns the exit status.
   virtual int Run(const std::vector<std::string>& args) = 0;
 };

@@ -107,7 +107,7 @@ std::string SynthCommand::Usage() const {
 int SynthCommand::Run(const std::vector<std::string>& args) {
   SynthArgs parsed;
   if (!ParseSynthArgs(args, &parsed)) {
-    std::cout << Usage();
+    std::cout << Help();
     return 0;
   }
   try {

@@ -126,7 +126,7 @@ std::string TimelineCommand::Usage() const {
 int TimelineCommand::Run(const std::vector<std::string>& args) {
   TimelineArgs parsed;
   if (!ParseTimelineArgs(args, &parsed)) {
-    std::cout << Usage();
+    std::cout << Help();
     return 0;
   }
   RaiseOpenFileLimit();

@@ -104,7 +104,7 @@ int TrainCommand::Run(const std::vector<std::string>& args) {
   const int env_world_size = !env_error.empty() ? -1 : env ? env->world_size : 0;
   TrainArgs parsed = ParseTrainArgs(args, env_world_size);
   if (parsed.help) {
-    std::cout << Usage();
+    std::cout << Help();
     return 0;
   }
   if (parsed.config.nproc > 0 && InsideLaunchedRank()) {

@@ -1,4 +1,4 @@
-// `dsdiag train [options]`: runs the instrumented reference trainer (CONTRACT.md).
+// `dsdiag train [options]`: runs the instrumented reference trainer (docs/contract.md).
 //   --nproc N         launch N local ranks of this same executable (launch/launcher.h),
 //                     supervise them, print a summary and return the launcher's status
 //   under a launcher  (launch/dist_env.h) run as that one rank: trainer::RunRank

@@ -1,4 +1,4 @@
-// The command line of `dsdiag train` (CONTRACT.md), parsed and checked into a TrainConfig
+// The command line of `dsdiag train` (docs/contract.md), parsed and checked into a TrainConfig
 // without running anything, so that tests can drive it. train_command.cc decides from the
 // result whether to launch ranks or to be one.
 #pragma once

@@ -1,4 +1,4 @@
-// Parsing of `--inject KIND[:key=value[,key=value...]]` (CONTRACT.md). One table below lists
+// Parsing of `--inject KIND[:key=value[,key=value...]]` (docs/contract.md). One table below lists
 // every kind with its keys; the parser and --help both read it, so they cannot disagree.
 //
 // Examples of accepted specs:

@@ -1,4 +1,4 @@
-// InjectSpec: one `--inject KIND[:key=value[,key=value...]]` fault (CONTRACT.md), parsed and
+// InjectSpec: one `--inject KIND[:key=value[,key=value...]]` fault (docs/contract.md), parsed and
 // checked. Torch-free: the trainer applies the faults, `dsdiag synth` imitates them in
 // synthetic traces. The probes never see this.
 #pragma once

@@ -1,6 +1,6 @@
 // How much the probes record: `off` (nothing: every probe is one branch), `light` (the
 // default: per-step summaries, bucket fingerprints), `full` (every collective, per-parameter
-// fingerprints every step, index lists). CONTRACT.md: `--probes off|light|full`.
+// fingerprints every step, index lists). docs/contract.md: `--probes off|light|full`.
 #pragma once
 
 #include <optional>

@@ -1,5 +1,5 @@
 // The findings part of the report: what `dsdiag compare` prints, as HTML. Same order
-// (severity, then step), same fields (CONTRACT.md); every string is escaped.
+// (severity, then step), same fields (docs/contract.md); every string is escaped.
 #include <algorithm>
 #include <array>
 

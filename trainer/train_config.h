@@ -1,4 +1,4 @@
-// TrainConfig: every setting of `dsdiag train` (CONTRACT.md), torch-free so that the CLI,
+// TrainConfig: every setting of `dsdiag train` (docs/contract.md), torch-free so that the CLI,
 // the launcher and the trace header share one definition. Model sizes default to a model
 // that trains 50 steps on 4 ranks in well under a minute on 2 CPU cores.
 #pragma once

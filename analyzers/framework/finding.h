@@ -1,6 +1,6 @@
 // Finding: one diagnosis of a run — what is wrong (kind, severity), where (ranks, step,
 // subject), why we think so (evidence) and what to do (hint). Analyzers produce them;
-// `dsdiag compare` prints them as text or as the JSON of CONTRACT.md ("dsdiag.findings/1").
+// `dsdiag compare` prints them as text or as the JSON of docs/contract.md ("dsdiag.findings/1").
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// The finding kinds of CONTRACT.md, spelled once. docs/findings.md documents each; an
+// The finding kinds of docs/contract.md, spelled once. docs/findings.md documents each; an
 // analyzer names the kinds it emits with these constants so that a typo cannot invent a kind.
 #pragma once
 

@@ -1,6 +1,6 @@
 // How `dsdiag compare` shows a CompareResult.
 //
-// JSON (CONTRACT.md, schema "dsdiag.findings/1"): one object, each top-level key on its own
+// JSON (docs/contract.md, schema "dsdiag.findings/1"): one object, each top-level key on its own
 // line and each finding on its own line, so that golden files diff line by line:
 //   {"schema":"dsdiag.findings/1",
 //    "run":{"dir":..,"run_id":..,"world_size":4,"ranks_found":[..],"steps":50,...},

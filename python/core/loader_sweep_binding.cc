@@ -1,7 +1,7 @@
 // dsdiag._core's loader-sweep half: what `python3 -m dsdiag.torch.loader_sweep` measured on
 // the job's own dataset becomes RUN_DIR/loader-sweep.json through the one writer of that
 // format (trace/loader_sweep_file.h), with the recommendation and the table that
-// `dsdiag loader-sweep` gives (trainer/loader_sweep_summary.h), so `dsdiag report` draws
+// `dsdiag loader-sweep` gives (trace/loader_sweep_summary.h), so `dsdiag report` draws
 // either the same way.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -14,7 +14,7 @@
 
 #include "python/core/bindings.h"
 #include "trace/loader_sweep_file.h"
-#include "trainer/loader_sweep_summary.h"
+#include "trace/loader_sweep_summary.h"
 
 namespace py = pybind11;
 
@@ -44,7 +44,7 @@ trace::LoaderSweepPoint PointFrom(const py::dict& d) {
 trace::LoaderSweep SweepFrom(const py::list& points) {
   trace::LoaderSweep sweep;
   for (const auto& item : points) sweep.points.push_back(PointFrom(item.cast<py::dict>()));
-  sweep.recommendation = trainer::RecommendLoaderSetting(sweep.points);
+  sweep.recommendation = trace::RecommendLoaderSetting(sweep.points);
   return sweep;
 }
 
@@ -55,7 +55,7 @@ std::string WriteLoaderSweep(const std::string& path, const py::list& points) {
   out << trace::LoaderSweepJson(sweep);
   out.close();
   if (!out) throw std::runtime_error("cannot write " + path);
-  return trainer::LoaderSweepTable(sweep);
+  return trace::LoaderSweepTable(sweep);
 }
 
 }  // namespace
@@ -68,7 +68,7 @@ void BindLoaderSweep(py::module_& m) {
         "persistent_workers}] with the recommendation; returns the table.");
   m.def(
       "loader_sweep_table",
-      [](const py::list& points) { return trainer::LoaderSweepTable(SweepFrom(points)); },
+      [](const py::list& points) { return trace::LoaderSweepTable(SweepFrom(points)); },
       py::arg("points"), "The table (and recommendation) for the points, nothing written.");
   m.def(
       "loader_sweep_json",

@@ -53,7 +53,7 @@ INSTANTIATE_TEST_SUITE_P(Runs, CompareGoldenTest,
                            return n;
                          });
 
-// CONTRACT.md: a clean run produces no warning or error finding.
+// docs/contract.md: a clean run produces no warning or error finding.
 TEST(CompareGoldenTest, CleanRunHasNoWarningOrError) {
   const auto r =
       RunDsdiag("compare fixtures/runs/clean-2rank --format json --min-severity warning");

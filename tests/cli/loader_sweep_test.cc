@@ -12,7 +12,7 @@
 #include "cli/subcommand.h"
 #include "tests/cli/compare_test_util.h"
 #include "trace/loader_sweep_file.h"
-#include "trainer/loader_sweep_summary.h"
+#include "trace/loader_sweep_summary.h"
 
 namespace dsdiag::cli {
 namespace {
@@ -32,7 +32,7 @@ LoaderSweepPoint Point(int workers, int batch, double median) {
 
 TEST(LoaderSweepResultTest, RecommendsTheFastestMedian) {
   const auto r =
-      trainer::RecommendLoaderSetting({Point(0, 8, 100), Point(2, 8, 300), Point(4, 8, 200)});
+      trace::RecommendLoaderSetting({Point(0, 8, 100), Point(2, 8, 300), Point(4, 8, 200)});
   ASSERT_TRUE(r);
   EXPECT_EQ(r->workers, 2);
   EXPECT_EQ(r->batch_size, 8);
@@ -41,13 +41,13 @@ TEST(LoaderSweepResultTest, RecommendsTheFastestMedian) {
 
 TEST(LoaderSweepResultTest, PrefersFewerWorkersWithinFivePercent) {
   const auto r =
-      trainer::RecommendLoaderSetting({Point(1, 8, 960), Point(4, 8, 1000), Point(8, 8, 990)});
+      trace::RecommendLoaderSetting({Point(1, 8, 960), Point(4, 8, 1000), Point(8, 8, 990)});
   ASSERT_TRUE(r);
   EXPECT_EQ(r->workers, 1);
   EXPECT_NE(r->reason.find("within 5%"), std::string::npos) << r->reason;
   // 6% behind is too far.
-  EXPECT_EQ(trainer::RecommendLoaderSetting({Point(1, 8, 940), Point(4, 8, 1000)})->workers, 4);
-  EXPECT_FALSE(trainer::RecommendLoaderSetting({}));
+  EXPECT_EQ(trace::RecommendLoaderSetting({Point(1, 8, 940), Point(4, 8, 1000)})->workers, 4);
+  EXPECT_FALSE(trace::RecommendLoaderSetting({}));
 }
 
 // Among equally fast points the one with fewer switches on wins; the table shows the
@@ -56,18 +56,18 @@ TEST(LoaderSweepResultTest, PrefersFewerLoaderSwitchesAmongEquals) {
   std::vector<trace::LoaderSweepPoint> points = {Point(2, 8, 1000), Point(2, 8, 990)};
   points[0].pin_memory = true;
   points[1].pin_memory = false;
-  const auto r = trainer::RecommendLoaderSetting(points);
+  const auto r = trace::RecommendLoaderSetting(points);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->pin_memory, std::optional<bool>(false));
   EXPECT_NE(r->reason.find("fewer loader switches on"), std::string::npos) << r->reason;
   LoaderSweepResult result;
   result.points = points;
   result.recommendation = r;
-  const std::string table = trainer::LoaderSweepTable(result);
+  const std::string table = trace::LoaderSweepTable(result);
   EXPECT_NE(table.find("pin  persist"), std::string::npos) << table;
   EXPECT_NE(table.find("recommendation: 2 workers at batch 8: "), std::string::npos) << table;
   result.points = {Point(2, 8, 1000)};
-  EXPECT_EQ(trainer::LoaderSweepTable(result).find("persist"), std::string::npos);
+  EXPECT_EQ(trace::LoaderSweepTable(result).find("persist"), std::string::npos);
 }
 
 TEST(LoaderSweepResultTest, JsonFollowsTheDocumentedSchema) {
@@ -75,7 +75,7 @@ TEST(LoaderSweepResultTest, JsonFollowsTheDocumentedSchema) {
   result.points = {Point(0, 8, 210), Point(4, 8, 812.5)};
   result.points[1].first_batch_ms = 210.4;
   result.points[1].peak_rss_mb = 1532;
-  result.recommendation = trainer::RecommendLoaderSetting(result.points);
+  result.recommendation = trace::RecommendLoaderSetting(result.points);
   const std::string json = trace::LoaderSweepJson(result);
   simdjson::dom::parser parser;
   simdjson::dom::element root;
@@ -94,8 +94,8 @@ TEST(LoaderSweepResultTest, JsonFollowsTheDocumentedSchema) {
 TEST(LoaderSweepResultTest, TableHasARowPerPointAndTheRecommendation) {
   LoaderSweepResult result;
   result.points = {Point(0, 8, 210), Point(2, 16, 400)};
-  result.recommendation = trainer::RecommendLoaderSetting(result.points);
-  const std::string table = trainer::LoaderSweepTable(result);
+  result.recommendation = trace::RecommendLoaderSetting(result.points);
+  const std::string table = trace::LoaderSweepTable(result);
   EXPECT_NE(table.find("samples/s"), std::string::npos);
   EXPECT_NE(table.find("209.0-211.0"), std::string::npos) << table;
   EXPECT_NE(table.find("recommendation: 2 workers at batch 16: fastest"), std::string::npos)
@@ -138,7 +138,7 @@ TEST(LoaderSweepCommandTest, ShortRealSweepRecommendsFromItsOwnFigures) {
   }
   EXPECT_EQ(measured[0].workers, 0);
   EXPECT_EQ(measured[1].workers, 2);
-  const auto expected = trainer::RecommendLoaderSetting(measured);
+  const auto expected = trace::RecommendLoaderSetting(measured);
   EXPECT_EQ(int64_t(root["recommendation"]["workers"]), expected->workers);
   EXPECT_EQ(std::string_view(root["recommendation"]["reason"]), expected->reason);
   fs::remove_all(dir);

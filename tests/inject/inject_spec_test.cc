@@ -1,4 +1,4 @@
-// --inject parsing: every kind of CONTRACT.md parses, and every bad spec is refused with a
+// --inject parsing: every kind of docs/contract.md parses, and every bad spec is refused with a
 // message that quotes it and says what was expected.
 #include "inject/inject_spec.h"
 

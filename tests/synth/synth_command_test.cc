@@ -1,4 +1,4 @@
-// `dsdiag synth` end to end: exit statuses and messages (CONTRACT.md: 2 for bad usage).
+// `dsdiag synth` end to end: exit statuses and messages (docs/contract.md: 2 for bad usage).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 

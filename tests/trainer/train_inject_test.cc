@@ -1,4 +1,4 @@
-// One smoke test per `--inject` kind (CONTRACT.md): a short 2-rank run with the fault on,
+// One smoke test per `--inject` kind (docs/contract.md): a short 2-rank run with the fault on,
 // and the trace evidence that the fault did what it says — the evidence the analyzers
 // will look for, read straight from the records.
 #include <gtest/gtest.h>

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <torch/torch.h>
+#include <torch/version.h>
 
 #include <chrono>
 #include <cstdint>
@@ -14,7 +15,6 @@
 #include <string_view>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
-#include <torch/version.h>
 #if TORCH_VERSION_MAJOR >= 2
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #endif

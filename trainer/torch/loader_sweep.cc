@@ -104,15 +104,15 @@ trace::LoaderSweep RunLoaderSweep(const LoaderSweepOptions& o) {
       trace::LoaderSweepPoint p;
       p.workers = workers;
       p.batch_size = batch_size;
-      p.samples_per_s_median = MedianOf(rates);
+      p.samples_per_s_median = trace::MedianOf(rates);
       p.samples_per_s_min = *std::min_element(rates.begin(), rates.end());
       p.samples_per_s_max = *std::max_element(rates.begin(), rates.end());
-      p.first_batch_ms = MedianOf(firsts);
+      p.first_batch_ms = trace::MedianOf(firsts);
       if (reset) p.peak_rss_mb = PeakRssMb();
       result.points.push_back(p);
     }
   }
-  result.recommendation = RecommendLoaderSetting(result.points);
+  result.recommendation = trace::RecommendLoaderSetting(result.points);
   return result;
 }
 

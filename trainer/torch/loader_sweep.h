@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "trace/loader_sweep_file.h"
-#include "trainer/loader_sweep_summary.h"
+#include "trace/loader_sweep_summary.h"
 
 namespace dsdiag::trainer {
 

@@ -1,7 +1,7 @@
-// What `dsdiag loader-sweep` makes of its measurements: the recommendation and the table a
-// person reads. The torch-free half of the sweep: the measuring lives in
-// trainer/torch/loader_sweep.h, the file it writes (loader-sweep.json) in
-// trace/loader_sweep_file.h.
+// What a loader sweep's measurements come to: the recommendation and the table a person
+// reads, beside the file format they go into (trace/loader_sweep_file.h). Shared by
+// `dsdiag loader-sweep` (the trainer's pipeline, trainer/torch/loader_sweep.h measures) and
+// the Python package's sweep over a user's own dataset.
 #pragma once
 
 #include <optional>
@@ -10,7 +10,7 @@
 
 #include "trace/loader_sweep_file.h"
 
-namespace dsdiag::trainer {
+namespace dsdiag::trace {
 
 // Within this fraction of the fastest median, fewer workers win: a worker costs memory
 // and a core the training loop could use.
@@ -18,13 +18,13 @@ inline constexpr double kLoaderSweepTolerance = 0.05;
 
 // The fastest median, or the fewest workers (then the smallest batch) within `tolerance`
 // of it. nullopt when there is no point.
-std::optional<trace::LoaderSweepRecommendation> RecommendLoaderSetting(
-    const std::vector<trace::LoaderSweepPoint>& points, double tolerance = kLoaderSweepTolerance);
+std::optional<LoaderSweepRecommendation> RecommendLoaderSetting(
+    const std::vector<LoaderSweepPoint>& points, double tolerance = kLoaderSweepTolerance);
 
 // The median of `values` (the mean of the middle two for an even count); 0 when empty.
 double MedianOf(std::vector<double> values);
 
 // The table of points, then "recommendation: ..." on its own line.
-std::string LoaderSweepTable(const trace::LoaderSweep& sweep);
+std::string LoaderSweepTable(const LoaderSweep& sweep);
 
-}  // namespace dsdiag::trainer
+}  // namespace dsdiag::trace

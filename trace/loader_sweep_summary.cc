@@ -1,10 +1,10 @@
-#include "trainer/loader_sweep_summary.h"
+#include "trace/loader_sweep_summary.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <string>
 
-namespace dsdiag::trainer {
+namespace dsdiag::trace {
 namespace {
 
 std::string Fixed(double v, int decimals) {
@@ -18,25 +18,25 @@ std::string Setting(int workers, int batch_size) {
          std::to_string(batch_size);
 }
 
-std::string Setting(const trace::LoaderSweepPoint& p) {
+std::string Setting(const LoaderSweepPoint& p) {
   return Setting(p.workers, p.batch_size) +
          trace::LoaderSwitchesText(p.pin_memory, p.persistent_workers);
 }
 
 // The switches a point costs (pinned host memory, workers kept alive between epochs): among
 // points equally fast, the one with fewer wins.
-int SwitchesOn(const trace::LoaderSweepPoint& p) {
+int SwitchesOn(const LoaderSweepPoint& p) {
   return p.pin_memory.value_or(false) + p.persistent_workers.value_or(false);
 }
 
 // Fewer workers, then a smaller batch, then fewer switches on.
-bool Cheaper(const trace::LoaderSweepPoint& a, const trace::LoaderSweepPoint& b) {
+bool Cheaper(const LoaderSweepPoint& a, const LoaderSweepPoint& b) {
   if (a.workers != b.workers) return a.workers < b.workers;
   if (a.batch_size != b.batch_size) return a.batch_size < b.batch_size;
   return SwitchesOn(a) < SwitchesOn(b);
 }
 
-bool HasSwitches(const std::vector<trace::LoaderSweepPoint>& points) {
+bool HasSwitches(const std::vector<LoaderSweepPoint>& points) {
   for (const auto& p : points)
     if (p.pin_memory || p.persistent_workers) return true;
   return false;
@@ -55,19 +55,19 @@ double MedianOf(std::vector<double> values) {
   return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
-std::optional<trace::LoaderSweepRecommendation> RecommendLoaderSetting(
-    const std::vector<trace::LoaderSweepPoint>& points, double tolerance) {
+std::optional<LoaderSweepRecommendation> RecommendLoaderSetting(
+    const std::vector<LoaderSweepPoint>& points, double tolerance) {
   if (points.empty()) return std::nullopt;
-  const trace::LoaderSweepPoint* best = &points.front();
-  for (const trace::LoaderSweepPoint& p : points)
+  const LoaderSweepPoint* best = &points.front();
+  for (const LoaderSweepPoint& p : points)
     if (p.samples_per_s_median > best->samples_per_s_median) best = &p;
   const double floor = best->samples_per_s_median * (1 - tolerance);
-  const trace::LoaderSweepPoint* pick = best;
-  for (const trace::LoaderSweepPoint& p : points) {
+  const LoaderSweepPoint* pick = best;
+  for (const LoaderSweepPoint& p : points) {
     if (p.samples_per_s_median < floor) continue;
     if (Cheaper(p, *pick)) pick = &p;
   }
-  trace::LoaderSweepRecommendation r;
+  LoaderSweepRecommendation r;
   r.workers = pick->workers;
   r.batch_size = pick->batch_size;
   r.pin_memory = pick->pin_memory;
@@ -88,7 +88,7 @@ std::optional<trace::LoaderSweepRecommendation> RecommendLoaderSetting(
   return r;
 }
 
-std::string LoaderSweepTable(const trace::LoaderSweep& result) {
+std::string LoaderSweepTable(const LoaderSweep& result) {
   std::string out;
   char line[200];
   // The pin / persist columns only for a sweep that varies them (the Python package's).
@@ -101,7 +101,7 @@ std::string LoaderSweepTable(const trace::LoaderSweep& result) {
     out += line;
   }
   out += "\n";
-  for (const trace::LoaderSweepPoint& p : result.points) {
+  for (const LoaderSweepPoint& p : result.points) {
     const std::string spread = OrDash(p.samples_per_s_min) + "-" + OrDash(p.samples_per_s_max);
     std::snprintf(line, sizeof line, "%7d %6d %14.1f %19s %14s %13s", p.workers, p.batch_size,
                   p.samples_per_s_median, spread.c_str(), OrDash(p.first_batch_ms).c_str(),
@@ -115,7 +115,7 @@ std::string LoaderSweepTable(const trace::LoaderSweep& result) {
     out += "\n";
   }
   if (result.recommendation) {
-    const trace::LoaderSweepRecommendation& r = *result.recommendation;
+    const LoaderSweepRecommendation& r = *result.recommendation;
     const std::string setting = (r.batch_size ? Setting(r.workers, *r.batch_size)
                                               : std::to_string(r.workers) + " workers") +
                                 trace::LoaderSwitchesText(r.pin_memory, r.persistent_workers);
@@ -124,4 +124,4 @@ std::string LoaderSweepTable(const trace::LoaderSweep& result) {
   return out;
 }
 
-}  // namespace dsdiag::trainer
+}  // namespace dsdiag::trace
