@@ -53,7 +53,9 @@ class Checkpoints(JobTestCase):
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              universal_newlines=True, timeout=120)
         self.assertEqual(off.returncode, 0, off.stderr)
-        losses = lambda text: sorted(l for l in text.splitlines() if l.startswith("final loss"))
+        def losses(text):
+            return sorted(line for line in text.splitlines() if line.startswith("final loss"))
+
         self.assertEqual(len(losses(stdout)), 2)
         self.assertEqual(losses(stdout), losses(off.stdout))
 

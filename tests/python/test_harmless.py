@@ -5,7 +5,7 @@ the same, spawned ranks seeded per rank are clean; and a rank-conditional barrie
 import os
 import re
 
-from dsdiag_jobs import PYTHON, JOBS, JobTestCase, compare, find, read_trace, run_job, serious
+from dsdiag_jobs import JobTestCase, compare, find, read_trace, run_job, serious
 
 
 def losses(out):

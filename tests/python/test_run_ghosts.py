@@ -100,7 +100,7 @@ class DsdiagRunGhosts(JobTestCase):
         self.assertEqual((f["ranks"], f["step"]), ([0], 20))
         self.assertIn("uneven inputs", f["summary"])
 
-    def test_ranks_started_by_spawn_are_instrumented_and_the_seed_check_misses_what_dsdiag_names(self):
+    def test_spawned_ranks_are_instrumented_and_the_seed_check_misses_what_dsdiag_names(self):
         status, out, err = run_job(self.path("spawn"), "seed_spawn.py", nproc=0)
         self.assertEqual(status, 0, err)
         self.assertNotIn("has no gradient", out)  # the folk remedy sees nothing

@@ -88,7 +88,8 @@ class ScalerProbes(JobTestCase):
         # the NaN gradients: every rank skips, rank 1 is where they came from.
         self.job("overflow", "overflow")
         findings = compare(self.path("overflow"))
-        self.assertEqual(serious(findings), {"scaler-overflow/error", "scaler-overflow/warning"}, findings)
+        self.assertEqual(serious(findings), {"scaler-overflow/error", "scaler-overflow/warning"},
+                         findings)
         expected = {"info": (5, [5, 9]), "warning": (25, [25]), "error": (30, [30, 31, 32, 33, 34])}
         for severity, (step, steps) in expected.items():
             f = find(findings, "scaler-overflow", severity)

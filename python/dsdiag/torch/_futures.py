@@ -41,7 +41,7 @@ def then(future, callback):
     token = _Token()
 
     def counted(f):
-        token  # held by the closure: released with it, on the worker thread
+        token  # noqa: B018  held by the closure: released with it, on the worker thread
         return callback(f)
 
     child = future.then(counted)

@@ -16,7 +16,8 @@ def describe(backend):
     try:
         if torch.cuda.is_available():
             nccl = torch.cuda.nccl.version()
-            versions["nccl"] = ".".join(str(p) for p in nccl) if isinstance(nccl, tuple) else str(nccl)
+            versions["nccl"] = (".".join(str(p) for p in nccl) if isinstance(nccl, tuple)
+                                else str(nccl))
     except Exception:
         pass
     determinism = {

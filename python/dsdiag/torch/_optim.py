@@ -26,10 +26,10 @@ def install():
 def _optimizer_init(self, *args, **kwargs):
     _ORIGINAL["__init__"](self, *args, **kwargs)
     cls = type(self)
-    step = cls.__dict__.get("step") or getattr(cls, "step")
+    step = cls.__dict__.get("step") or cls.step
     if not getattr(step, _WRAPPED, False):
         wrapped = _wrap_step(step)
-        setattr(cls, "step", wrapped)
+        cls.step = wrapped
 
 
 def _wrap_step(step):

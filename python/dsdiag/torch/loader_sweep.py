@@ -238,7 +238,7 @@ def load_dataset(spec):
         try:
             module = importlib.import_module(where)
         except ImportError as e:
-            raise UsageError("--dataset: cannot import %s: %s" % (where, e))
+            raise UsageError("--dataset: cannot import %s: %s" % (where, e)) from e
     if not hasattr(module, name):
         raise UsageError("--dataset: %s has no %s" % (where, name))
     found = getattr(module, name)
