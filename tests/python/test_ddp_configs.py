@@ -1,6 +1,7 @@
 """dsdiag run on DDP configured as torch 2.x users configure it (jobs/ddp_configs.py, Gloo,
 2 ranks): static_graph, gradient_as_bucket_view, find_unused_parameters, gradient
-accumulation under no_sync() and torch.compile(ddp_model). For each, a clean job gives no
+accumulation under no_sync(), torch.compile(ddp_model) and optimizer.step(closure) (the
+backward inside the step, as Lightning runs it). For each, a clean job gives no
 warning or error and the same losses as without dsdiag; a submodule skipped on one rank is
 missing-grad naming it; a gradient changed after the allreduce is grad-desync naming the rank
 and the step (a step is an optimizer step, however many backward passes it holds).
@@ -81,6 +82,10 @@ class DdpConfigs(JobTestCase):
         self.check_clean("no-sync")
         self.check_skip("no-sync")
         self.check_desync("no-sync")
+
+    def test_a_closure_that_runs_the_backward_inside_the_optimizer_step(self):
+        self.check_clean("closure")
+        self.check_skip("closure")
 
     @lane_needs((2, 1), "torch.compile")
     def test_torch_compile_of_the_ddp_model(self):

@@ -1,6 +1,7 @@
 """The optimizer step: the end of a training step. Before it, the model probe writes what
-the backward left (who took part, the gradients as synced and as about to be used); the
-step itself is the `optimizer` phase; after it the step record is written.
+the backward left (who took part, the gradients as synced and as about to be used) — with
+step(closure), when the closure that runs the backward returns; the step itself is the
+`optimizer` phase; after it the step record is written.
 
 torch 2.x has global optimizer step hooks (register_optimizer_step_pre_hook); torch 1.13 has
 none, so each optimizer class's step is wrapped once, the way its own profiling hook is."""
@@ -37,14 +38,39 @@ def _wrap_step(step):
     def wrapped(self, *args, **kwargs):
         if not RUNTIME.on:
             return step(self, *args, **kwargs)
-        before_step_once()
+        args, kwargs, closure_given = _record_after_closure(args, kwargs)
+        if not closure_given:
+            before_step_once()
         with phase("optimizer"):
             result = step(self, *args, **kwargs)
+        before_step_once()  # a closure the optimizer never called
         _after_step()
         return result
 
     setattr(wrapped, _WRAPPED, True)
     return wrapped
+
+
+def _record_after_closure(args, kwargs):
+    """optimizer.step(closure): the closure runs the forward and backward inside step()
+    (Lightning calls every optimizer so; LBFGS calls it several times), so what the backward
+    left is recorded when the closure first returns, before the optimizer uses it. Returns
+    the arguments with the closure wrapped, and whether there was one."""
+    if args and callable(args[0]):
+        return (_after_closure(args[0]),) + tuple(args[1:]), kwargs, True
+    if callable(kwargs.get("closure")):
+        return args, dict(kwargs, closure=_after_closure(kwargs["closure"])), True
+    return args, kwargs, False
+
+
+def _after_closure(closure):
+    @functools.wraps(closure)
+    def run_then_record(*args, **kwargs):
+        result = closure(*args, **kwargs)
+        before_step_once()
+        return result
+
+    return run_then_record
 
 
 _PRE_STEP = {"done": False}  # the pre-step records of the current step are written

@@ -8,6 +8,8 @@ by `dsdiag run --nproc N` (or torchrun). DDP_CONFIG chooses the configuration:
                step, the first ones under model.no_sync() (the allreduce runs on the last)
   compile      torch.compile(ddp_model) (the "eager" backend: dynamo's DDP optimizer
                splits the graph at bucket boundaries; no C++ compiler is needed)
+  closure      opt.step(closure), the closure running zero_grad, forward and backward
+               inside the optimizer's step (how Lightning drives every optimizer)
 FAULT adds one user mistake:
   skip    rank 1 skips the `extra` submodule (with plain/static/bucket-view, DDP needs
           find_unused_parameters or static_graph to let that run; the job sets the first
@@ -58,6 +60,18 @@ forward = torch.compile(model, backend="eager") if config == "compile" else mode
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 torch.manual_seed(1 + rank)
 for step in range(steps):
+    if config == "closure":
+        x = torch.randn(16, 32)
+        y = x.sum(1, keepdim=True)
+
+        def closure(x=x, y=y):
+            opt.zero_grad()
+            loss = torch.nn.functional.mse_loss(forward(x), y)
+            loss.backward()
+            return loss
+
+        loss = opt.step(closure)
+        continue
     opt.zero_grad()
     for micro in range(accumulate):
         x = torch.randn(16, 32)
