@@ -17,7 +17,7 @@ import functools
 from torch.utils.data import DataLoader
 from torch.utils.data import dataloader as _dataloader
 
-from dsdiag.torch import _data_loader, _data_sampler
+from dsdiag.torch import _data_loader, _data_sampler, _rng_watch
 from dsdiag.torch._runtime import RUNTIME
 
 _ORIGINAL = {}
@@ -39,9 +39,9 @@ def install():
 
 @functools.wraps(DataLoader.__iter__)
 def _loader_iter(self):
-    it = _ORIGINAL["__iter__"](self)
     if not RUNTIME.on:
-        return it
+        return _ORIGINAL["__iter__"](self)
+    it = _rng_watch.around_loader_iter(lambda: _ORIGINAL["__iter__"](self))
     feed = _data_loader.new_feed(self)
     if feed is None:
         return it

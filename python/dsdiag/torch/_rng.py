@@ -25,6 +25,7 @@ def install():
     _INSTALLED[0] = True
     _rng_loader.install()
     watch = _rng_watch.Watch()
+    _rng_watch.WATCH.append(watch)
 
     def rng_step_begin(runtime):
         watch.on_step_begin(runtime)

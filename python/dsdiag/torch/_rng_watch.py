@@ -17,7 +17,10 @@ A stream "draws in training" when, within the watched steps, its state moved
   - between two steps in two consecutive gaps (noise drawn before the forward, every step).
 A single move between two steps is not use: a DataLoader draws its workers' base seed from
 the global generator once per pass (at iter(), outside any step), which is harmless for the
-main stream; the workers' own streams are probed themselves (_rng_loader). A gap in which
+main stream; the workers' own streams are probed themselves (_rng_loader). Nor is that draw
+when the loop makes its iterator inside a step (Lightning's data fetcher does, at the first
+batch): DataLoader.__iter__ tells the watch (around_loader_iter), which moves the stream's
+observed state along with the draw. A gap in which
 RUNTIME.epoch changed is not counted either, for the same reason. A stream that never moves
 draws nothing, and identical states are then harmless: it is never recorded.
 
@@ -76,6 +79,17 @@ class Watch(object):
     def __init__(self):
         self.streams = None
 
+    def loader_iter_drew(self, before, after):
+        """DataLoader.__iter__ moved torch-cpu from `before` to `after` (its base seed): the
+        observed begin / end states follow, so that the draw is no use."""
+        for s in self.streams or ():
+            if s.name != "torch-cpu" or s.in_use or s.dead:
+                continue
+            if s.begin == before:
+                s.begin = after
+            if s.end == before:
+                s.end = after
+
     def on_step_begin(self, runtime):
         if self.streams is None:
             self.streams = _streams()
@@ -120,6 +134,29 @@ class Watch(object):
         s.epoch = runtime.epoch
         seed, state_hash = seed_hash
         _core.write_rng(runtime.session, s.name, why, seed, state_hash)
+
+
+WATCH = []  # the process's Watch, once _rng installed it
+
+
+def around_loader_iter(make_iterator):
+    """make_iterator() (DataLoader.__iter__), with its draw from torch-cpu forgiven."""
+    watch = WATCH[0] if WATCH else None
+    before = _torch_cpu_hash() if watch is not None and watch.streams is not None else None
+    it = make_iterator()  # the job's own call: whatever it raises is the job's
+    if before is not None:
+        after = _torch_cpu_hash()
+        if after is not None and after != before:
+            watch.loader_iter_drew(before, after)
+    return it
+
+
+def _torch_cpu_hash():
+    try:
+        return _rng_state.torch_cpu()[1]
+    except Exception as e:  # the watch reads it too, and switches itself off there
+        warn_once("rng-loader-iter", "torch-cpu not read around DataLoader.__iter__: %r" % (e,))
+        return None
 
 
 def _read(s):
