@@ -13,8 +13,8 @@ import os
 import subprocess
 import unittest
 
-from dsdiag_jobs import (DSDIAG, JOBS, PYTHON, JobTestCase, compare, find, lane_needs, read_trace,
-                         run_job, serious)
+from dsdiag_jobs import (DSDIAG, JOBS, PYTHON, TORCH, JobTestCase, compare, find, lane_needs,
+                         read_trace, run_job, serious)
 
 JOB = "ddp_configs.py"
 
@@ -40,6 +40,12 @@ class DdpConfigs(JobTestCase):
         records = map(json.loads, read_trace(os.path.join(run, "rank-00000.jsonl")))
         steps = [r for r in records if r.get("type") == "step"]
         self.assertEqual(len(steps), 12)
+        # The header says which probes this torch allows: all of them on torch 2.x; 1.13
+        # has no global optimizer step hooks.
+        with open(os.path.join(run, "rank-00000.jsonl")) as trace:
+            have = json.loads(trace.readline())["python_probes"]
+        expected_off = set() if TORCH >= (2, 0) else {"optimizer_hooks"}
+        self.assertEqual({name for name, on in have.items() if not on}, expected_off, have)
         off = subprocess.run([DSDIAG, "run", "--probes", "off", "--nproc", "2", "--out",
                               self.path(config + "-off"), "--", PYTHON, os.path.join(JOBS, JOB)],
                              env=dict(os.environ, DDP_CONFIG=config, STEPS="12",

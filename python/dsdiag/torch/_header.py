@@ -2,6 +2,7 @@
 CUDA, NCCL, Python), the determinism switches engineers set by folklore, and which probes
 this torch allows (recorded, so that a missing finding is not read as a clean bill)."""
 
+import inspect
 import platform
 import sys
 
@@ -42,14 +43,25 @@ def describe(backend):
 
 
 def _grad_scaler_state():
-    scaler = getattr(getattr(torch.cuda, "amp", None), "GradScaler", None)
+    # torch 2.x: torch.amp.GradScaler (torch.cuda.amp's is a subclass, and its module is not
+    # loaded until used); torch 1.13: torch.cuda.amp.GradScaler.
+    scaler = getattr(getattr(torch, "amp", None), "GradScaler", None)
+    if scaler is None:
+        try:
+            import torch.cuda.amp as cuda_amp  # Python only: nothing of CUDA is initialised
+        except ImportError:
+            return False
+        scaler = getattr(cuda_amp, "GradScaler", None)
     if scaler is None:
         return False
     # A disabled scaler sets none of it: ask the constructor's code which attributes it sets.
     # (torch 2.x: torch.cuda.amp.GradScaler's __init__ calls torch.amp's: the whole MRO.)
+    # (dsdiag's own scaler probe wraps __init__ with functools.wraps: look through it.)
     names = set()
     for cls in scaler.__mro__:
         init = cls.__dict__.get("__init__")
+        if init is not None:
+            init = inspect.unwrap(init)
         names.update(getattr(getattr(init, "__code__", None), "co_names", ()))
     return {"_per_optimizer_states", "_growth_tracker", "_scale"} <= names
 
@@ -61,7 +73,9 @@ def probe_availability():
     have = {
         "ddp_comm_hook": hasattr(torch.nn.parallel.DistributedDataParallel, "register_comm_hook"),
         "default_store": hasattr(dist.distributed_c10d, "_get_default_store"),
-        "optimizer_hooks": hasattr(getattr(torch.optim, "optimizer", None),
+        # Asked of the module Optimizer lives in: torch 2.x does not bind torch.optim.optimizer
+        # as an attribute of torch.optim.
+        "optimizer_hooks": hasattr(sys.modules.get(torch.optim.Optimizer.__module__),
                                    "register_optimizer_step_pre_hook"),
         # Batches timed in place (the iterator's __next__), else through a proxy iterator.
         "dataloader_next": "__next__" in vars(getattr(torch.utils.data.dataloader,
