@@ -153,7 +153,7 @@ std::optional<int> TorchFrRankFromFileName(std::string_view file_name);
 // Parses a whole dump. `file_name` names it in issues; its trailing digits are the rank.
 std::optional<TorchFrDump> ParseTorchFrDump(const std::string& file_name, std::string_view bytes,
                                             LocatedIssue* issue);
-// Reads (at most 256 MiB) and parses one file.
+// Reads (at most 64 MiB) and parses one file.
 std::optional<TorchFrDump> ReadTorchFrDumpFile(const std::string& path, LocatedIssue* issue);
 
 }  // namespace dsdiag::trace
