@@ -1,7 +1,9 @@
-"""DistributedDataParallel: the model's parameter table, which parameters took part in each
-backward, the gradients at the allreduce's completion and again before the optimizer uses
-them, the parameters every N steps — what missing-grad, grad-desync, init- and
-replica-divergence diff across ranks — and DDP's bucket allreduces as `coll` records.
+"""DistributedDataParallel: the model's probe (_model.py: the parameter table, which
+parameters took part in each backward, the parameters every N steps) built on the wrapped
+module, the gradients at the allreduce's completion and again before the optimizer uses
+them — what missing-grad, grad-desync, init- and replica-divergence diff across ranks — and
+DDP's bucket allreduces as `coll` records. A step whose gradients DDP never reduced (its
+module called directly) is marked, and the parameters fingerprinted at once after it.
 
 The allreduces are seen through DDP's communication hook: dsdiag registers one that calls
 the job's own hook when it registers one (register_comm_hook is wrapped: the job's hook
@@ -17,7 +19,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 from dsdiag import _core
 from dsdiag.torch import _dist, _futures
-from dsdiag.torch._buffers import BufferProbe
+from dsdiag.torch._model import ModelProbe
 from dsdiag.torch._runtime import RUNTIME, Suppress, guard, phase
 from dsdiag.torch._tensors import dtype_name, fingerprint_each
 
@@ -43,7 +45,7 @@ def _ddp_init(self, *args, **kwargs):
 
 @guard("ddp")
 def _attach(ddp):
-    probe = ModelProbe(ddp)
+    probe = DDPProbe(ddp)
     if RUNTIME.model is None:
         RUNTIME.model = probe
     ddp._dsdiag_probe = probe
@@ -117,51 +119,28 @@ def _comm_hook(probe, bucket):
     return _futures.then(future, done)
 
 
-class ModelProbe(object):
-    """The probes of one DDP model: its parameters, their participation in the backward,
-    and the gradient and parameter fingerprints."""
+class DDPProbe(ModelProbe):
+    """The probes of one DDP model: the model's (_model.py), with the table from the
+    wrapped module, and the gradients as DDP's allreduce leaves them."""
 
     def __init__(self, ddp):
-        self.ddp = ddp
         self.process_group = getattr(ddp, "process_group", None)
         self.user_hook = None
         named = [(n, p) for n, p in ddp.module.named_parameters() if p.requires_grad]
-        self.names = [n for n, _ in named]
-        self.params = [p for _, p in named]
-        self.index = {id(p): i for i, p in enumerate(self.params)}
-        self.took_part = [False] * len(self.params)
-        self.after_sync_hashes = [0] * len(self.params)
-        self.synced = False  # some bucket completed this step
-        self.last_missing = None
-        self.params_fingerprinted = False
-        self.fp_every = 1 if RUNTIME.settings.full else 10
-        self.buffers = BufferProbe(ddp.module, self.fp_every)
-        session = RUNTIME.session
-        _core.write_params(
-            session,
-            self.names,
-            [list(p.shape) for p in self.params],
-            [dtype_name(p.dtype) for p in self.params],
-            [list(range(len(self.params)))],
-            self.buffers.names,
-        )
-        for i, p in enumerate(self.params):
-            p.register_hook(self._participation_hook(i))
-        self.fingerprint_params("init")  # DDP broadcast rank 0's parameters in __init__
-
-    def _participation_hook(self, i):
-        took_part = self.took_part
-
-        def hook(grad):
-            took_part[i] = True
-            return None
-
-        return hook
+        self.after_sync_hashes = [0] * len(named)
+        self.synced = False  # some bucket completed this step (hashed: CPU tensors only)
+        self.reduced = False  # some bucket's allreduce began this step (any device)
+        self.unsynced_steps = 0  # steps whose gradients DDP never reduced
+        self.unsynced_now = False  # this step's
+        # DDP broadcast rank 0's parameters in __init__: the `init` fingerprint follows.
+        super().__init__(ddp, [n for n, _ in named], [p for _, p in named],
+                         [list(range(len(named)))], buffers_of=ddp.module)
 
     # --- the allreduce ---------------------------------------------------------------
 
     @guard("ddp-bucket")
     def begin_bucket(self, bucket):
+        self.reduced = True
         buffer = bucket.buffer()
         count = buffer.numel()
         RUNTIME.begin_step_if_needed()
@@ -197,19 +176,14 @@ class ModelProbe(object):
 
     # --- around the optimizer step ---------------------------------------------------
 
-    def before_optimizer_step(self):
-        """The backward is over: who took part, the gradients as synced and as about to be
-        used, and the parameters again when they were fingerprinted after the last step."""
+    def write_gradients(self, computed):
+        """The gradients as synced and as about to be used; a step whose backward computed
+        gradients that DDP never reduced is marked (see _note_unsynced)."""
         session = RUNTIME.session
-        missing = [i for i, part in enumerate(self.took_part) if not part]
-        changed = missing != self.last_missing
-        _core.write_grad(session, float("nan"), len(missing), missing if changed else None)
-        self.last_missing = missing
-        for i in range(len(self.took_part)):
-            self.took_part[i] = False
         with RUNTIME.lock:
             synced, after = self.synced, list(self.after_sync_hashes)
-            self.synced = False
+            reduced = self.reduced
+            self.synced = self.reduced = False
             self.after_sync_hashes = [0] * len(self.params)
         if synced:
             _core.write_fingerprints(session, "grad", "after-sync", True, after)
@@ -217,14 +191,25 @@ class ModelProbe(object):
             # Only what was synced this step is compared.
             now = [h if a != 0 else 0 for h, a in zip(now, after)]
             _core.write_fingerprints(session, "grad", "pre-step", True, now)
-        if self.params_fingerprinted:
-            self.fingerprint_params("pre-step")
+        self.unsynced_now = computed and not reduced
+        if self.unsynced_now:
+            self._note_unsynced()
 
-    def after_optimizer_step(self, step):
-        self.params_fingerprinted = (step + 1) % self.fp_every == 0
-        if self.params_fingerprinted:
-            self.fingerprint_params("periodic")
+    def _note_unsynced(self):
+        """The wrapped module called directly (ddp.module(x): DDP's forward, which arms its
+        reducer, never runs) or optimizer.step() inside no_sync(): every rank steps on its
+        own gradients and the replicas drift. The first such step is marked, and the
+        parameters are fingerprinted after it (fingerprint_due), so that replica-divergence
+        names the step where they first differ, not up to N steps later."""
+        self.unsynced_steps += 1
+        if self.unsynced_steps == 1:
+            RUNTIME.session.mark(
+                "ddp-grads-not-reduced",
+                "step %d: the backward computed gradients and DDP reduced none of them "
+                "(its module called directly, or optimizer.step() inside no_sync())"
+                % RUNTIME.step)
 
-    def fingerprint_params(self, why):
-        hashes = fingerprint_each([p.detach() for p in self.params])
-        _core.write_fingerprints(RUNTIME.session, "param", why, True, hashes)
+    def fingerprint_due(self, step):
+        first_unsynced = self.unsynced_now and self.unsynced_steps == 1
+        return first_unsynced or super().fingerprint_due(step)
+

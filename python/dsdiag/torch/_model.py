@@ -1,0 +1,100 @@
+"""The model a job trains, however it is wrapped: its parameter table (the `params`
+record), which parameters took part in each backward (`grad` records: missing-grad), and
+its parameter fingerprints — `init` when the probe starts, `periodic` after an optimizer
+step every N steps and `pre-step` before the next one — which init- and replica-divergence
+diff across ranks.
+
+Two probes are built on it: DDP's (_ddp.py: the table from the wrapped module, the
+gradients as DDP syncs them) and, for a model no DDP wraps, the optimizer's (_unwrapped.py:
+the table from the optimizers' parameters, named by the modules that own them). One of
+them is RUNTIME.model: the trace holds one table.
+"""
+
+from dsdiag import _core
+from dsdiag.torch._buffers import BufferProbe
+from dsdiag.torch._runtime import RUNTIME
+from dsdiag.torch._tensors import dtype_name, fingerprint_each
+
+
+class ModelProbe(object):
+    """The table, the participation hooks and the parameter fingerprints of one model.
+
+    `module` is what other probes know the model by: a checkpoint load into it is followed
+    by `resume` fingerprints (_checkpoint), its training flag tells a validation loop from
+    training (_data_loader). `buffers_of` is the module whose buffers are fingerprinted as
+    its forward begins (None: no buffers). `buckets` is the `params` record's gradient-sync
+    buckets ([] where nothing syncs the gradients). `hooked_late`: the participation hooks
+    went in after this step's backward, so this step's `grad` record is left out."""
+
+    def __init__(self, module, names, params, buckets, buffers_of=None, hooked_late=False):
+        self.ddp = module  # the name the other probes read (_checkpoint, _data_loader)
+        self.names = list(names)
+        self.params = list(params)
+        self.index = {id(p): i for i, p in enumerate(self.params)}
+        self.took_part = [False] * len(self.params)
+        self.participation_unknown = hooked_late
+        self.last_missing = None
+        self.params_fingerprinted = False
+        self.fp_every = 1 if RUNTIME.settings.full else 10
+        self.buffers = BufferProbe(buffers_of, self.fp_every) if buffers_of is not None else None
+        _core.write_params(
+            RUNTIME.session,
+            self.names,
+            [list(p.shape) for p in self.params],
+            [dtype_name(p.dtype) for p in self.params],
+            buckets,
+            self.buffers.names if self.buffers is not None else [],
+        )
+        for i, p in enumerate(self.params):
+            p.register_hook(self._participation_hook(i))
+        self.fingerprint_params("init")
+
+    def _participation_hook(self, i):
+        took_part = self.took_part
+
+        def hook(grad):
+            took_part[i] = True
+            return None
+
+        return hook
+
+    # --- around the optimizer step ---------------------------------------------------
+
+    def before_optimizer_step(self):
+        """The backward is over: who took part, the gradients (write_gradients), and the
+        parameters again when they were fingerprinted after the last step."""
+        self.write_gradients(self.write_participation())
+        if self.params_fingerprinted:
+            self.fingerprint_params("pre-step")
+
+    def write_participation(self):
+        """The `grad` record: the parameters no gradient reached in this backward. Returns
+        whether any gradient did."""
+        missing = [i for i, part in enumerate(self.took_part) if not part]
+        for i in range(len(self.took_part)):
+            self.took_part[i] = False
+        if self.participation_unknown:
+            self.participation_unknown = False
+            return True
+        changed = missing != self.last_missing
+        _core.write_grad(RUNTIME.session, float("nan"), len(missing), missing if changed else None)
+        self.last_missing = missing
+        return len(missing) < len(self.params)
+
+    def write_gradients(self, computed):
+        """The gradients' fingerprints, where something syncs them (DDP's probe);
+        `computed`: some gradient reached the parameters in this backward."""
+
+    def after_optimizer_step(self, step):
+        self.params_fingerprinted = self.fingerprint_due(step)
+        if self.params_fingerprinted:
+            self.fingerprint_params("periodic")
+
+    def fingerprint_due(self, step):
+        """Whether the parameters are fingerprinted after the optimizer step of `step`:
+        every N steps (10 in light mode, every step in full)."""
+        return (step + 1) % self.fp_every == 0
+
+    def fingerprint_params(self, why):
+        hashes = fingerprint_each([p.detach() for p in self.params])
+        _core.write_fingerprints(RUNTIME.session, "param", why, True, hashes)
