@@ -1,7 +1,9 @@
 """The optimizer step: the end of a training step. Before it, the model probe writes what
 the backward left (who took part, the gradients as synced and as about to be used) — with
 step(closure), when the closure that runs the backward returns; the step itself is the
-`optimizer` phase; after it the step record is written.
+`optimizer` phase; after it the step record is written. Every optimizer built is
+remembered: what it trains is the model the probe watches when no DDP wraps it
+(_unwrapped).
 
 torch 2.x has global optimizer step hooks (register_optimizer_step_pre_hook); torch 1.13 has
 none, so each optimizer class's step is wrapped once, the way its own profiling hook is."""
@@ -10,6 +12,7 @@ import functools
 
 import torch
 
+from dsdiag.torch import _unwrapped
 from dsdiag.torch._runtime import RUNTIME, guard, phase
 
 _WRAPPED = "_dsdiag_wrapped"
@@ -21,16 +24,26 @@ def install():
         return
     _ORIGINAL["__init__"] = torch.optim.Optimizer.__init__
     torch.optim.Optimizer.__init__ = _optimizer_init
+    RUNTIME.step_begin_hooks.append(_unwrapped.at_step_begin)
 
 
 @functools.wraps(torch.optim.Optimizer.__init__)
 def _optimizer_init(self, *args, **kwargs):
     _ORIGINAL["__init__"](self, *args, **kwargs)
+    _remember(self)
     cls = type(self)
     step = cls.__dict__.get("step") or cls.step
     if not getattr(step, _WRAPPED, False):
         wrapped = _wrap_step(step)
         cls.step = wrapped
+
+
+def _remember(optimizer):
+    """What it trains is the model's, when no DDP wraps it (_unwrapped)."""
+    try:
+        _unwrapped.remember(optimizer)
+    except Exception:  # never into the job's constructor
+        pass
 
 
 def _wrap_step(step):
@@ -94,6 +107,8 @@ def end_skipped_step():
 
 @guard("optimizer")
 def _before_step():
+    if not RUNTIME.in_step:
+        _unwrapped.at_optimizer_step_first()
     RUNTIME.begin_step_if_needed()
     RUNTIME.write_pending_ops()
     if RUNTIME.model is not None:

@@ -1,0 +1,144 @@
+"""A model that no DDP wraps: the parameter table and the fingerprints come from what the job
+trains, every optimizer's parameters, named by the modules that own them (_model_owners).
+
+A job with a process group but no DDP (each rank trains its own replica, one of the
+commonest data-parallel mistakes) then gets init-divergence when the ranks built different
+models and replica-divergence at the step the replicas first differ. The parameters are
+fingerprinted after step 0 as well as every N steps: such replicas drift from the first
+update. The `params` record has no gradient-sync bucket (`buckets` []), and a `mark`
+`model-not-wrapped` says that no DDP covers these parameters.
+
+The probe is built when the first training step begins (or, failing that, at its optimizer
+step), from every optimizer built by then: not at the optimizer's construction, since a job
+may wrap the model in DDP after building its optimizer, and a DDP probe, when there is one,
+is the model's probe (one `params` table per trace). It stands down in a process of one
+rank, and where the parameters are sharded by design (FSDP, DTensor, DeepSpeed's ZeRO-3,
+Megatron's tensor parallel): replicas are not expected to be equal there.
+"""
+
+import weakref
+
+import torch
+
+from dsdiag.torch import _model_owners
+from dsdiag.torch._model import ModelProbe
+from dsdiag.torch._runtime import RUNTIME, guard
+
+_OPTIMIZERS = []  # weak references to the optimizers built so far, in order
+_DECIDED = [False]  # the model's probe is settled: this one, DDP's, or none
+
+
+def remember(optimizer):
+    """From Optimizer.__init__, probes on or not (a job may build its optimizer before
+    init_process_group): a weak reference, nothing else."""
+    if not _DECIDED[0]:
+        _OPTIMIZERS.append(weakref.ref(optimizer))
+
+
+def at_step_begin(runtime):
+    """A step-begin hook (RUNTIME.step_begin_hooks), run where the step begins: at the
+    training loader's fetch or the backward, so the participation hooks go in before it."""
+    if not _DECIDED[0]:
+        attach(hooked_late=False)
+
+
+def at_optimizer_step_first():
+    """An optimizer step that begins its step (no loader fetch, no Tensor.backward seen:
+    torch.autograd.backward): this step's backward is over, its participation unknown."""
+    if not _DECIDED[0]:
+        attach(hooked_late=True)
+
+
+@guard("unwrapped-model")
+def attach(hooked_late):
+    if RUNTIME.model is not None:  # DDP's probe covers the model
+        _decide()
+        return
+    optimizers = [o for o in (ref() for ref in _OPTIMIZERS) if o is not None]
+    if not optimizers:
+        return  # none built yet: asked again at the next step
+    _decide()
+    if _world_size() < 2:
+        return  # no replicas to compare
+    params = _trained_params(optimizers)
+    if not params or _sharded(params):
+        return
+    RUNTIME.model = UnwrappedModelProbe(params, hooked_late)
+
+
+def _decide():
+    _DECIDED[0] = True
+    del _OPTIMIZERS[:]
+
+
+def _world_size():
+    import torch.distributed as dist
+
+    return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+
+
+def _trained_params(optimizers):
+    """Every optimizer's parameters that require grad, once each, in the optimizers' order."""
+    params, seen = [], set()
+    for optimizer in optimizers:
+        for group in optimizer.param_groups:
+            for p in group["params"]:
+                if isinstance(p, torch.Tensor) and p.requires_grad and id(p) not in seen:
+                    seen.add(id(p))
+                    params.append(p)
+    return params
+
+
+def _sharded(params):
+    """Parameters that differ across ranks by design: a DTensor (FSDP2, tensor parallel),
+    FSDP's flat parameter, DeepSpeed's ZeRO-3 partition, Megatron's tensor-parallel shard."""
+    for p in params:
+        if type(p).__name__ in ("DTensor", "FlatParameter") or hasattr(p, "placements"):
+            return True
+        if hasattr(p, "ds_id") or getattr(p, "tensor_model_parallel", False):
+            return True
+        if hasattr(p, "_fsdp_flattened"):
+            return True
+    return False
+
+
+class UnwrappedModelProbe(ModelProbe):
+    """The model's probe built on the optimizers' parameters."""
+
+    def __init__(self, params, hooked_late):
+        owners = _model_owners.owners(params)
+        names = _names(params, owners)
+        main = owners[0][0] if owners else torch.nn.Module()  # what other probes know it by
+        super().__init__(main, names, params, [], buffers_of=main if owners else None,
+                         hooked_late=hooked_late)
+        RUNTIME.session.mark(
+            "model-not-wrapped",
+            "the optimizers' %d parameters (%s) are in no DistributedDataParallel at world size "
+            "%d: DDP does not reduce their gradients" % (
+                len(params), ", ".join(type(m).__name__ for m, _ in owners) or "no module",
+                _world_size()))
+
+    def fingerprint_due(self, step):
+        """After step 0 too: unwrapped replicas drift from the first update."""
+        return step == 0 or super().fingerprint_due(step)
+
+
+def _names(params, owners):
+    """Each parameter's name in its owner; with several owners, prefixed by the owner's class
+    (and #2, #3 for a class met again); `optimizer.<k>` where no module owns it."""
+    prefixes, counts = [], {}
+    for module, _ in owners:
+        cls = type(module).__name__
+        counts[cls] = counts.get(cls, 0) + 1
+        prefixes.append(cls + ("" if counts[cls] == 1 else "#%d" % counts[cls]) + ".")
+    if len(owners) == 1:
+        prefixes = [""]
+    names = []
+    for k, p in enumerate(params):
+        for (_, owned), prefix in zip(owners, prefixes):
+            if id(p) in owned:
+                names.append(prefix + owned[id(p)])
+                break
+        else:
+            names.append("optimizer.%d" % k)
+    return names
