@@ -13,6 +13,14 @@
 #include "probes/probe_timer.h"
 #include "trace/clock.h"
 #include "trace/record_types.h"
+#include "trace/records/clock_record.h"
+#include "trace/records/end_record.h"
+#include "trace/records/error_record.h"
+#include "trace/records/mark_record.h"
+#include "trace/records/phase_record.h"
+#include "trace/records/signal_record.h"
+#include "trace/records/step_begin_record.h"
+#include "trace/records/step_record.h"
 #include "trace/run_files.h"
 #include "trace/signal_name.h"
 
@@ -97,8 +105,10 @@ void Session::BeginStep(int64_t step, int64_t epoch) noexcept {
   step_start_ns_ = trace::MonotonicNs();
   writer_->SetStep(step);
   {
-    auto r = writer_->BeginAt(trace::rec::kStepBegin, step_start_ns_);
-    r.line().Field("epoch", epoch);
+    trace::records::StepBeginRecord begin;
+    begin.epoch = epoch;
+    auto r = writer_->BeginAt(begin.kType, step_start_ns_);
+    AppendFields(begin, &r.line());
   }
   char name[32];
   std::snprintf(name, sizeof name, "step %lld", static_cast<long long>(step));
@@ -114,31 +124,33 @@ void Session::EndStep(const StepSummary& s) noexcept {
   const int64_t compacted = collective_steps_->EndStep(this);
   const int64_t probe_ns = probe_ns_.load(std::memory_order_relaxed);
   {
-    auto r = writer_->BeginAt(trace::rec::kStep, step_start_ns_);
-    auto& l = r.line();
-    l.Field("dur", now - step_start_ns_).Field("epoch", epoch_);
-    if (!std::isnan(s.loss)) l.FloatField("loss", s.loss);
-    if (!std::isnan(s.global_loss)) l.FloatField("gloss", s.global_loss);
-    if (!std::isnan(s.lr)) l.Field("lr", s.lr);
-    l.Field("samples", s.samples);
-    l.BeginObject("phases");
+    trace::records::PhaseTime phases[kPhaseCount - 1];
     for (int p = 1; p < kPhaseCount; ++p)
-      if (phase_ns_[p] > 0) l.Field(PhaseName(static_cast<Phase>(p)), phase_ns_[p]);
-    l.EndObject();
-    if (coll_.n > 0 && compacted == coll_.n) {
-      // Every op is in this step's `colls` records, which sum to the rest (trace v2).
-      l.BeginObject("coll").Field("wait", coll_.wait_ns).EndObject();
-    } else if (coll_.n > 0) {
-      l.BeginObject("coll")
-          .Field("n", coll_.n)
-          .Field("bytes", coll_.bytes)
-          .Field("dur", coll_.dur_ns)
-          .Field("wait", coll_.wait_ns)
-          .EndObject();
-    }
-    pre_step_repeats_.TakeOwed(&l);
-    l.Field("probe_ns", probe_ns - probe_ns_at_last_step_);
+      phases[p - 1] = {PhaseName(static_cast<Phase>(p)), phase_ns_[p]};
+    trace::records::StepRecord step;
+    step.dur = now - step_start_ns_;
+    step.epoch = epoch_;
+    step.loss = s.loss;
+    step.gloss = s.global_loss;
+    step.lr = s.lr;
+    step.samples = s.samples;
+    step.phases = phases;
+    step.phase_count = kPhaseCount - 1;
+    using Written = trace::records::StepCollTotals::Written;
+    // Every op in this step's `colls` records: they sum to the rest (trace v2).
+    step.coll.written = coll_.n == 0           ? Written::kNone
+                        : compacted == coll_.n ? Written::kWaitOnly
+                                               : Written::kAll;
+    step.coll.n = coll_.n;
+    step.coll.bytes = coll_.bytes;
+    step.coll.dur = coll_.dur_ns;
+    step.coll.wait = coll_.wait_ns;
+    const std::string owed = pre_step_repeats_.TakeOwed();
+    step.pre_step_fp = owed;
+    step.probe_ns = probe_ns - probe_ns_at_last_step_;
     probe_ns_at_last_step_ = probe_ns;
+    auto r = writer_->BeginAt(step.kType, step_start_ns_);
+    AppendFields(step, &r.line());
   }
   nvtx::PopRange();
   writer_->EndOfStep();  // step boundary: plain traces are whole up to here
@@ -169,8 +181,11 @@ void Session::ExitPhase(Phase phase, Phase previous, int64_t start_ns, bool unwi
   if (!unwinding) phase_.store(previous, std::memory_order_relaxed);
   // Light mode (trace v2): the step record's phase totals only, no record per phase.
   if (!full()) return;
-  auto r = writer_->BeginAt(trace::rec::kPhase, start_ns);
-  r.line().Field("name", PhaseName(phase)).Field("dur", dur);
+  trace::records::PhaseRecord record;
+  record.name = PhaseName(phase);
+  record.dur = dur;
+  auto r = writer_->BeginAt(record.kType, start_ns);
+  AppendFields(record, &r.line());
 }
 
 void Session::RecordError(std::string_view where, std::string_view message) noexcept {
@@ -178,8 +193,11 @@ void Session::RecordError(std::string_view where, std::string_view message) noex
   ProbeTimer timer(this);
   FlushHeldRecords();
   {
-    auto r = writer_->Begin(trace::rec::kError);
-    r.line().Field("where", where).Field("message", message);
+    trace::records::ErrorRecord error;
+    error.where = where;
+    error.message = message;
+    auto r = writer_->Begin(error.kType);
+    AppendFields(error, &r.line());
   }
   writer_->Flush();
 }
@@ -189,8 +207,12 @@ void Session::RecordSignal(int signo) noexcept {
   ProbeTimer timer(this);
   FlushHeldRecords();
   {
-    auto r = writer_->Begin(trace::rec::kSignal);
-    r.line().Field("signal", trace::SignalName(signo)).Field("signo", signo);
+    const std::string name = trace::SignalName(signo);
+    trace::records::SignalRecord signal;
+    signal.signal = name;
+    signal.signo = signo;
+    auto r = writer_->Begin(signal.kType);
+    AppendFields(signal, &r.line());
   }
   writer_->Flush();
 }
@@ -199,31 +221,37 @@ void Session::RecordClock(std::string_view when, int64_t offset_ns, int64_t err_
                           int64_t rtt_ns) noexcept {
   if (!on()) return;
   ProbeTimer timer(this);
-  auto r = writer_->Begin(trace::rec::kClock);
-  r.line()
-      .Field("when", when)
-      .Field("offset", offset_ns)
-      .Field("offset_err", err_ns)
-      .Field("rtt", rtt_ns);
+  trace::records::ClockRecord clock;
+  clock.when = when;
+  clock.offset = offset_ns;
+  clock.offset_err = err_ns;
+  clock.rtt = rtt_ns;
+  auto r = writer_->Begin(clock.kType);
+  AppendFields(clock, &r.line());
 }
 
 void Session::Mark(std::string_view name, std::string_view message) noexcept {
   ProbeTimer timer(this);
   nvtx::Mark(std::string(name).c_str());
   if (!on()) return;
-  auto r = writer_->Begin(trace::rec::kMark);
-  r.line().Field("name", name).Field("message", message);
+  trace::records::MarkRecord mark;
+  mark.name = name;
+  mark.message = message;
+  auto r = writer_->Begin(mark.kType);
+  AppendFields(mark, &r.line());
 }
 
 void Session::End(std::string_view reason, int status, std::string_view detail) noexcept {
   if (ended_.exchange(true) || !on()) return;
   FlushHeldRecords();
   {
-    auto r = writer_->Begin(trace::rec::kEnd);
-    auto& l = r.line();
-    l.Field("reason", reason).Field("status", status);
-    if (!detail.empty()) l.Field(reason == "signal" ? "signal" : "error", detail);
-    l.Field("probe_ns", probe_ns());
+    trace::records::EndRecord end;
+    end.reason = reason;
+    end.status = status;
+    end.detail = detail;
+    end.probe_ns = probe_ns();
+    auto r = writer_->Begin(end.kType);
+    AppendFields(end, &r.line());
   }
   writer_->Flush();
 }

@@ -4,8 +4,13 @@
 #include <cmath>
 
 #include "trace/record_types.h"
+#include "trace/records/coll_record.h"
+#include "trace/records/scaler_record.h"
+#include "trace/records/step_record.h"
 
 namespace dsdiag::report {
+
+namespace records = trace::records;
 
 namespace rec = trace::rec;
 
@@ -45,7 +50,7 @@ void RunCollector::OnRecord(const analyzers::RankInfo& rank, const trace::Record
   } else if (type == rec::kStep) {
     OnStep(index, r);
   } else if (type == rec::kScaler) {
-    const auto scale = r.Double("scale");
+    const auto scale = records::ScalerView(r).scale();
     if (scale && std::isfinite(*scale)) {
       scale_->by_line.Add(scale_->lines.RowOf(index), r.step(), *scale, rank.rank);
       scale_->all.Add(0, r.step(), *scale, rank.rank);
@@ -56,9 +61,10 @@ void RunCollector::OnRecord(const analyzers::RankInfo& rank, const trace::Record
 }
 
 void RunCollector::OnCollective(int index, const trace::Record& r) {
-  const auto pg = r.Int("pg");
-  const auto seq = r.Int("seq");
-  const int64_t dur = std::max<int64_t>(r.Int("dur").value_or(0), 0);
+  const records::CollView coll(r);
+  const auto pg = coll.pg();
+  const auto seq = coll.seq();
+  const int64_t dur = std::max<int64_t>(coll.dur().value_or(0), 0);
   if (pg && seq) waits_->Add(index, r.step(), *pg, *seq, clocks_[index].ToRank0(r.ts()), dur);
   CollTime& open = coll_time_open_[index];
   if (open.step != r.step()) {
@@ -78,21 +84,22 @@ void RunCollector::FlushCollTime(int index) {
 
 void RunCollector::OnStep(int index, const trace::Record& r) {
   const int rank = rows_.ranks()[index];
-  const auto loss = r.Double("loss");
+  const auto loss = records::StepView(r).loss();
   if (loss && std::isfinite(*loss)) {
     loss_->by_line.Add(loss_->lines.RowOf(index), r.step(), *loss, rank);
     loss_->all.Add(0, r.step(), *loss, rank);
   }
-  const auto dur = r.Int("dur");
+  const auto dur = records::StepView(r).dur();
   if (!dur || *dur < 0) return;
   RankSteps& steps = rank_steps_[index];
   ++steps.steps;
   steps.dur_ns += static_cast<double>(*dur);
-  if (const auto probe_ns = r.Int("probe_ns"); probe_ns && *probe_ns >= 0) {
+  const records::StepView step(r);
+  if (const auto probe_ns = step.probe_ns(); probe_ns && *probe_ns >= 0) {
     steps.probe_ns += static_cast<double>(*probe_ns);
     steps.probe_step_ns += static_cast<double>(*dur);
   }
-  if (!r.NumberMembers("phases", &phase_members_)) return;  // reused: no allocation per step
+  if (!step.phases(&phase_members_)) return;  // reused: no allocation per step
   for (const trace::Record::NumberMember& field : phase_members_) {
     const double ns = field.value;
     if (!field.is_number || !std::isfinite(ns) || ns < 0) continue;

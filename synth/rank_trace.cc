@@ -6,15 +6,24 @@
 
 #include "synth/noise.h"
 #include "trace/flight_dump.h"
-#include "trace/json_line.h"
 #include "trace/record_types.h"
+#include "trace/records/clock_record.h"
+#include "trace/records/coll_record.h"
+#include "trace/records/end_record.h"
+#include "trace/records/error_record.h"
+#include "trace/records/fp_record.h"
+#include "trace/records/grad_record.h"
+#include "trace/records/phase_record.h"
+#include "trace/records/record_line.h"
+#include "trace/records/step_begin_record.h"
+#include "trace/records/step_record.h"
 #include "trace/trace_header.h"
 
 namespace dsdiag::synth {
 namespace {
 
-namespace rec = trace::rec;
 namespace phase = trace::phase;
+namespace records = trace::records;
 
 constexpr size_t kDrainBytes = size_t{4} << 20;
 constexpr int64_t kUs = 1000;
@@ -39,7 +48,7 @@ uint64_t RankSalt(int rank, uint64_t what) { return Mix(Mix(what) ^ static_cast<
 // The elements of a bucket's allreduce. collective-mismatch: the rank's first allreduce of
 // that step has half as many (the run goes on, as if the backend had not noticed).
 int64_t Numel(const RunFacts& run, int rank, int64_t step, int bucket) {
-  const int64_t n = run.table->buckets()[bucket].numel;
+  const int64_t n = run.params->buckets()[bucket].numel;
   return bucket == 0 && run.faults->CollectiveMismatch(rank, step) ? n / 2 : n;
 }
 
@@ -55,7 +64,7 @@ class Renderer {
 
   void Render(const Drain& drain) {
     Header();
-    run_.table->AppendParamsRecord(Mono(model_.ParamsTime(rank_)), out_);
+    Write(run_.params->table(), model_.ParamsTime(rank_), 0);
     Fingerprint("param", "init", model_.ParamsTime(rank_), 0);
     Clock("start", model_.ClockTime(rank_), 0);
     const std::optional<Stop>& stop = run_.faults->stop();
@@ -79,10 +88,10 @@ class Renderer {
  private:
   int64_t Mono(int64_t t) const { return model_.Mono(rank_, t); }
 
-  trace::JsonLine Record(std::string_view type, int64_t t, int64_t step) {
-    trace::JsonLine l(out_);
-    l.Field(trace::kFieldType, type).Field(trace::kFieldTs, Mono(t)).Field(trace::kFieldStep, step);
-    return l;
+  // One record at time `t` of the run (this rank's clock is Mono(t)).
+  template <class R>
+  void Write(const R& record, int64_t t, int64_t step) {
+    records::AppendRecordLine(record, records::At{Mono(t), step}, out_);
   }
 
   void Header() {
@@ -106,13 +115,12 @@ class Renderer {
   }
 
   void Clock(std::string_view when, int64_t t, int64_t step) {
-    const int64_t err = model_.OffsetErr(rank_);
-    Record(rec::kClock, t, step)
-        .Field("when", when)
-        .Field("offset", model_.MeasuredOffset(rank_))
-        .Field("offset_err", err)
-        .Field("rtt", 2 * err)
-        .Finish();
+    records::ClockRecord clock;
+    clock.when = when;
+    clock.offset = model_.MeasuredOffset(rank_);
+    clock.offset_err = model_.OffsetErr(rank_);
+    clock.rtt = 2 * clock.offset_err;
+    Write(clock, t, step);
   }
 
   // One whole step; returns when the next one starts.
@@ -195,25 +203,29 @@ class Renderer {
   }
 
   void StepBegin(int64_t step, int64_t t) {
-    Record(rec::kStepBegin, t, step).Field("epoch", step / kStepsPerEpoch).Finish();
+    records::StepBeginRecord begin;
+    begin.epoch = step / kStepsPerEpoch;
+    Write(begin, t, step);
   }
 
   void Phase(int64_t step, std::string_view name, int64_t from, int64_t to) {
-    Record(rec::kPhase, from, step).Field("name", name).Field("dur", to - from).Finish();
+    records::PhaseRecord phase;
+    phase.name = name;
+    phase.dur = to - from;
+    Write(phase, from, step);
   }
 
   void Coll(int64_t step, int bucket, int64_t enter, int64_t exit) {
-    const int64_t n = Numel(run_, rank_, step, bucket);
-    Record(rec::kCollective, enter, step)
-        .Field("pg", 0)
-        .Field("seq", step * buckets_ + bucket)
-        .Field("op", "allreduce")
-        .Field("dtype", "f32")
-        .Field("n", n)
-        .Field("bytes", 4 * n)
-        .Field("dur", exit - enter)
-        .Field("tag", std::string_view(tags_[bucket]))
-        .Finish();
+    records::CollRecord coll;
+    coll.pg = 0;
+    coll.seq = step * buckets_ + bucket;
+    coll.op = "allreduce";
+    coll.dtype = "f32";
+    coll.n = Numel(run_, rank_, step, bucket);
+    coll.bytes = 4 * coll.n;
+    coll.dur = exit - enter;
+    coll.tag = tags_[bucket];
+    Write(coll, enter, step);
   }
 
   // The local gradient norm before sync, falling as training converges. `missing` is
@@ -223,17 +235,12 @@ class Renderer {
     const double decay = std::exp(-static_cast<double>(step) / Tau());
     const double norm = Round4((1.6 * decay + 0.45) * (1.0 + 0.08 * n.Symmetric(kSlotNorm)));
     const bool unused = run_.faults->UnusedParams(rank_);
-    trace::JsonLine l = Record(rec::kGradient, t, step);
-    l.Field("norm", norm)
-        .Field("n_missing", unused ? static_cast<int64_t>(run_.unused_params.size()) : int64_t{0});
-    if (step == 0) {
-      l.BeginArray("missing");
-      if (unused) {
-        for (int i : run_.unused_params) l.Add(i);
-      }
-      l.EndArray();
-    }
-    l.Finish();
+    static const std::vector<int> kNone;
+    records::GradRecord grad;
+    grad.norm = norm;
+    grad.n_missing = unused ? static_cast<int64_t>(run_.unused_params.size()) : 0;
+    if (step == 0) grad.missing = unused ? &run_.unused_params : &kNone;
+    Write(grad, t, step);
   }
 
   // A light-mode `fp` record: one hash per bucket. Hashes say only who agrees with whom:
@@ -258,15 +265,18 @@ class Renderer {
     // Parameters change only at optimizer steps: `init` and a step's `periodic` differ; a
     // step's `pre-step` holds what the previous one's `periodic` did.
     const int64_t state = grad || why == "init" || why == "pre-step" ? step : step + 1;
-    trace::JsonLine l = Record(rec::kFingerprint, t, step);
-    l.Field("what", what).Field("why", why).Field("gran", "bucket").BeginArray("h");
+    hashes_.clear();
     for (int k = 0; k < buckets_; ++k) {
       const uint64_t shared =
           Noise(model_.seed(), state, k).Bits(grad ? kSlotGradFp : kSlotParamFp);
-      l.AddHex(shared ^ (grad && k != 0 ? 0 : salt));
+      hashes_.push_back(shared ^ (grad && k != 0 ? 0 : salt));
     }
-    l.EndArray();
-    l.Finish();
+    records::FpRecord fp;
+    fp.what = what;
+    fp.why = why;
+    fp.per_param = false;
+    fp.hashes = &hashes_;
+    Write(fp, t, step);
   }
 
   // `exit`: when each bucket's allreduce completed. Buckets run one after the other, as in
@@ -276,51 +286,50 @@ class Renderer {
     const Noise n(model_.seed(), rank_, step);
     const double decay = std::exp(-static_cast<double>(step) / Tau());
     const double loss = Round4(0.35 + 2.0 * decay + 0.06 * n.Symmetric(kSlotLoss));
-    trace::JsonLine l = Record(rec::kStep, w.start, step);
-    l.Field("dur", e.optimizer_end - w.start)
-        .Field("epoch", step / kStepsPerEpoch)
-        .Field("loss", loss)
-        .Field("lr", kLearningRate)
-        .Field("samples", int64_t{kBatchSize});
-    l.BeginObject("phases")
-        .Field(phase::kData, w.data_end - w.start)
-        .Field(phase::kForward, w.forward_end - w.data_end)
-        .Field(phase::kBackward, w.backward_end - w.forward_end)
-        .Field(phase::kSync, e.sync_end - w.backward_end)
-        .Field(phase::kOptimizer, e.optimizer_end - e.sync_end)
-        .EndObject();
-    int64_t bytes = 0, dur = 0, wait = 0, previous_exit = 0;
+    const records::PhaseTime phases[] = {{phase::kData, w.data_end - w.start},
+                                         {phase::kForward, w.forward_end - w.data_end},
+                                         {phase::kBackward, w.backward_end - w.forward_end},
+                                         {phase::kSync, e.sync_end - w.backward_end},
+                                         {phase::kOptimizer, e.optimizer_end - e.sync_end}};
+    records::StepRecord r;
+    r.dur = e.optimizer_end - w.start;
+    r.epoch = step / kStepsPerEpoch;
+    r.loss = loss;
+    r.lr = kLearningRate;
+    r.samples = kBatchSize;
+    r.phases = phases;
+    r.phase_count = sizeof(phases) / sizeof(phases[0]);
+    r.coll.written = records::StepCollTotals::Written::kAll;
+    r.coll.n = buckets_;
+    int64_t previous_exit = 0;
     for (int k = 0; k < buckets_; ++k) {
-      bytes += 4 * Numel(run_, rank_, step, k);
-      dur += exit[k] - w.enter[k];
-      wait += exit[k] - std::max(w.enter[k], previous_exit);
+      r.coll.bytes += 4 * Numel(run_, rank_, step, k);
+      r.coll.dur += exit[k] - w.enter[k];
+      r.coll.wait += exit[k] - std::max(w.enter[k], previous_exit);
       previous_exit = exit[k];
     }
-    l.BeginObject("coll")
-        .Field("n", int64_t{buckets_})
-        .Field("bytes", bytes)
-        .Field("dur", dur)
-        .Field("wait", wait)
-        .EndObject();
-    l.Finish();
+    Write(r, w.start, step);
   }
 
   void Error(int64_t step, int64_t t, const std::string& message, int64_t seq) {
-    Record(rec::kError, t, step)
-        .Field("where", phase::kSync)
-        .Field("message", std::string_view(message))
-        .Field("pg", 0)
-        .Field("seq", seq)
-        .Field("op", "allreduce")
-        .Field("tag", std::string_view(tags_[0]))
-        .Finish();
+    records::ErrorRecord error;
+    error.where = phase::kSync;
+    error.message = message;
+    error.names_collective = true;
+    error.pg = 0;
+    error.seq = seq;
+    error.op = "allreduce";
+    error.tag = tags_[0];
+    Write(error, t, step);
   }
 
   void End(int64_t step, int64_t t, std::string_view reason, int status, std::string_view detail) {
-    trace::JsonLine l = Record(rec::kEnd, t, step);
-    l.Field("reason", reason).Field("status", status);
-    if (!detail.empty()) l.Field("error", detail);
-    l.Finish();
+    // No probe_ns: synth's ranks have no probes to time.
+    records::EndRecord end;
+    end.reason = reason;
+    end.status = status;
+    end.detail = detail;
+    Write(end, t, step);
   }
 
   // Loss and gradient norm decay over about a third of the run.
@@ -332,6 +341,7 @@ class Renderer {
   std::string* out_;
   int buckets_;
   std::vector<std::string> tags_;
+  std::vector<uint64_t> hashes_;  // an `fp` record's, reused
 };
 
 }  // namespace

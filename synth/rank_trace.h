@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "synth/faults.h"
-#include "synth/param_table.h"
 #include "synth/schedule.h"
+#include "synth/synth_model.h"
 #include "synth/time_model.h"
 #include "trace/json_value.h"
 
@@ -33,7 +33,7 @@ struct RunFacts {
   int64_t steps = 0;
   std::string run_id;
   trace::JsonValue config;  // the header's `config`
-  const ParamTable* table = nullptr;
+  const SynthModel* params = nullptr;
   const Faults* faults = nullptr;
   const TimeModel* model = nullptr;
   const Schedule* schedule = nullptr;

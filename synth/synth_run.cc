@@ -140,8 +140,8 @@ void PrepareDir(const std::string& dir, bool force) {
 }  // namespace
 
 SynthRun::SynthRun(const SynthConfig& config)
-    : table_(ParamTable::DeepSeekMoe()), faults_(ParseFaults(Checked(config))) {
-  model_ = std::make_unique<TimeModel>(config.seed, config.ranks, table_, faults_);
+    : params_(SynthModel::DeepSeekMoe()), faults_(ParseFaults(Checked(config))) {
+  model_ = std::make_unique<TimeModel>(config.seed, config.ranks, params_, faults_);
   const std::optional<Stop>& stop = faults_.stop();
   schedule_ = Schedule::Build(*model_, stop ? stop->step : config.steps);
 
@@ -149,11 +149,11 @@ SynthRun::SynthRun(const SynthConfig& config)
   facts_.steps = config.steps;
   facts_.run_id = MakeRunId(model_->LaunchWall(), config.seed);
   facts_.config = MakeConfig(config, faults_);
-  facts_.table = &table_;
+  facts_.params = &params_;
   facts_.faults = &faults_;
   facts_.model = model_.get();
   facts_.schedule = &schedule_;
-  facts_.unused_params = table_.IndicesWithPrefix("blocks.1.moe.experts.2.");
+  facts_.unused_params = params_.IndicesWithPrefix("blocks.1.moe.experts.2.");
   if (stop) {
     // A crash kills the rank 40% into its backward; a hang freezes it as backward starts.
     const StepWork w =

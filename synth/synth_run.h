@@ -39,9 +39,9 @@
 #include <vector>
 
 #include "synth/faults.h"
-#include "synth/param_table.h"
 #include "synth/rank_trace.h"
 #include "synth/schedule.h"
+#include "synth/synth_model.h"
 #include "synth/time_model.h"
 
 namespace dsdiag::synth {
@@ -80,7 +80,7 @@ class SynthRun {
   void RenderRank(int rank, std::string* buffer, const Drain& drain) const;
 
  private:
-  ParamTable table_;
+  SynthModel params_;
   Faults faults_;
   std::unique_ptr<TimeModel> model_;
   Schedule schedule_;

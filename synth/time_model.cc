@@ -65,10 +65,10 @@ int Host(int rank) { return rank / kRanksPerHost; }
 
 }  // namespace
 
-TimeModel::TimeModel(uint64_t seed, int ranks, const ParamTable& table, const Faults& faults)
+TimeModel::TimeModel(uint64_t seed, int ranks, const SynthModel& params, const Faults& faults)
     : seed_(seed),
       ranks_(ranks),
-      buckets_(static_cast<int>(table.buckets().size())),
+      buckets_(static_cast<int>(params.buckets().size())),
       faults_(faults),
       wall_epoch_(kWallBaseNs + static_cast<int64_t>(Mix(seed) % 86400) * kSec) {
   if (buckets_ < 1 || buckets_ > kMaxBuckets) {
@@ -76,11 +76,11 @@ TimeModel::TimeModel(uint64_t seed, int ranks, const ParamTable& table, const Fa
                            " buckets");
   }
   int64_t total = 0;
-  for (const Bucket& b : table.buckets()) total += b.numel;
+  for (const Bucket& b : params.buckets()) total += b.numel;
   int64_t done = 0;
   const int levels = static_cast<int>(std::ceil(std::log2(std::max(2, ranks))));
   for (int k = 0; k < buckets_; ++k) {
-    const Bucket& b = table.buckets()[k];
+    const Bucket& b = params.buckets()[k];
     done += b.numel;
     ready_fraction_[k] = static_cast<double>(done) / static_cast<double>(total);
     const double bytes = 4.0 * static_cast<double>(b.numel);

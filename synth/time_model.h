@@ -18,7 +18,7 @@
 #include <cstdint>
 
 #include "synth/faults.h"
-#include "synth/param_table.h"
+#include "synth/synth_model.h"
 
 namespace dsdiag::synth {
 
@@ -45,7 +45,7 @@ struct StepEnd {
 
 class TimeModel {
  public:
-  TimeModel(uint64_t seed, int ranks, const ParamTable& table, const Faults& faults);
+  TimeModel(uint64_t seed, int ranks, const SynthModel& params, const Faults& faults);
 
   int ranks() const { return ranks_; }
   int buckets() const { return buckets_; }

@@ -7,9 +7,22 @@
 #include <vector>
 
 #include "trace/record_types.h"
+#include "trace/records/coll_record.h"
+#include "trace/records/end_record.h"
+#include "trace/records/error_record.h"
+#include "trace/records/grad_record.h"
+#include "trace/records/mark_record.h"
+#include "trace/records/phase_record.h"
+#include "trace/records/scaler_record.h"
+#include "trace/records/signal_record.h"
+#include "trace/records/span.h"
+#include "trace/records/step_record.h"
+#include "trace/records/thread_record.h"
 #include "trace/trace_reader.h"
 
 namespace dsdiag::timeline {
+
+namespace records = trace::records;
 namespace {
 
 namespace rec = trace::rec;
@@ -46,12 +59,12 @@ class RankEventWriter {
     const std::string_view type = r.type();
     if (type == rec::kClock) return;  // the caller's clock took it
     if (type == rec::kThread) {
-      const auto name = r.Str("name");
+      const auto name = records::ThreadView(r).name();
       NameThread(r.tid(), name ? *name : "thread " + std::to_string(r.tid()));
       return;
     }
     if (!steps_.Contains(r.step())) return;
-    const int64_t dur = std::max<int64_t>(0, r.Int("dur").value_or(0));
+    const int64_t dur = std::max<int64_t>(0, records::SpanDur(r).value_or(0));
     if (type == rec::kStepBegin) {
       CloseUnfinishedStep();
       open_ = OpenStep{r.step(), t, r.tid()};
@@ -62,16 +75,16 @@ class RankEventWriter {
     if (type == rec::kStep) {
       Step(r, t, dur);
     } else if (type == rec::kPhase) {
-      const auto name = r.Str("name");
+      const auto name = records::PhaseView(r).name();
       auto e = out_->Complete(name ? *name : "phase", "phase", pid_, r.tid(), t, dur);
       e.Args().Field("step", r.step());
       e.EndArgs();
     } else if (type == rec::kCollective) {
       Collective(r, t, dur);
     } else if (type == rec::kGradient) {
-      if (auto norm = r.Double("norm")) out_->Counter("grad norm", pid_, t, *norm);
+      if (auto norm = records::GradView(r).norm()) out_->Counter("grad norm", pid_, t, *norm);
     } else if (type == rec::kScaler) {
-      if (auto scale = r.Double("scale")) out_->Counter("loss scale", pid_, t, *scale);
+      if (auto scale = records::ScalerView(r).scale()) out_->Counter("loss scale", pid_, t, *scale);
     } else if (type == rec::kError || type == rec::kSignal || type == rec::kMark ||
                type == rec::kEnd) {
       Instant(r, t);
@@ -130,16 +143,17 @@ class RankEventWriter {
 
   void Step(const trace::Record& r, int64_t t, int64_t dur) {
     if (open_ && open_->step == r.step()) open_.reset();
-    const auto loss = r.Double("loss");
-    const auto gloss = r.Double("gloss");
-    const auto lr = r.Double("lr");
-    const auto samples = r.Int("samples");
+    const records::StepView step(r);
+    const auto loss = step.loss();
+    const auto gloss = step.gloss();
+    const auto lr = step.lr();
+    const auto samples = step.samples();
     const CollectiveTotals coll = StepCollectives(r);
-    const auto probe_ns = r.Int("probe_ns");
+    const auto probe_ns = step.probe_ns();
     {
       auto e = out_->Complete("step " + std::to_string(r.step()), "step", pid_, r.tid(), t, dur);
       auto& a = e.Args().Field("step", r.step());
-      if (auto epoch = r.Int("epoch")) a.Field("epoch", *epoch);
+      if (auto epoch = step.epoch()) a.Field("epoch", *epoch);
       if (loss) a.Field("loss", *loss);
       if (gloss) a.Field("gloss", *gloss);
       if (lr) a.Field("lr", *lr);
@@ -169,34 +183,36 @@ class RankEventWriter {
   };
   static CollectiveTotals StepCollectives(const trace::Record& r) {
     CollectiveTotals totals;
-    const std::optional<trace::JsonValue> coll = r.Value("coll");
+    const std::optional<trace::JsonValue> coll = records::StepView(r).coll_value();
     if (!coll || !coll->is_object()) return totals;
-    const auto number = [&](const char* key) -> const trace::JsonValue* {
-      const trace::JsonValue* v = coll->Find(key);
+    const auto number = [&](const trace::FieldKey& key) -> const trace::JsonValue* {
+      const trace::JsonValue* v = coll->Find(key.name());
       const bool numeric = v && (v->kind() == trace::JsonValue::Kind::kInt ||
                                  v->kind() == trace::JsonValue::Kind::kDouble);
       return numeric ? v : nullptr;
     };
-    if (const auto* v = number("n")) totals.n = v->as_int();
-    if (const auto* v = number("bytes")) totals.bytes = v->as_int();
-    if (const auto* v = number("dur")) totals.dur_ns = v->as_double();
-    if (const auto* v = number("wait")) totals.wait_ns = v->as_double();
+    using K = records::StepCollKeys;
+    if (const auto* v = number(K::n)) totals.n = v->as_int();
+    if (const auto* v = number(K::bytes)) totals.bytes = v->as_int();
+    if (const auto* v = number(K::dur)) totals.dur_ns = v->as_double();
+    if (const auto* v = number(K::wait)) totals.wait_ns = v->as_double();
     return totals;
   }
 
   void Collective(const trace::Record& r, int64_t t, int64_t dur) {
-    const auto op = r.Str("op");
-    const auto pg = r.Int("pg");
-    const auto seq = r.Int("seq");
+    const records::CollView coll(r);
+    const auto op = coll.op();
+    const auto pg = coll.pg();
+    const auto seq = coll.seq();
     auto e = out_->Complete(op ? *op : "collective", "coll", pid_, Lane(t, t + dur), t, dur);
     auto& a = e.Args();
     if (pg) a.Field("pg", *pg);
     if (seq) a.Field("seq", *seq);
     if (op) a.Field("op", *op);
-    if (auto tag = r.Str("tag")) a.Field("tag", *tag);
-    if (auto dtype = r.Str("dtype")) a.Field("dtype", *dtype);
-    if (auto n = r.Int("n")) a.Field("n", *n);
-    if (auto bytes = r.Int("bytes")) a.Field("bytes", *bytes);
+    if (auto tag = coll.tag()) a.Field("tag", *tag);
+    if (auto dtype = coll.dtype()) a.Field("dtype", *dtype);
+    if (auto n = coll.n()) a.Field("n", *n);
+    if (auto bytes = coll.bytes()) a.Field("bytes", *bytes);
     a.Field("step", r.step());
     if (pg && seq) e.WaitOf(*pg, *seq);  // wait, last, ranks: known once every rank is read
     e.EndArgs();
@@ -225,21 +241,25 @@ class RankEventWriter {
   void Instant(const trace::Record& r, int64_t t) {
     const std::string_view type = r.type();
     std::string name(type);
-    auto append = [&](std::string_view key, std::string_view sep, std::string_view close) {
+    auto append = [&](const trace::FieldKey& key, std::string_view sep, std::string_view close) {
       if (auto v = r.Str(key)) name.append(sep).append(*v).append(close);
     };
-    if (type == rec::kError) append("where", " (", ")");
-    if (type == rec::kSignal) append("signal", " ", "");
-    if (type == rec::kMark) append("name", ": ", "");
-    if (type == rec::kEnd) append("reason", ": ", "");
+    if (type == rec::kError) append(records::ErrorKeys::where, " (", ")");
+    if (type == rec::kSignal) append(records::SignalKeys::signal, " ", "");
+    if (type == rec::kMark) append(records::MarkKeys::name, ": ", "");
+    if (type == rec::kEnd) append(records::EndKeys::reason, ": ", "");
     auto e = out_->Instant(name, type, 'p', pid_, r.tid(), t);
     auto& a = e.Args().Field("step", r.step());
-    for (std::string_view key :
-         {"where", "message", "name", "signal", "signo", "reason", "status", "error"}) {
+    // The instant records' fields, whichever this one has (error, signal, mark, end).
+    static constexpr trace::FieldKey kInstantFields[] = {
+        records::ErrorKeys::where,   records::ErrorKeys::message, records::MarkKeys::name,
+        records::SignalKeys::signal, records::SignalKeys::signo,  records::EndKeys::reason,
+        records::EndKeys::status,    records::EndKeys::error};
+    for (const trace::FieldKey& key : kInstantFields) {
       if (auto s = r.Str(key)) {
-        a.Field(key, *s);
+        a.Field(key.name(), *s);
       } else if (auto i = r.Int(key)) {
-        a.Field(key, *i);
+        a.Field(key.name(), *i);
       }
     }
     e.EndArgs();

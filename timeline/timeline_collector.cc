@@ -7,8 +7,11 @@
 
 #include "timeline/chrome_trace_writer.h"
 #include "trace/record_types.h"
+#include "trace/records/coll_record.h"
 
 namespace dsdiag::timeline {
+
+namespace records = trace::records;
 namespace {
 
 using analyzers::Finding;
@@ -124,8 +127,8 @@ void TimelineCollector::OnRecord(const analyzers::RankInfo& rank, const trace::R
   if (!selection_.steps.Contains(r.step())) return;
   const int64_t t = s.clock.ToRank0(r.ts());
   if (type == trace::rec_id::kCollective) {
-    const auto pg = r.Int("pg");
-    const auto seq = r.Int("seq");
+    const auto pg = records::CollView(r).pg();
+    const auto seq = records::CollView(r).seq();
     if (pg && seq) collectives_.Add(*pg, *seq, t, rank.rank);
   } else if (type == trace::rec_id::kStepBegin && s.keeps_step_begins) {
     placement_[i].step_begins.emplace_back(r.step(), t);

@@ -6,13 +6,18 @@
 #include "trace/json_line.h"
 #include "trace/json_value.h"
 #include "trace/record_types.h"
+#include "trace/records/coll_record.h"
+#include "trace/records/colls_record.h"
+#include "trace/records/fp_record.h"
+#include "trace/records/record_line.h"
+#include "trace/records/step_record.h"
 
 namespace dsdiag::trace {
 namespace {
 
-constexpr FieldKey kPg("pg"), kSeq("seq"), kOp("op"), kDtype("dtype"), kCount("n"), kBytes("bytes"),
-    kTag("tag"), kAt("at_us"), kDurUs("dur_us"), kDur("dur"), kWhat("what"), kWhy("why"),
-    kSame("same"), kPreStepFp("pre_step_fp"), kColl("coll");
+using CK = records::CollKeys;
+using FK = records::FpKeys;
+using SK = records::StepKeys;
 constexpr std::string_view kPreStep = "pre-step";
 
 // `line` without its member `,"key":"value"` (as the writer puts it: after another member,
@@ -52,11 +57,11 @@ CompactRecordExpander::Verdict CompactRecordExpander::Observe(const Record& r,
   } else if (r.type_id() == rec_id::kStep) {
     return ExpandStep(r, lines, issue);
   } else if (r.type_id() == rec_id::kFingerprint) {
-    const auto what = r.Str(kWhat), why = r.Str(kWhy);
+    const auto what = r.Str(FK::what), why = r.Str(FK::why);
     if (what && why && (*what == "grad" || *what == "param")) {
       if (*why != kPreStep) {
         latest_fp_[std::string(*what)].assign(HashMembers(r.raw_line()));
-      } else if (r.Has(kSame)) {
+      } else if (r.Has(FK::same)) {
         return ExpandPreStep(r, lines, issue);
       }
     }
@@ -65,17 +70,19 @@ CompactRecordExpander::Verdict CompactRecordExpander::Observe(const Record& r,
 }
 
 void CompactRecordExpander::NoteCollective(const Record& r) {
-  CollectiveDescriptor d{
-      std::string(r.Str(kOp).value_or("")), std::string(r.Str(kDtype).value_or("")),
-      std::string(r.Str(kTag).value_or("")), r.Int(kCount).value_or(0), r.Int(kBytes).value_or(0)};
-  template_.Add(static_cast<int>(r.Int(kPg).value_or(0)), r.step(), std::move(d));
+  CollectiveDescriptor d{std::string(r.Str(CK::op).value_or("")),
+                         std::string(r.Str(CK::dtype).value_or("")),
+                         std::string(r.Str(CK::tag).value_or("")), r.Int(CK::n).value_or(0),
+                         r.Int(CK::bytes).value_or(0)};
+  template_.Add(static_cast<int>(r.Int(CK::pg).value_or(0)), r.step(), std::move(d));
 }
 
 CompactRecordExpander::Verdict CompactRecordExpander::ExpandCollectives(
     const Record& r, std::vector<std::string>* lines, std::string* issue) {
-  const auto pg = r.Int(kPg), seq = r.Int(kSeq);
+  const records::CollsView colls(r);
+  const auto pg = colls.pg(), seq = colls.seq();
   std::vector<int64_t> at, dur;
-  if (!pg || !seq || !r.IntArray(kAt, &at) || !r.IntArray(kDurUs, &dur) || at.empty() ||
+  if (!pg || !seq || !colls.at_us(&at) || !colls.dur_us(&dur) || at.empty() ||
       dur.size() != at.size()) {
     *issue =
         "a colls record with integers \"pg\", \"seq\" and arrays \"at_us\", \"dur_us\" "
@@ -94,21 +101,17 @@ CompactRecordExpander::Verdict CompactRecordExpander::ExpandCollectives(
     totals_.n += 1;
     totals_.bytes += d.bytes;
     totals_.dur += dur[i] * 1000;
+    records::CollRecord coll;
+    coll.pg = *pg;
+    coll.seq = *seq + static_cast<int64_t>(i);
+    coll.op = d.op;
+    coll.dtype = d.dtype;
+    coll.n = d.count;
+    coll.bytes = d.bytes;
+    coll.dur = dur[i] * 1000;
+    coll.tag = d.tag;
     std::string line;
-    JsonLine l(&line);
-    l.Field(kFieldType, rec::kCollective)
-        .Field(kFieldTs, r.ts() + at[i] * 1000)
-        .Field(kFieldStep, r.step());
-    if (r.tid() != 0) l.Field(kFieldTid, r.tid());
-    l.Field("pg", *pg)
-        .Field("seq", *seq + static_cast<int64_t>(i))
-        .Field("op", d.op)
-        .Field("dtype", d.dtype)
-        .Field("n", d.count)
-        .Field("bytes", d.bytes)
-        .Field("dur", dur[i] * 1000)
-        .Field("tag", d.tag);
-    l.Finish();
+    records::AppendRecordLine(coll, records::At{r.ts() + at[i] * 1000, r.step(), r.tid()}, &line);
     if (!line.empty() && line.back() == '\n') line.pop_back();
     lines->push_back(std::move(line));
   }
@@ -128,9 +131,9 @@ CompactRecordExpander::Verdict CompactRecordExpander::ExpandPreStep(const Record
                                                                     std::vector<std::string>* lines,
                                                                     std::string* issue) {
   const std::string_view raw = r.raw_line();
-  const auto what = r.Str(kWhat), same = r.Str(kSame);
+  const auto what = r.Str(FK::what), same = r.Str(FK::same);
   std::string line;
-  if (!what || !same || !CutStringMember(raw, "same", *same, &line) || line.empty() ||
+  if (!what || !same || !CutStringMember(raw, FK::same.name(), *same, &line) || line.empty() ||
       line.back() != '}') {
     *issue = "a pre-step fp record with \"what\" and a \"same\" string";
     return Verdict::kReplace;
@@ -151,10 +154,10 @@ CompactRecordExpander::Verdict CompactRecordExpander::ExpandStep(const Record& r
                                                                  std::string* issue) {
   const StepTotals totals = totals_;
   totals_ = StepTotals();
-  const bool flagged = r.Has(kPreStepFp);
+  const bool flagged = r.Has(SK::pre_step_fp);
   // "coll" with "wait" alone: the rest sums from the step's colls records.
-  const bool summed = r.NumberMembers(kColl, &coll_members_) && coll_members_.size() == 1 &&
-                      coll_members_[0].name == "wait";
+  const bool summed = r.NumberMembers(SK::coll, &coll_members_) && coll_members_.size() == 1 &&
+                      coll_members_[0].name == records::StepCollKeys::wait.name();
   if (!flagged && !summed) return Verdict::kDeliver;
   std::string step_line(r.raw_line());
   if (flagged) ExpandPreStepFlag(r, lines, &step_line, issue);
@@ -175,7 +178,10 @@ bool CompactRecordExpander::InsertStepTotals(const StepTotals& totals, std::stri
   if (at == std::string::npos) return false;
   std::string sums;
   JsonLine l(&sums);  // "{" and the members; the object goes on with "wait"
-  l.Field("n", totals.n).Field("bytes", totals.bytes).Field("dur", totals.dur);
+  using C = records::StepCollKeys;
+  l.Field(C::n.name(), totals.n)
+      .Field(C::bytes.name(), totals.bytes)
+      .Field(C::dur.name(), totals.dur);
   sums.push_back(',');
   line->replace(at + kWaitAlone.size() - std::string_view("\"wait\":").size() - 1, 1, sums);
   return true;
@@ -184,14 +190,14 @@ bool CompactRecordExpander::InsertStepTotals(const StepTotals& totals, std::stri
 void CompactRecordExpander::ExpandPreStepFlag(const Record& r, std::vector<std::string>* lines,
                                               std::string* step_line, std::string* issue) {
   const std::string raw = *step_line;
-  const auto kinds = r.Str(kPreStepFp);
-  if (!kinds || !CutStringMember(raw, "pre_step_fp", *kinds, step_line)) {
+  const auto kinds = r.Str(SK::pre_step_fp);
+  if (!kinds || !CutStringMember(raw, SK::pre_step_fp.name(), *kinds, step_line)) {
     *issue = "a step record whose \"pre_step_fp\" is a string (fp kinds, comma-separated)";
     return;
   }
   // The pre-step records the writer left out, as it would have written them, at the step's
   // end (near when the optimizer ran).
-  const int64_t at = r.ts() + std::max<int64_t>(0, r.Int(kDur).value_or(0));
+  const int64_t at = r.ts() + std::max<int64_t>(0, r.Int(SK::dur).value_or(0));
   for (std::string_view rest = *kinds; !rest.empty();) {
     const size_t comma = rest.find(',');
     const std::string_view what = rest.substr(0, comma);
@@ -200,7 +206,7 @@ void CompactRecordExpander::ExpandPreStepFlag(const Record& r, std::vector<std::
     JsonLine l(&line);  // not finished: AppendRepeated adds the last members
     l.Field(kFieldType, rec::kFingerprint).Field(kFieldTs, at).Field(kFieldStep, r.step());
     if (r.tid() != 0) l.Field(kFieldTid, r.tid());
-    l.Field("what", what).Field("why", kPreStep);
+    l.Field(FK::what.name(), what).Field(FK::why.name(), kPreStep);
     if (!AppendRepeated(what, &line)) {
       *issue = "a step record whose \"pre_step_fp\" names kinds with an earlier fp record (no " +
                std::string(what) + " one)";

@@ -1,6 +1,7 @@
 #include "trace/rank_clock.h"
 
 #include "trace/record_types.h"
+#include "trace/records/clock_record.h"
 #include "trace/trace_reader.h"
 
 namespace dsdiag::trace {
@@ -15,15 +16,17 @@ bool RankClock::Refine(int64_t offset_ns, int64_t offset_err_ns) {
 
 bool RankClock::Refine(const Record& record) {
   if (record.type_id() != rec_id::kClock) return false;
-  const std::optional<int64_t> offset = record.Int("offset");
+  const records::ClockView clock(record);
+  const std::optional<int64_t> offset = clock.offset();
   if (!offset) return false;
-  return Refine(*offset, record.Int("offset_err").value_or(-1));
+  return Refine(*offset, clock.offset_err().value_or(-1));
 }
 
 void OffsetHistory::Add(const Record& record) {
   if (record.type_id() != rec_id::kClock || updates_.size() >= kMaxKept) return;
-  const std::optional<int64_t> offset = record.Int("offset");
-  if (offset) updates_.push_back({record.ts(), *offset, record.Int("offset_err").value_or(-1)});
+  const records::ClockView clock(record);
+  const std::optional<int64_t> offset = clock.offset();
+  if (offset) updates_.push_back({record.ts(), *offset, clock.offset_err().value_or(-1)});
 }
 
 int64_t OffsetHistory::ToRank0(int64_t ts) const {

@@ -12,6 +12,7 @@
 
 #include "trace/clock.h"
 #include "trace/record_types.h"
+#include "trace/records/thread_record.h"
 #include "trace/zstd_stream.h"
 
 namespace dsdiag::trace {
@@ -208,7 +209,9 @@ void TraceWriter::WriteHeader(const TraceHeader& header) noexcept {
 }
 
 void TraceWriter::NameThisThread(std::string_view name) noexcept {
-  Begin(rec::kThread).line().Field("name", name);
+  records::ThreadRecord thread;
+  thread.name = name;
+  AppendFields(thread, &Begin(thread.kType).line());
 }
 
 void TraceWriter::Lock() noexcept {

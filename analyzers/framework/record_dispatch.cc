@@ -3,7 +3,12 @@
 #include <algorithm>
 #include <string>
 
+#include "trace/records/end_record.h"
+#include "trace/records/phase_record.h"
+
 namespace dsdiag::analyzers {
+
+namespace records = trace::records;
 
 bool IsLineOneHeader(const trace::Record& r) {
   return r.line() == 1 && r.type_id() == trace::rec_id::kHeader;
@@ -21,15 +26,17 @@ void ObserveRecord(const trace::Record& r, RankEnd* end) {
   } else if (type == trace::rec_id::kStep) {
     end->last_step_done = std::max(end->last_step_done.value_or(r.step()), r.step());
   } else if (type == trace::rec_id::kPhase) {
-    if (auto name = r.Str("name")) end->last_phase.assign(name->data(), name->size());
+    if (auto name = records::PhaseView(r).name())
+      end->last_phase.assign(name->data(), name->size());
   } else if (type == trace::rec_id::kEnd) {
     end->end_seen = true;
-    end->reason = std::string(r.Str("reason").value_or(""));
-    end->status = r.Int("status");
+    const records::EndView record(r);
+    end->reason = std::string(record.reason().value_or(""));
+    end->status = record.status();
     end->end_step = r.step();
-    if (auto signal = r.Str("signal")) {
+    if (auto signal = record.signal()) {
       end->detail = std::string(*signal);
-    } else if (auto error = r.Str("error")) {
+    } else if (auto error = record.error()) {
       end->detail = std::string(*error);
     }
   }

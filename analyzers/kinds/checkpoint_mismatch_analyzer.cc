@@ -35,8 +35,12 @@
 #include "analyzers/kinds/common/rank_groups.h"
 #include "analyzers/kinds/common/split_verdict.h"
 #include "trace/record_types.h"
+#include "trace/records/ckpt_record.h"
+#include "trace/records/fp_record.h"
 
 namespace dsdiag::analyzers {
+
+namespace records = trace::records;
 namespace {
 
 using trace::JsonValue;
@@ -76,18 +80,20 @@ class CheckpointMismatchAnalyzer : public Analyzer {
 
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
     if (r.type_id() == trace::rec_id::kCheckpoint) {
-      if (r.Str("op") != kLoad) return;
+      const records::CkptView ckpt(r);
+      if (ckpt.op() != kLoad) return;
       Load l;
-      l.path = std::string(r.Str("path").value_or(""));
-      l.hash = r.Hex("h").value_or(0);
-      l.ckpt_step = r.Int("ckpt_step").value_or(0);
-      l.epoch = r.Int("epoch").value_or(0);
+      l.path = std::string(ckpt.path().value_or(""));
+      l.hash = ckpt.hash().value_or(0);
+      l.ckpt_step = ckpt.ckpt_step().value_or(0);
+      l.epoch = ckpt.epoch().value_or(0);
       l.step = r.step();
       loads_[rank.rank].push_back(std::move(l));
       return;
     }
-    if (r.type_id() != trace::rec_id::kFingerprint || r.Str("what") != kParam ||
-        r.Str("why") != kResume)
+    const records::FpView view(r);
+    if (r.type_id() != trace::rec_id::kFingerprint || view.what() != kParam ||
+        view.why() != kResume)
       return;
     auto fp = ReadFingerprint(r);
     if (!fp) return;

@@ -21,8 +21,11 @@
 #include "analyzers/framework/finding_kinds.h"
 #include "trace/rank_clock.h"
 #include "trace/record_types.h"
+#include "trace/records/ckpt_record.h"
 
 namespace dsdiag::analyzers {
+
+namespace records = trace::records;
 namespace {
 
 using trace::JsonValue;
@@ -68,16 +71,17 @@ class CheckpointRaceAnalyzer : public Analyzer {
       return;
     }
     if (r.type_id() != trace::rec_id::kCheckpoint) return;
-    const auto op = r.Str("op");
-    const auto path = r.Str("path");
-    if (!op || !path || (*op != "save" && *op != "load")) return;
+    const records::CkptView ckpt(r);
+    const auto op = ckpt.op();
+    const auto path = ckpt.path();
+    if (!op || !path || (*op != records::kCkptSave && *op != records::kCkptLoad)) return;
     CkptOp c;
     c.rank = rank.rank;
-    c.save = *op == "save";
+    c.save = *op == records::kCkptSave;
     c.step = r.step();
-    c.ckpt_step = r.Int("ckpt_step").value_or(r.step());
+    c.ckpt_step = ckpt.ckpt_step().value_or(r.step());
     c.start = clocks_[rank.rank].ToRank0(r.ts());
-    c.end = c.start + std::max<int64_t>(0, r.Int("dur").value_or(0));
+    c.end = c.start + std::max<int64_t>(0, ckpt.dur().value_or(0));
     ops_[std::string(*path)].push_back(c);
   }
 

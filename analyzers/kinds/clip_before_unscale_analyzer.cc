@@ -22,8 +22,12 @@
 #include "analyzers/framework/analyzer_factories.h"
 #include "analyzers/framework/finding_kinds.h"
 #include "trace/record_types.h"
+#include "trace/records/clip_record.h"
+#include "trace/records/scaler_record.h"
 
 namespace dsdiag::analyzers {
+
+namespace records = trace::records;
 namespace {
 
 using trace::JsonValue;
@@ -52,14 +56,15 @@ class ClipBeforeUnscaleAnalyzer : public Analyzer {
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
     if (r.type_id() == trace::rec_id::kClip) {
       ClipObs c;
-      c.unscaled = r.Bool("unscaled").value_or(true);
-      c.norm = r.Double("norm").value_or(0);
-      c.max = r.Double("max").value_or(0);
+      const records::ClipView clip(r);
+      c.unscaled = clip.unscaled().value_or(true);
+      c.norm = clip.norm().value_or(0);
+      c.max = clip.max().value_or(0);
       if (!c.unscaled) pending_[{r.step(), rank.rank}] = c;
       return;
     }
     if (r.type_id() != trace::rec_id::kScaler) return;
-    const double scale = r.Double("scale").value_or(1);
+    const double scale = records::ScalerView(r).scale().value_or(1);
     scale_[rank.rank] = scale;
     auto it = pending_.find({r.step(), rank.rank});
     if (it != pending_.end()) {

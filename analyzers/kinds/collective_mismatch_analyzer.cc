@@ -33,9 +33,12 @@
 #include "analyzers/kinds/common/rank_groups.h"
 #include "analyzers/kinds/common/split_verdict.h"
 #include "trace/record_types.h"
+#include "trace/records/coll_record.h"
 #include "trace/trace_reader.h"
 
 namespace dsdiag::analyzers {
+
+namespace records = trace::records;
 namespace {
 
 using trace::JsonValue;
@@ -142,12 +145,13 @@ class CollectiveMismatchAnalyzer : public Analyzer {
 
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
     if (r.type_id() != trace::rec_id::kCollective) return;
-    const auto pg = r.Int("pg");
-    const auto seq = r.Int("seq");
+    const records::CollView coll(r);
+    const auto pg = coll.pg();
+    const auto seq = coll.seq();
     if (!pg || !seq) return;
-    const SignatureView sig{r.Str("op").value_or(""), r.Str("dtype").value_or(""),
-                            r.Int("n").value_or(-1)};
-    const std::string_view tag = r.Str("tag").value_or("");
+    const SignatureView sig{coll.op().value_or(""), coll.dtype().value_or(""),
+                            coll.n().value_or(-1)};
+    const std::string_view tag = coll.tag().value_or("");
     window_.Add({static_cast<int>(*pg), *seq}, r.step(),
                 {rank.rank, sigs_.Id(sig), tags_.Id(tag), r.step()});
   }

@@ -18,8 +18,11 @@
 #include "analyzers/framework/analyzer_factories.h"
 #include "analyzers/framework/finding_kinds.h"
 #include "trace/record_types.h"
+#include "trace/records/sampler_record.h"
 
 namespace dsdiag::analyzers {
+
+namespace records = trace::records;
 namespace {
 
 using trace::JsonValue;
@@ -47,10 +50,11 @@ class EpochOrderRepeatAnalyzer : public Analyzer {
 
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
     if (r.type_id() != trace::rec_id::kSampler) return;
-    const auto epoch = r.Int("epoch");
-    const auto order = r.Hex("order");
+    const records::SamplerView sampler(r);
+    const auto epoch = sampler.epoch();
+    const auto order = sampler.order();
     if (!epoch || !order) return;
-    Draw d{*epoch, r.Int("sampler_epoch").value_or(*epoch), *order, r.Int("n").value_or(0)};
+    Draw d{*epoch, sampler.sampler_epoch().value_or(*epoch), *order, sampler.n().value_or(0)};
     auto last = last_.find(rank.rank);
     if (last != last_.end() && d.epoch == last->second.epoch + 1 && d.order == last->second.order &&
         d.n >= kMinSamples) {

@@ -28,11 +28,14 @@
 #include "analyzers/framework/finding_kinds.h"
 #include "analyzers/kinds/common/evidence_text.h"
 #include "analyzers/kinds/common/fingerprints.h"
-#include "analyzers/kinds/common/param_table.h"
 #include "analyzers/kinds/common/split_verdict.h"
 #include "trace/record_types.h"
+#include "trace/records/fp_record.h"
+#include "trace/records/params_record.h"
 
 namespace dsdiag::analyzers {
+
+namespace records = trace::records;
 namespace {
 
 using trace::JsonValue;
@@ -75,10 +78,10 @@ class GradDesyncAnalyzer : public Analyzer {
 
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
     if (r.type_id() == trace::rec_id::kParams) {
-      if (!table_) table_ = ParamTable::FromRecord(r);
+      if (!table_) table_ = records::ParamTable::Read(r);
       return;
     }
-    if (r.type_id() != trace::rec_id::kFingerprint || r.Str("what") != "grad") return;
+    if (r.type_id() != trace::rec_id::kFingerprint || records::FpView(r).what() != "grad") return;
     auto fp = ReadFingerprint(r);
     if (!fp) return;
     StepFingerprints& step = pending_[r.step()];
@@ -192,7 +195,7 @@ class GradDesyncAnalyzer : public Analyzer {
     return f;
   }
 
-  std::optional<ParamTable> table_;
+  std::optional<records::ParamTable> table_;
   std::map<int64_t, StepFingerprints> pending_;  // step -> both points' fingerprints
   std::map<int, Desync> desyncs_;                // index -> desync
 };

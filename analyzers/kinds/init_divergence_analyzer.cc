@@ -15,11 +15,14 @@
 #include "analyzers/framework/analyzer_factories.h"
 #include "analyzers/framework/finding_kinds.h"
 #include "analyzers/kinds/common/fingerprints.h"
-#include "analyzers/kinds/common/param_table.h"
 #include "analyzers/kinds/common/split_verdict.h"
 #include "trace/record_types.h"
+#include "trace/records/fp_record.h"
+#include "trace/records/params_record.h"
 
 namespace dsdiag::analyzers {
+
+namespace records = trace::records;
 namespace {
 
 using trace::JsonValue;
@@ -35,11 +38,12 @@ class InitDivergenceAnalyzer : public Analyzer {
 
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
     if (r.type_id() == trace::rec_id::kParams) {
-      if (!table_) table_ = ParamTable::FromRecord(r);
+      if (!table_) table_ = records::ParamTable::Read(r);
       return;
     }
-    if (r.type_id() != trace::rec_id::kFingerprint || r.Str("what") != "param" ||
-        r.Str("why") != "init" || init_.count(rank.rank))
+    const records::FpView fp(r);
+    if (r.type_id() != trace::rec_id::kFingerprint || fp.what() != "param" || fp.why() != "init" ||
+        init_.count(rank.rank))
       return;
     if (auto fp = ReadFingerprint(r)) init_.Set(rank.rank, std::move(*fp));
   }
@@ -105,7 +109,7 @@ class InitDivergenceAnalyzer : public Analyzer {
     return f;
   }
 
-  std::optional<ParamTable> table_;
+  std::optional<records::ParamTable> table_;
   RankFingerprints init_;  // rank -> its first "init" fingerprint
 };
 

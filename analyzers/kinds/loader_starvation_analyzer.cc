@@ -27,8 +27,12 @@
 #include "analyzers/framework/analyzer_factories.h"
 #include "analyzers/framework/finding_kinds.h"
 #include "trace/record_types.h"
+#include "trace/records/loader_record.h"
+#include "trace/records/step_record.h"
 
 namespace dsdiag::analyzers {
+
+namespace records = trace::records;
 namespace {
 
 using trace::JsonValue;
@@ -75,7 +79,7 @@ class LoaderStarvationAnalyzer : public Analyzer {
 
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
     if (r.type_id() == trace::rec_id::kLoader) {
-      if (auto wait = r.Int("wait"); wait && *wait >= 0)
+      if (auto wait = records::LoaderView(r).wait(); wait && *wait >= 0)
         ranks_[rank.rank].wait_by_step[r.step()] += *wait;
       return;
     }
@@ -84,7 +88,7 @@ class LoaderStarvationAnalyzer : public Analyzer {
     if (it == ranks_.end()) return;
     RankWaits& w = it->second;
     auto wait = w.wait_by_step.find(r.step());
-    const auto dur = r.Int("dur");
+    const auto dur = records::StepView(r).dur();
     if (wait == w.wait_by_step.end() || !dur || *dur <= 0) return;
     if (w.first_step < 0) {
       w.first_step = r.step();  // the loader's start-up: not counted

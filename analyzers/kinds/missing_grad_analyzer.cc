@@ -19,11 +19,14 @@
 
 #include "analyzers/framework/analyzer_factories.h"
 #include "analyzers/framework/finding_kinds.h"
-#include "analyzers/kinds/common/param_table.h"
 #include "analyzers/kinds/common/rank_slots.h"
 #include "trace/record_types.h"
+#include "trace/records/grad_record.h"
+#include "trace/records/params_record.h"
 
 namespace dsdiag::analyzers {
+
+namespace records = trace::records;
 namespace {
 
 using trace::JsonValue;
@@ -52,13 +55,16 @@ class MissingGradAnalyzer : public Analyzer {
 
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
     if (r.type_id() == trace::rec_id::kParams) {
-      if (!table_) table_ = ParamTable::FromRecord(r);
+      if (!table_) table_ = records::ParamTable::Read(r);
       return;
     }
     if (r.type_id() != trace::rec_id::kGradient) return;
     auto& current = CurrentSet(rank.rank);
-    std::vector<int> listed;
-    if (ReadIntArray(r, "missing", &listed)) {
+    // has_missing() answers from the record's member list: most `grad` records lack it.
+    const records::GradView grad(r);
+    std::vector<int64_t> read;
+    if (grad.has_missing() && grad.missing(&read)) {
+      std::vector<int> listed(read.begin(), read.end());
       std::sort(listed.begin(), listed.end());
       current = std::make_shared<const std::vector<int>>(std::move(listed));
     } else if (!current) {
@@ -185,7 +191,7 @@ class MissingGradAnalyzer : public Analyzer {
                     "(requires_grad=false) so that DDP need not search for unused parameters.";
   }
 
-  std::optional<ParamTable> table_;
+  std::optional<records::ParamTable> table_;
   std::vector<MissingSet> current_;      // by rank number: its current set
   std::map<int64_t, RankSets> pending_;  // step -> the sets the ranks reported
   std::map<int, Absence> partial_;       // param -> absence on some ranks

@@ -29,11 +29,14 @@
 #include "analyzers/framework/finding_kinds.h"
 #include "analyzers/kinds/common/evidence_text.h"
 #include "analyzers/kinds/common/fingerprints.h"
-#include "analyzers/kinds/common/param_table.h"
 #include "analyzers/kinds/common/split_verdict.h"
 #include "trace/record_types.h"
+#include "trace/records/fp_record.h"
+#include "trace/records/params_record.h"
 
 namespace dsdiag::analyzers {
+
+namespace records = trace::records;
 namespace {
 
 using trace::JsonValue;
@@ -60,11 +63,11 @@ class ReplicaDivergenceAnalyzer : public Analyzer {
 
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
     if (r.type_id() == trace::rec_id::kParams) {
-      if (!table_) table_ = ParamTable::FromRecord(r);
+      if (!table_) table_ = records::ParamTable::Read(r);
       return;
     }
     if (r.type_id() != trace::rec_id::kFingerprint) return;
-    const auto what = r.Str("what");
+    const auto what = records::FpView(r).what();
     if (what != "param" && what != "buffer") return;
     auto fp = ReadFingerprint(r);
     if (!fp) return;
@@ -176,7 +179,7 @@ class ReplicaDivergenceAnalyzer : public Analyzer {
     return f;
   }
 
-  std::optional<ParamTable> table_;
+  std::optional<records::ParamTable> table_;
   // (step, order of `why` within a step, what) -> rank -> fingerprint, in the order taken.
   std::map<std::tuple<int64_t, int, std::string>, RankFingerprints> pending_;
   RankFingerprints last_periodic_;  // the latest "periodic" param fingerprints

@@ -25,8 +25,11 @@
 #include "analyzers/framework/finding_kinds.h"
 #include "analyzers/kinds/common/rank_groups.h"
 #include "trace/record_types.h"
+#include "trace/records/rng_record.h"
 
 namespace dsdiag::analyzers {
+
+namespace records = trace::records;
 namespace {
 
 using trace::JsonValue;
@@ -50,15 +53,15 @@ class RngCollisionAnalyzer : public Analyzer {
 
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
     if (r.type_id() != trace::rec_id::kRng) return;
-    const auto stream = r.Str("stream");
-    const auto hash = r.Hex("h");
+    const records::RngView rng(r);
+    const auto stream = rng.stream();
+    const auto hash = rng.state_hash();
     if (!stream || !hash) return;
     std::string stream_name(*stream);
     if (SharedByDesign(stream_name)) return;
-    const std::string why(r.Str("why").value_or(""));
+    const std::string why(rng.why().value_or(""));
     int& nth = occurrences_[{rank.rank, stream_name, why}];
-    draws_[{stream_name, why, nth}].push_back(
-        {rank.rank, *hash, r.Int("seed").value_or(0), r.step()});
+    draws_[{stream_name, why, nth}].push_back({rank.rank, *hash, rng.seed().value_or(0), r.step()});
     ++nth;
   }
 

@@ -26,8 +26,11 @@
 #include "analyzers/kinds/common/rank_groups.h"
 #include "analyzers/kinds/common/split_verdict.h"
 #include "trace/record_types.h"
+#include "trace/records/scaler_record.h"
 
 namespace dsdiag::analyzers {
+
+namespace records = trace::records;
 namespace {
 
 using trace::JsonValue;
@@ -56,10 +59,11 @@ class ScalerDesyncAnalyzer : public Analyzer {
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
     if (r.type_id() != trace::rec_id::kScaler) return;
     Decision d;
-    d.inf_local = r.Bool("inf_local").value_or(false);
-    d.inf_global = r.Bool("inf_global").value_or(d.inf_local);
-    d.skipped = r.Bool("skipped").value_or(false);
-    d.scale = r.Double("scale").value_or(1);
+    const records::ScalerView scaler(r);
+    d.inf_local = scaler.inf_local().value_or(false);
+    d.inf_global = scaler.inf_global().value_or(d.inf_local);
+    d.skipped = scaler.skipped().value_or(false);
+    d.scale = scaler.scale().value_or(1);
     pending_[r.step()][rank.rank] = d;
   }
 

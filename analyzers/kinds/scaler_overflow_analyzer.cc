@@ -27,8 +27,11 @@
 #include "analyzers/framework/analyzer_factories.h"
 #include "analyzers/framework/finding_kinds.h"
 #include "trace/record_types.h"
+#include "trace/records/scaler_record.h"
 
 namespace dsdiag::analyzers {
+
+namespace records = trace::records;
 namespace {
 
 using trace::JsonValue;
@@ -85,10 +88,11 @@ class ScalerOverflowAnalyzer : public Analyzer {
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
     if (r.type_id() != trace::rec_id::kScaler) return;
     ScalerObs obs;
-    obs.scale = r.Double("scale").value_or(1);
-    obs.inf_local = r.Bool("inf_local").value_or(false);
-    obs.skipped = r.Bool("skipped").value_or(false);
-    obs.growth = r.Str("event") == std::optional<std::string_view>("growth");
+    const records::ScalerView scaler(r);
+    obs.scale = scaler.scale().value_or(1);
+    obs.inf_local = scaler.inf_local().value_or(false);
+    obs.skipped = scaler.skipped().value_or(false);
+    obs.growth = scaler.event() == std::optional<std::string_view>("growth");
     pending_[r.step()][rank.rank] = obs;
   }
 

@@ -32,9 +32,12 @@
 #include "analyzers/kinds/common/rank_groups.h"
 #include "analyzers/kinds/common/split_verdict.h"
 #include "trace/record_types.h"
+#include "trace/records/sampler_record.h"
 #include "trace/sample_bitmap.h"
 
 namespace dsdiag::analyzers {
+
+namespace records = trace::records;
 namespace {
 
 using trace::JsonValue;
@@ -52,22 +55,22 @@ struct Shard {
 };
 
 std::optional<Shard> ReadShard(int rank, const trace::Record& r) {
+  const records::SamplerView sampler(r);
   Shard s;
   s.rank = rank;
   s.step = r.step();
-  s.n = r.Int("n").value_or(0);
-  s.seed = r.Int("seed").value_or(0);
-  s.sampler_epoch = r.Int("sampler_epoch").value_or(0);
-  s.set = r.Hex("set").value_or(0);
-  s.size = r.Int("size").value_or(0);
-  if (auto bits = r.Str("bits"); bits && s.size > 0) {
+  s.n = sampler.n().value_or(0);
+  s.seed = sampler.seed().value_or(0);
+  s.sampler_epoch = sampler.sampler_epoch().value_or(0);
+  s.set = sampler.set().value_or(0);
+  s.size = sampler.size().value_or(0);
+  if (auto bits = sampler.bits(); bits && s.size > 0) {
     auto members = trace::DecodeSampleBitmap(*bits, s.size);
     if (!members) return s;  // unusable
     s.members = std::move(*members);
     s.exact = true;
-  } else if (auto idx = r.Value("idx"); idx && idx->elements().size() > 0) {
-    for (const JsonValue& v : idx->elements())
-      s.members.push_back(static_cast<uint64_t>(v.as_int()));
+  } else if (std::vector<int64_t> idx; sampler.indices(&idx) && !idx.empty()) {
+    for (int64_t i : idx) s.members.push_back(static_cast<uint64_t>(i));
     std::sort(s.members.begin(), s.members.end());
     s.members.erase(std::unique(s.members.begin(), s.members.end()), s.members.end());
     s.exact = true;
@@ -108,7 +111,7 @@ class ShardOverlapAnalyzer : public Analyzer {
 
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
     if (r.type_id() != trace::rec_id::kSampler) return;
-    const auto epoch = r.Int("epoch");
+    const auto epoch = records::SamplerView(r).epoch();
     if (!epoch) return;
     auto& shards = pending_[*epoch];
     if (shards.count(rank.rank)) return;  // a resume re-describes the epoch: keep the first

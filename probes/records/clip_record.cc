@@ -1,16 +1,16 @@
 #include "probes/records/clip_record.h"
 
-#include "probes/probe_timer.h"
-#include "probes/session.h"
-#include "trace/record_types.h"
+#include "probes/records/write_record.h"
+#include "trace/records/clip_record.h"
 
 namespace dsdiag::probes::records {
 
 void WriteClip(probes::Session* session, bool unscaled, double norm, double max) noexcept {
-  if (!session->on()) return;
-  ProbeTimer timer(session);
-  auto record = session->writer()->Begin(trace::rec::kClip);
-  record.line().Field("unscaled", unscaled).Field("norm", norm).Field("max", max);
+  trace::records::ClipRecord r;
+  r.unscaled = unscaled;
+  r.norm = norm;
+  r.max = max;
+  WriteRecord(session, r);
 }
 
 }  // namespace dsdiag::probes::records

@@ -1,6 +1,7 @@
-// The `clip` record (docs/trace-format.md): one gradient clip, whether the gradients were
-// already unscaled, the total norm it measured and the threshold. Written by the trainer
-// when it clips. One branch when probes are off. Torch-free.
+// The `clip` record (trace/records/clip_record.h): one gradient clip, whether the gradients
+// were already unscaled, the total norm it measured and the threshold. Written by the
+// trainer when it clips and by the Python package's clip probe. One branch when probes are
+// off. Torch-free.
 #pragma once
 
 #include "probes/records/session_fwd.h"

@@ -3,7 +3,8 @@
 #include <utility>
 
 #include "probes/session.h"
-#include "trace/record_types.h"
+#include "trace/records/coll_record.h"
+#include "trace/records/colls_record.h"
 
 namespace dsdiag::probes::records {
 namespace {
@@ -61,17 +62,20 @@ void CollectiveSteps::FlushHeldLocked(probes::Session* session) {
 }
 
 void CollectiveSteps::WriteFull(probes::Session* session, int pg, const HeldOp& op, bool failed) {
-  auto record = session->writer()->BeginAt(trace::rec::kCollective, op.enter_ns);
-  auto& l = record.line();
-  l.Field("pg", pg)
-      .Field("seq", op.seq)
-      .Field("op", op.what.op)
-      .Field("dtype", op.what.dtype)
-      .Field("n", op.what.count)
-      .Field("bytes", op.what.bytes)
-      .Field("dur", op.done_ns - op.enter_ns)
-      .Field("tag", op.what.tag);
-  if (failed) l.Field("failed", true);
+  trace::records::CollRecord r;
+  r.pg = pg;
+  r.seq = op.seq;
+  r.op = op.what.op;
+  r.dtype = op.what.dtype;
+  r.n = op.what.count;
+  r.bytes = op.what.bytes;
+  r.dur = op.done_ns - op.enter_ns;
+  r.tag = op.what.tag;
+  r.failed = failed;
+  {
+    auto record = session->writer()->BeginAt(r.kType, op.enter_ns);
+    AppendFields(r, &record.line());
+  }
   template_.Add(pg, session->writer()->step(), op.what);
 }
 
@@ -96,15 +100,18 @@ int64_t CollectiveSteps::WriteGroup(probes::Session* session, int pg,
   // Times in whole microseconds (what timelines show; findings work in milliseconds): a
   // step's five ops cost 30 bytes less than in nanoseconds.
   const int64_t ts = ops.front().enter_ns;
+  trace::records::CollsRecord& r = colls_;  // its arrays keep their capacity: no allocation
+  r.pg = pg;
+  r.seq = ops.front().seq;
+  r.at_us.clear();
+  r.dur_us.clear();
+  for (const HeldOp& op : ops) {
+    r.at_us.push_back(RoundToUs(op.enter_ns - ts));
+    r.dur_us.push_back(RoundToUs(op.done_ns - op.enter_ns));
+  }
   {
-    auto record = session->writer()->BeginAt(trace::rec::kCollectiveRun, ts);
-    auto& l = record.line();
-    l.Field("pg", pg).Field("seq", ops.front().seq);
-    l.BeginArray("at_us");
-    for (const HeldOp& op : ops) l.Add(RoundToUs(op.enter_ns - ts));
-    l.EndArray().BeginArray("dur_us");
-    for (const HeldOp& op : ops) l.Add(RoundToUs(op.done_ns - op.enter_ns));
-    l.EndArray();
+    auto record = session->writer()->BeginAt(r.kType, ts);
+    AppendFields(r, &record.line());
   }
   template_.Repeat(pg, step, ops.size());
   return static_cast<int64_t>(ops.size());

@@ -20,6 +20,7 @@
 #include "probes/records/collective_record.h"
 #include "probes/records/session_fwd.h"
 #include "trace/collective_template.h"
+#include "trace/records/colls_record.h"
 
 namespace dsdiag::probes::records {
 
@@ -55,6 +56,7 @@ class CollectiveSteps {
   std::thread::id loop_thread_;
   std::map<int, std::vector<HeldOp>> held_;  // by process group
   trace::CollectiveTemplate template_;       // what the reader will know, record by record
+  trace::records::CollsRecord colls_;        // the `colls` record being written, reused
 };
 
 }  // namespace dsdiag::probes::records

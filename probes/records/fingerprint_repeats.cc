@@ -2,7 +2,7 @@
 
 #include "probes/session.h"
 #include "trace/clock.h"
-#include "trace/record_types.h"
+#include "trace/records/fp_record.h"
 
 namespace dsdiag::probes::records {
 namespace {
@@ -30,13 +30,12 @@ bool PreStepRepeats::LeaveOut(std::string_view what, std::string_view why, int64
   return true;
 }
 
-void PreStepRepeats::TakeOwed(trace::JsonLine* step_record) {
+std::string PreStepRepeats::TakeOwed() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (owed_.empty()) return;
   std::string kinds;
   for (const auto& [what, owed] : owed_) kinds.append(kinds.empty() ? "" : ",").append(what);
-  step_record->Field("pre_step_fp", kinds);
   owed_.clear();
+  return kinds;
 }
 
 void PreStepRepeats::WriteOwed(probes::Session* session) noexcept {
@@ -46,8 +45,12 @@ void PreStepRepeats::WriteOwed(probes::Session* session) noexcept {
     owed.swap(owed_);
   }
   for (const auto& [what, o] : owed) {
-    auto record = session->writer()->BeginAt(trace::rec::kFingerprint, o.ts);
-    record.line().Field("what", what).Field("why", kPreStep).Field("same", o.same);
+    trace::records::FpSameRecord r;
+    r.what = what;
+    r.why = kPreStep;
+    r.same = o.same;
+    auto record = session->writer()->BeginAt(r.kType, o.ts);
+    AppendFields(r, &record.line());
   }
 }
 

@@ -21,7 +21,6 @@
 #include <vector>
 
 #include "probes/records/session_fwd.h"
-#include "trace/json_line.h"
 
 namespace dsdiag::probes::records {
 
@@ -31,8 +30,9 @@ class PreStepRepeats {
   // repeats the latest of its kind: leave it out, it is owed.
   bool LeaveOut(std::string_view what, std::string_view why, int64_t step, bool per_param,
                 const std::vector<uint64_t>& hashes);
-  // The step record's "pre_step_fp" list of what is owed, if anything; pays the debt.
-  void TakeOwed(trace::JsonLine* step_record);
+  // The step record's "pre_step_fp" list of what is owed ("grad,param"; empty: nothing);
+  // pays the debt.
+  std::string TakeOwed();
   // Writes what is owed as `"same"` records.
   void WriteOwed(probes::Session* session) noexcept;
 

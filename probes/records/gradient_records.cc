@@ -3,28 +3,13 @@
 #include <exception>
 
 #include "probes/probe_timer.h"
+#include "probes/records/write_record.h"
 #include "probes/session.h"
-#include "trace/record_types.h"
+#include "trace/records/fp_record.h"
 
 namespace dsdiag::probes::records {
 
-void WriteGrad(probes::Session* session, const GradRecord& r) noexcept {
-  if (!session->on()) return;
-  ProbeTimer timer(session);
-  auto record = session->writer()->Begin(trace::rec::kGradient);
-  auto& l = record.line();
-  l.Field("norm", r.norm).Field("n_missing", r.n_missing);
-  if (r.missing != nullptr) {
-    l.BeginArray("missing");
-    for (int i : *r.missing) l.Add(i);
-    l.EndArray();
-  }
-  if (r.nonfinite != nullptr && !r.nonfinite->empty()) {
-    l.BeginArray("nonfinite");
-    for (int i : *r.nonfinite) l.Add(i);
-    l.EndArray();
-  }
-}
+void WriteGrad(probes::Session* session, const GradRecord& r) noexcept { WriteRecord(session, r); }
 
 void WriteFingerprints(probes::Session* session, std::string_view what, std::string_view why,
                        bool per_param, const std::vector<uint64_t>& hashes) noexcept {
@@ -36,12 +21,13 @@ void WriteFingerprints(probes::Session* session, std::string_view what, std::str
       return;                        // the step record says so (records/fingerprint_repeats.h)
   } catch (const std::exception&) {  // out of memory: the hashes are written in full
   }
-  auto record = session->writer()->Begin(trace::rec::kFingerprint);
-  auto& l = record.line();
-  l.Field("what", what).Field("why", why).Field("gran", per_param ? "param" : "bucket");
-  l.BeginArray("h");
-  for (uint64_t h : hashes) l.AddHex(h);
-  l.EndArray();
+  trace::records::FpRecord r;
+  r.what = what;
+  r.why = why;
+  r.per_param = per_param;
+  r.hashes = &hashes;
+  auto record = session->writer()->Begin(r.kType);
+  AppendFields(r, &record.line());
 }
 
 }  // namespace dsdiag::probes::records

@@ -1,5 +1,6 @@
-// The gradient records (docs/trace-format.md), written through the session by GradientProbe
-// (LibTorch) and by the Python package's DDP probe, so that both write the same bytes:
+// The gradient records (trace/records/grad_record.h, fp_record.h), written through the
+// session by GradientProbe (LibTorch) and by the Python package's model probe, so that both
+// write the same bytes:
 //
 //   {"type":"grad","step":3,"norm":1.73,"n_missing":2,"missing":[14,15]}
 //   {"type":"fp","step":3,"what":"grad","why":"after-sync","gran":"bucket","h":["9f3c..",..]}
@@ -14,15 +15,11 @@
 #include <vector>
 
 #include "probes/records/session_fwd.h"
+#include "trace/records/grad_record.h"
 
 namespace dsdiag::probes::records {
 
-struct GradRecord {
-  double norm = 0;                              // NaN or inf: written as null
-  int64_t n_missing = 0;                        // parameters that took no part in this backward
-  const std::vector<int>* missing = nullptr;    // their indices, when the list is written
-  const std::vector<int>* nonfinite = nullptr;  // indices holding inf/NaN, when any
-};
+using GradRecord = trace::records::GradRecord;
 void WriteGrad(probes::Session* session, const GradRecord& r) noexcept;
 
 // `what`: "grad", "param" or "buffer"; `why`: "after-sync", "pre-step", "init", "resume",

@@ -1,6 +1,7 @@
-// The `loader` record (docs/trace-format.md): one batch of the training loop's data loader,
-// how long the loop waited for it and, when visible, how long it took to make. Written by
-// the trainer's data stream for every batch. One branch when probes are off. Torch-free.
+// The `loader` record (trace/records/loader_record.h): one batch of the training loop's data
+// loader, how long the loop waited for it and, when visible, how long it took to make.
+// Written by the trainer's data stream and the Python package's DataLoader probe for every
+// training batch. One branch when probes are off. Torch-free.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
-// The `rng` record (docs/trace-format.md): a fingerprint of one random generator's state
-// (`cpu`, `cuda:<i>`, `dropout`, `sampler`), with why it was taken and the stream's seed.
-// Written by the trainer at init, at each epoch start and periodically. One branch when
-// probes are off. Torch-free.
+// The `rng` record (trace/records/rng_record.h): a fingerprint of one random generator's
+// state (`cpu`, `cuda:<i>`, `dropout`, `sampler`), with why it was taken and the stream's
+// seed. Written by the trainer at init, at each epoch start and periodically, and by the
+// Python package's RNG probe. One branch when probes are off. Torch-free.
 #pragma once
 
 #include <cstdint>

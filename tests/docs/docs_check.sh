@@ -8,7 +8,9 @@
 #     has its section in docs/findings.md; every --inject kind of inject/inject_spec.cc is in
 #     docs/contract.md;
 #   - the layers docs/architecture.md promises: report/ does not link timeline/, python/
-#     links probes and trace only.
+#     links probes and trace only;
+#   - a record's fields are spelled in its home, trace/records/ (docs/trace-format.md): no
+#     reader in analyzers/, timeline/, report/ or trace/ looks a field up by a string literal.
 # usage: docs_check.sh SOURCE_DIR DSDIAG_BINARY
 set -uo pipefail
 src=$1
@@ -49,4 +51,7 @@ for lib in $python_links; do
   [[ $lib == dsdiag_probes || $lib == dsdiag_trace ]] || fail "python/ links $lib (docs/architecture.md: probes and trace only)"
 done
 
+by_name=$(git grep -nE '\.(Int|Double|Bool|Str|Hex|HexArray|IntArray|StrArray|NumberMembers|Has|Value)\("' \
+  -- analyzers timeline report 'trace/*.cc' 2>/dev/null | grep -v '^trace/records/\|^trace/torch_fr/\|header_parser.cc')
+[[ -z $by_name ]] || fail "a record field read by name outside trace/records/:"$'\n'"$by_name"
 ((failures == 0)) && echo "docs agree with the code" || exit 1

@@ -112,7 +112,7 @@ TEST(SyntheticCorpus, SamplesAreDeterministicNextTokenPairs) {
 TEST(MoeDecoder, ParameterNamesAreStable) {
   TrainConfig config;
   MoeDecoder model(ModelOptionsFrom(config));
-  ParamTable params = CollectParams(*model);
+  ModelParams params = CollectParams(*model);
   std::set<std::string> names(params.names.begin(), params.names.end());
   for (const char* expected : {"embed.weight", "pos.weight", "blocks.0.attn.qkv.weight",
                                "blocks.1.moe.router.weight", "blocks.1.moe.experts.2.w_in.weight",

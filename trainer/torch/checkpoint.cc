@@ -53,7 +53,7 @@ std::string CheckpointPath(const std::string& run_dir, int64_t step) {
 }
 
 SaveResult SaveCheckpoint(const std::string& path, const std::string& temp_suffix,
-                          const ParamTable& params, torch::optim::Optimizer& optimizer,
+                          const ModelParams& params, torch::optim::Optimizer& optimizer,
                           const CheckpointState& state) {
   torch::serialize::OutputArchive archive;
   torch::serialize::OutputArchive model;
@@ -97,7 +97,7 @@ SaveResult SaveCheckpoint(const std::string& path, const std::string& temp_suffi
   return result;
 }
 
-LoadResult LoadCheckpoint(const std::string& path, const ParamTable& params,
+LoadResult LoadCheckpoint(const std::string& path, const ModelParams& params,
                           torch::optim::Optimizer& optimizer) {
   LoadResult result;
   std::error_code exists_error;

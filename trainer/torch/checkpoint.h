@@ -21,7 +21,7 @@
 
 namespace dsdiag::trainer {
 
-struct ParamTable;
+struct ModelParams;
 
 struct TrainPosition {
   int64_t step = 0;           // optimizer steps taken
@@ -52,7 +52,7 @@ struct SaveResult {
 
 // Writes `path` through `path` + `temp_suffix`, then renames. Throws CheckpointError.
 SaveResult SaveCheckpoint(const std::string& path, const std::string& temp_suffix,
-                          const ParamTable& params, torch::optim::Optimizer& optimizer,
+                          const ModelParams& params, torch::optim::Optimizer& optimizer,
                           const CheckpointState& state);
 
 struct LoadResult {
@@ -67,7 +67,7 @@ struct LoadResult {
 // Loads onto the CPU (the map location), then copies into the parameters wherever they
 // live. Parameters the file lacks are listed in `missing` (the caller records them, then
 // refuses to go on); an unreadable file or a shape mismatch throws CheckpointError.
-LoadResult LoadCheckpoint(const std::string& path, const ParamTable& params,
+LoadResult LoadCheckpoint(const std::string& path, const ModelParams& params,
                           torch::optim::Optimizer& optimizer);
 
 // The newest step-numbered checkpoint older than `path` in the same directory, or "".

@@ -4,8 +4,8 @@
 
 namespace dsdiag::trainer {
 
-ParamTable CollectParams(torch::nn::Module& model) {
-  ParamTable table;
+ModelParams CollectParams(torch::nn::Module& model) {
+  ModelParams table;
   for (const auto& item : model.named_parameters(/*recurse=*/true)) {
     table.names.push_back(item.key());
     table.tensors.push_back(item.value());
@@ -31,7 +31,7 @@ void BroadcastModuleState(Comm& comm, torch::nn::Module& model) {
   }
 }
 
-GradSync::GradSync(const ParamTable& params, int64_t bucket_cap_bytes) : params_(params) {
+GradSync::GradSync(const ModelParams& params, int64_t bucket_cap_bytes) : params_(params) {
   std::vector<int> bucket;
   int64_t bytes = 0;
   for (int i = static_cast<int>(params.size()) - 1; i >= 0; --i) {

@@ -22,13 +22,13 @@ namespace dsdiag::trainer {
 class Comm;
 
 // The model's parameters by index; the index is what trace records refer to.
-struct ParamTable {
+struct ModelParams {
   std::vector<std::string> names;
   std::vector<torch::Tensor> tensors;
   size_t size() const { return tensors.size(); }
 };
 
-ParamTable CollectParams(torch::nn::Module& model);
+ModelParams CollectParams(torch::nn::Module& model);
 
 // Parameters and buffers from rank 0 to all, as one flat broadcast ("init-broadcast").
 void BroadcastModuleState(Comm& comm, torch::nn::Module& model);
@@ -37,7 +37,7 @@ class GradSync {
  public:
   static constexpr int64_t kBucketCapBytes = 64 << 10;
 
-  explicit GradSync(const ParamTable& params, int64_t bucket_cap_bytes = kBucketCapBytes);
+  explicit GradSync(const ModelParams& params, int64_t bucket_cap_bytes = kBucketCapBytes);
 
   // Parameter indices per bucket, in allreduce order.
   const std::vector<std::vector<int>>& buckets() const { return buckets_; }
@@ -47,7 +47,7 @@ class GradSync {
   void AllReduceMean(Comm& comm, int64_t mismatch_extra = 0);
 
  private:
-  const ParamTable& params_;
+  const ModelParams& params_;
   std::vector<std::vector<int>> buckets_;
 };
 

@@ -33,6 +33,7 @@
 #include "trace/clock.h"
 #include "trace/peer_loss.h"
 #include "trace/record_types.h"
+#include "trace/records/error_record.h"
 #include "trace/signal_name.h"
 #include "trace/trace_writer.h"
 #include "trainer/torch/comm.h"
@@ -73,16 +74,16 @@ void RecordStoreUnreachable(probes::Session* session, const Comm& comm,
   const std::string store = comm.store_host() + ":" + std::to_string(comm.store_port());
   char tried[32];
   std::snprintf(tried, sizeof tried, "%.1f s", static_cast<double>(outcome.tried.count()) / 1e3);
+  const std::string message = "could not reach the rendezvous store at " + store +
+                              " to publish this rank's error (gave up after " + tried + ")";
+  trace::records::StoreUnreachableRecord error;
+  error.message = message;
+  error.store = store;
+  error.tried_ms = static_cast<int64_t>(outcome.tried.count());
+  error.store_error = outcome.error;
   {
-    auto r = writer->Begin(trace::rec::kError);
-    r.line()
-        .Field("where", "store")
-        .Field("message", "could not reach the rendezvous store at " + store +
-                              " to publish this rank's error (gave up after " + tried + ")")
-        .Field("store_unreachable", true)
-        .Field("store", store)
-        .Field("tried_ms", static_cast<int64_t>(outcome.tried.count()));
-    if (!outcome.error.empty()) r.line().Field("store_error", outcome.error);
+    auto r = writer->Begin(error.kType);
+    AppendFields(error, &r.line());
   }
   writer->Flush();
 }

@@ -61,7 +61,7 @@ double LearningRate(const TrainConfig& config, int64_t step) {
   return config.lr * std::min(1.0, double(step + 1) / double(kWarmupSteps));
 }
 
-int FindParam(const ParamTable& params, const std::string& name) {
+int FindParam(const ModelParams& params, const std::string& name) {
   for (size_t i = 0; i < params.size(); ++i) {
     if (params.names[i] == name) return static_cast<int>(i);
   }
@@ -111,7 +111,7 @@ struct Trainer::State {
   const torch::Device device;
 
   MoeDecoder model{nullptr};
-  ParamTable params;
+  ModelParams params;
   std::unique_ptr<GradSync> grad_sync;
   std::unique_ptr<probes::GradientProbe> grad_probe;
   std::unique_ptr<torch::optim::Adam> optimizer;

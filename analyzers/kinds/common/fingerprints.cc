@@ -2,20 +2,25 @@
 
 #include <algorithm>
 
+#include "trace/records/fp_record.h"
+
 namespace dsdiag::analyzers {
+
+namespace records = trace::records;
 
 std::optional<FingerprintRecord> ReadFingerprint(const trace::Record& record) {
   FingerprintRecord fp;
-  auto what = record.Str("what");
-  auto why = record.Str("why");
-  auto gran = record.Str("gran");
+  const records::FpView view(record);
+  auto what = view.what();
+  auto why = view.why();
+  auto gran = view.gran();
   if (!what || !why || !gran) return std::nullopt;
   fp.what = std::string(*what);
   fp.why = std::string(*why);
-  fp.per_param = *gran == "param";
+  fp.per_param = *gran == records::kGranParam;
   // Read into a buffer that keeps its capacity, then held inline when short (hash_list.h).
   thread_local std::vector<uint64_t> hashes;
-  if (!record.HexArray("h", &hashes)) return std::nullopt;
+  if (!view.hashes(&hashes)) return std::nullopt;
   fp.hashes.Assign(hashes.data(), hashes.data() + hashes.size());
   return fp;
 }

@@ -62,8 +62,13 @@
 #include "analyzers/kinds/hang/hang_verdict.h"
 #include "trace/peer_loss.h"
 #include "trace/record_types.h"
+#include "trace/records/coll_record.h"
+#include "trace/records/error_record.h"
+#include "trace/records/step_record.h"
 
 namespace dsdiag::analyzers {
+
+namespace records = trace::records;
 namespace hang {
 namespace {
 
@@ -102,8 +107,9 @@ class HangAnalyzer : public Analyzer {
     HangRankState& s = run_.ranks[rank.rank];
     const int type = r.type_id();
     if (type == trace::rec_id::kCollective) {
-      const auto pg = r.Int("pg");
-      const auto seq = r.Int("seq");
+      const records::CollView coll(r);
+      const auto pg = coll.pg();
+      const auto seq = coll.seq();
       if (!pg || !seq) return;
       const CollectiveKey key{static_cast<int>(*pg), *seq};
       auto [it, fresh] = s.completed.try_emplace(key.pg, key.seq);
@@ -112,7 +118,7 @@ class HangAnalyzer : public Analyzer {
     } else if (type == trace::rec_id::kError) {
       OnError(&s, r);
     } else if (type == trace::rec_id::kStep) {
-      run_.max_step_ns = std::max(run_.max_step_ns, r.Int("dur").value_or(0));
+      run_.max_step_ns = std::max(run_.max_step_ns, records::StepView(r).dur().value_or(0));
     } else if (type == trace::rec_id::kClock) {
       s.clock.Refine(r);
     }
@@ -135,16 +141,17 @@ class HangAnalyzer : public Analyzer {
 
  private:
   static void OnError(HangRankState* s, const trace::Record& r) {
-    if (r.Bool("store_unreachable").value_or(false)) {
+    const records::ErrorView error(r);
+    if (error.store_unreachable()) {
       if (!s->store_unreachable) {
         s->store_unreachable =
-            StoreUnreachable{std::string(r.Str("store").value_or("")), r.Int("tried_ms"),
-                             std::string(r.Str("store_error").value_or(""))};
+            StoreUnreachable{std::string(error.store().value_or("")), error.tried_ms(),
+                             std::string(error.store_error().value_or(""))};
       }
       return;
     }
-    const std::string where(r.Str("where").value_or(""));
-    const std::string message(r.Str("message").value_or(""));
+    const std::string where(error.where().value_or(""));
+    const std::string message(error.message().value_or(""));
     if (where != "watchdog" && !IsTimeoutText(message)) return;
     if (s->timeouts++ > 0) return;
     TimeoutSignal t;
@@ -152,8 +159,8 @@ class HangAnalyzer : public Analyzer {
     t.step = r.step();
     t.where = where;
     t.message = message;
-    const auto pg = r.Int("pg");
-    const auto seq = r.Int("seq");
+    const auto pg = error.pg();
+    const auto seq = error.seq();
     const std::optional<NamedCollective> named = ParseNamedCollective(message);
     if (pg && seq) {
       t.key = CollectiveKey{static_cast<int>(*pg), *seq};
@@ -164,8 +171,8 @@ class HangAnalyzer : public Analyzer {
       t.op = named->op;
       t.tag = named->tag;
     }
-    if (auto op = r.Str("op")) t.op = std::string(*op);
-    if (auto tag = r.Str("tag")) t.tag = std::string(*tag);
+    if (auto op = error.op()) t.op = std::string(*op);
+    if (auto tag = error.tag()) t.tag = std::string(*tag);
     s->timeout = std::move(t);
   }
 

@@ -57,8 +57,12 @@
 #include "analyzers/kinds/rank_died/rank_died_findings.h"
 #include "analyzers/kinds/rank_died/rank_fate.h"
 #include "trace/record_types.h"
+#include "trace/records/signal_record.h"
+#include "trace/records/span.h"
 
 namespace dsdiag::analyzers {
+
+namespace records = trace::records;
 namespace rank_died {
 namespace {
 
@@ -81,10 +85,10 @@ class RankDiedAnalyzer : public Analyzer {
     RankRecords& t = records_[static_cast<size_t>(rank.rank)];
     const int type = r.type_id();
     if (IsProgress(type)) {
-      const int64_t end = r.ts() + std::max<int64_t>(0, r.Int("dur").value_or(0));
+      const int64_t end = r.ts() + std::max<int64_t>(0, records::SpanDur(r).value_or(0));
       t.progress_end = std::max(t.progress_end.value_or(end), end);
     } else if (type == trace::rec_id::kSignal) {
-      const std::string_view name = r.Str("signal").value_or("signal");
+      const std::string_view name = records::SignalView(r).signal().value_or("signal");
       if (!t.signal && EndsProcess(name))
         t.signal = RecordedSignal{std::string(name), r.step(), r.ts()};
     } else if (type == trace::rec_id::kError && !t.error_collective) {

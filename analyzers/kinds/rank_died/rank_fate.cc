@@ -3,8 +3,11 @@
 #include "analyzers/kinds/common/watchdog_message.h"
 #include "trace/peer_loss.h"
 #include "trace/record_types.h"
+#include "trace/records/error_record.h"
 
 namespace dsdiag::analyzers::rank_died {
+
+namespace records = trace::records;
 
 using trace::JsonValue;
 
@@ -43,16 +46,17 @@ bool IsProgress(int type) {
 }
 
 std::optional<WaitingIn> NamedIn(const trace::Record& r) {
-  const auto pg = r.Int("pg");
-  const auto seq = r.Int("seq");
+  const records::ErrorView error(r);
+  const auto pg = error.pg();
+  const auto seq = error.seq();
   if (pg && seq && *pg >= 0 && *pg <= INT32_MAX) {
     return WaitingIn{{static_cast<int>(*pg), *seq},
-                     std::string(r.Str("op").value_or("")),
-                     std::string(r.Str("tag").value_or("")),
+                     std::string(error.op().value_or("")),
+                     std::string(error.tag().value_or("")),
                      r.step(),
                      "error record"};
   }
-  const auto named = ParseNamedCollective(r.Str("message").value_or(""));
+  const auto named = ParseNamedCollective(error.message().value_or(""));
   if (!named) return std::nullopt;
   return WaitingIn{{named->pg, named->seq}, named->op, named->tag, r.step(), "error record"};
 }

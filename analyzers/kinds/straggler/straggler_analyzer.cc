@@ -50,9 +50,13 @@
 #include "analyzers/kinds/straggler/straggler_finding.h"
 #include "analyzers/kinds/straggler/straggler_stats.h"
 #include "trace/record_types.h"
+#include "trace/records/coll_record.h"
+#include "trace/records/step_record.h"
 #include "trace/trace_reader.h"
 
 namespace dsdiag::analyzers {
+
+namespace records = trace::records;
 namespace straggler {
 namespace {
 
@@ -79,8 +83,9 @@ class StragglerAnalyzer : public Analyzer {
     const int type = r.type_id();
     if (type == trace::rec_id::kCollective) {
       if (!s.stepping) return;
-      const auto pg = r.Int("pg");
-      const auto seq = r.Int("seq");
+      const records::CollView coll(r);
+      const auto pg = coll.pg();
+      const auto seq = coll.seq();
       if (!pg || !seq) return;
       window_.Add({static_cast<int>(*pg), *seq}, r.step(), {rank.rank, s.clock.ToRank0(r.ts())});
     } else if (type == trace::rec_id::kStep) {
@@ -110,10 +115,11 @@ class StragglerAnalyzer : public Analyzer {
  private:
   void AddStep(RankStats* s, const trace::Record& r) {
     ++s->steps;
-    s->step_ns += std::max<int64_t>(0, r.Int("dur").value_or(0));
+    const records::StepView step(r);
+    s->step_ns += std::max<int64_t>(0, step.dur().value_or(0));
     // Straight off the parsed record (a JsonValue tree per step adds up over a big run):
     // the first of duplicate keys counts, int64 values only.
-    if (!r.NumberMembers("phases", &phase_members_)) return;  // reused: no allocation per step
+    if (!step.phases(&phase_members_)) return;  // reused: no allocation per step
     for (const trace::Record::NumberMember& m : phase_members_) {
       if (m.is_int64) *s->PhaseNs(m.name) += std::max<int64_t>(0, m.int64);
     }

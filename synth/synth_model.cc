@@ -1,7 +1,4 @@
-#include "synth/param_table.h"
-
-#include "trace/json_line.h"
-#include "trace/record_types.h"
+#include "synth/synth_model.h"
 
 namespace dsdiag::synth {
 namespace {
@@ -12,8 +9,8 @@ constexpr int64_t kHidden = 128;  // expert d_ff
 
 }  // namespace
 
-ParamTable ParamTable::DeepSeekMoe() {
-  ParamTable t;
+SynthModel SynthModel::DeepSeekMoe() {
+  SynthModel t;
   t.Add("embed.weight", {kVocab, kModel});
   for (int b = 0; b < kBlocks; ++b) {
     const std::string block = "blocks." + std::to_string(b) + ".";
@@ -28,10 +25,11 @@ ParamTable ParamTable::DeepSeekMoe() {
   }
   t.Add("head.weight", {kVocab, kModel});
   t.MakeBuckets();
+  t.MakeTable();
   return t;
 }
 
-void ParamTable::Add(std::string name, std::vector<int64_t> shape) {
+void SynthModel::Add(std::string name, std::vector<int64_t> shape) {
   int64_t numel = 1;
   for (int64_t d : shape) numel *= d;
   params_.push_back({std::move(name), std::move(shape), numel});
@@ -39,7 +37,7 @@ void ParamTable::Add(std::string name, std::vector<int64_t> shape) {
 
 // Backward produces gradients roughly in reverse registration order; DDP fills a bucket
 // in that order and launches its allreduce once the bucket passes the size cap.
-void ParamTable::MakeBuckets() {
+void SynthModel::MakeBuckets() {
   Bucket current;
   for (int i = static_cast<int>(params_.size()) - 1; i >= 0; --i) {
     current.params.push_back(i);
@@ -52,7 +50,7 @@ void ParamTable::MakeBuckets() {
   if (!current.params.empty()) buckets_.push_back(std::move(current));
 }
 
-std::vector<int> ParamTable::IndicesWithPrefix(std::string_view prefix) const {
+std::vector<int> SynthModel::IndicesWithPrefix(std::string_view prefix) const {
   std::vector<int> out;
   for (size_t i = 0; i < params_.size(); ++i) {
     if (std::string_view(params_[i].name).substr(0, prefix.size()) == prefix) {
@@ -62,29 +60,13 @@ std::vector<int> ParamTable::IndicesWithPrefix(std::string_view prefix) const {
   return out;
 }
 
-void ParamTable::AppendParamsRecord(int64_t ts_ns, std::string* out) const {
-  trace::JsonLine l(out);
-  l.Field(trace::kFieldType, trace::rec::kParams)
-      .Field(trace::kFieldTs, ts_ns)
-      .Field(trace::kFieldStep, int64_t{0});
-  l.BeginArray("names");
-  for (const Param& p : params_) l.Add(std::string_view(p.name));
-  l.EndArray().BeginArray("shapes");
+void SynthModel::MakeTable() {
   for (const Param& p : params_) {
-    l.BeginArray();
-    for (int64_t d : p.shape) l.Add(d);
-    l.EndArray();
+    table_.names.push_back(p.name);
+    table_.shapes.push_back(p.shape);
+    table_.dtypes.push_back("f32");
   }
-  l.EndArray().BeginArray("dtypes");
-  for (size_t i = 0; i < params_.size(); ++i) l.Add("f32");
-  l.EndArray().BeginArray("buckets");
-  for (const Bucket& b : buckets_) {
-    l.BeginArray();
-    for (int i : b.params) l.Add(i);
-    l.EndArray();
-  }
-  l.EndArray();
-  l.Finish();
+  for (const Bucket& b : buckets_) table_.buckets.push_back(b.params);
 }
 
 }  // namespace dsdiag::synth

@@ -1,14 +1,18 @@
-// ParamTable: the parameters of the model a synthetic run pretends to train — a small
+// SynthModel: the parameters of the model a synthetic run pretends to train — a small
 // DeepSeek-style MoE decoder (token embedding, blocks of attention plus a routed mixture of
 // experts, an output head) — and its gradient-sync buckets, laid out the way DDP lays them
 // out: parameters in reverse registration order (the order backward produces gradients),
-// cut into buckets of about kBucketCapElements.
+// cut into buckets of about kBucketCapElements. Its `params` record is table(), the one
+// parameter-table type (trace/records/params_record.h); the element counts are synth's own,
+// for the time model and the allreduce sizes.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "trace/records/params_record.h"
 
 namespace dsdiag::synth {
 
@@ -19,11 +23,11 @@ struct Param {
 };
 
 struct Bucket {
-  std::vector<int> params;  // indices into ParamTable::params, in allreduce order
+  std::vector<int> params;  // indices into SynthModel::params, in allreduce order
   int64_t numel = 0;
 };
 
-class ParamTable {
+class SynthModel {
  public:
   static constexpr int kBlocks = 2;
   static constexpr int kExperts = 4;
@@ -31,22 +35,24 @@ class ParamTable {
 
   // embed.weight, blocks.{i}.attn.{qkv,out}.weight, blocks.{i}.moe.router.weight,
   // blocks.{i}.moe.experts.{e}.w_in.weight / w_out.weight, head.weight.
-  static ParamTable DeepSeekMoe();
+  static SynthModel DeepSeekMoe();
 
   const std::vector<Param>& params() const { return params_; }
   const std::vector<Bucket>& buckets() const { return buckets_; }
   // Indices of the parameters whose name starts with `prefix`, ascending.
   std::vector<int> IndicesWithPrefix(std::string_view prefix) const;
 
-  // The `params` record (docs/trace-format.md) as one JSON line.
-  void AppendParamsRecord(int64_t ts_ns, std::string* out) const;
+  // What the `params` record says of the model: names, shapes, dtypes (all f32), buckets.
+  const trace::records::ParamTable& table() const { return table_; }
 
  private:
   void Add(std::string name, std::vector<int64_t> shape);
   void MakeBuckets();
+  void MakeTable();
 
   std::vector<Param> params_;
   std::vector<Bucket> buckets_;
+  trace::records::ParamTable table_;
 };
 
 }  // namespace dsdiag::synth

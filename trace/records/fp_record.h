@@ -1,0 +1,69 @@
+// The `fp` record (docs/trace-format.md, "`fp`"): fingerprints of gradients, parameters or
+// buffers at one point of a step (`why`), one xxHash3 per bucket (`gran` "bucket", light
+// mode) or per parameter (`gran` "param"). Written by the probes (records::WriteFingerprints)
+// and synth; in v2 a pre-step record that repeats the latest of its kind is left out or
+// written short (`same`), and the reader puts it back (trace/compact_records.h). Read by
+// grad-desync, init-divergence, replica-divergence and checkpoint-mismatch
+// (analyzers/kinds/common/fingerprints.h).
+//
+//   {"type":"fp","ts":..,"step":3,"what":"grad","why":"after-sync","gran":"bucket",
+//    "h":["9f3c0a...","..."]}
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "trace/record.h"
+
+namespace dsdiag::trace {
+class JsonLine;
+}  // namespace dsdiag::trace
+
+namespace dsdiag::trace::records {
+
+struct FpKeys {
+  static constexpr FieldKey what{"what"};  // "grad", "param", "buffer"
+  static constexpr FieldKey why{"why"};    // "after-sync", "pre-step", "init", "resume", ...
+  static constexpr FieldKey gran{"gran"};  // "bucket" or "param"
+  static constexpr FieldKey h{"h"};        // the hashes, 16 hex digits each
+  static constexpr FieldKey same{"same"};  // v2, a short pre-step record: the `why` it repeats
+};
+
+inline constexpr std::string_view kGranParam = "param";
+inline constexpr std::string_view kGranBucket = "bucket";
+
+struct FpRecord {
+  static constexpr std::string_view kType = rec::kFingerprint;
+  std::string_view what;
+  std::string_view why;
+  bool per_param = false;  // gran "param", else "bucket"
+  const std::vector<uint64_t>* hashes = nullptr;
+};
+void AppendFields(const FpRecord& r, JsonLine* line);
+
+// A v2 pre-step record written short: the same hashes as the latest `what` record whose
+// `why` is `same`.
+struct FpSameRecord {
+  static constexpr std::string_view kType = rec::kFingerprint;
+  std::string_view what;
+  std::string_view why;
+  std::string_view same;
+};
+void AppendFields(const FpSameRecord& r, JsonLine* line);
+
+class FpView {
+ public:
+  explicit FpView(const Record& r) : r_(r) {}
+  std::optional<std::string_view> what() const { return r_.Str(FpKeys::what); }
+  std::optional<std::string_view> why() const { return r_.Str(FpKeys::why); }
+  std::optional<std::string_view> gran() const { return r_.Str(FpKeys::gran); }
+  bool hashes(std::vector<uint64_t>* out) const { return r_.HexArray(FpKeys::h, out); }
+  std::optional<std::string_view> same() const { return r_.Str(FpKeys::same); }
+
+ private:
+  const Record& r_;
+};
+
+}  // namespace dsdiag::trace::records

@@ -1,0 +1,46 @@
+// The `loader` record (docs/trace-format.md, "Other records"): one training batch — how long
+// the loop waited for it, how long it took to make when that is visible, how many samples.
+// Written by the trainer's data stream and the Python package's DataLoader probe; read by
+// loader-starvation and the timeline.
+//
+//   {"type":"loader","step":3,"wait":1200000,"produce":1100000,"samples":32}
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "trace/record.h"
+
+namespace dsdiag::trace {
+class JsonLine;
+}  // namespace dsdiag::trace
+
+namespace dsdiag::trace::records {
+
+struct LoaderKeys {
+  static constexpr FieldKey wait{"wait"};        // ns the loop blocked on the batch
+  static constexpr FieldKey produce{"produce"};  // ns spent making it, when visible
+  static constexpr FieldKey samples{"samples"};
+};
+
+struct LoaderRecord {
+  static constexpr std::string_view kType = rec::kLoader;
+  int64_t wait = 0;
+  int64_t produce = -1;  // negative: not visible (made on another thread), left out
+  int64_t samples = 0;
+};
+void AppendFields(const LoaderRecord& r, JsonLine* line);
+
+class LoaderView {
+ public:
+  explicit LoaderView(const Record& r) : r_(r) {}
+  std::optional<int64_t> wait() const { return r_.Int(LoaderKeys::wait); }
+  std::optional<int64_t> produce() const { return r_.Int(LoaderKeys::produce); }
+  std::optional<int64_t> samples() const { return r_.Int(LoaderKeys::samples); }
+
+ private:
+  const Record& r_;
+};
+
+}  // namespace dsdiag::trace::records

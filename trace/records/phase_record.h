@@ -1,0 +1,43 @@
+// The `phase` record (docs/trace-format.md, "`phase`"): one span of a phase of a step (`ts` =
+// its start), written when the phase ends, in full mode only (light mode keeps the step
+// record's totals). Written by the session (Session::ExitPhase); read by the timeline.
+//
+//   {"type":"phase","ts":5100,"step":3,"name":"forward","dur":15000000}
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "trace/record.h"
+#include "trace/records/span.h"
+
+namespace dsdiag::trace {
+class JsonLine;
+}  // namespace dsdiag::trace
+
+namespace dsdiag::trace::records {
+
+struct PhaseKeys {
+  static constexpr FieldKey name{"name"};  // trace::phase (record_types.h)
+  static constexpr FieldKey dur = SpanKeys::dur;
+};
+
+struct PhaseRecord {
+  static constexpr std::string_view kType = rec::kPhase;
+  std::string_view name;
+  int64_t dur = 0;
+};
+void AppendFields(const PhaseRecord& r, JsonLine* line);
+
+class PhaseView {
+ public:
+  explicit PhaseView(const Record& r) : r_(r) {}
+  std::optional<std::string_view> name() const { return r_.Str(PhaseKeys::name); }
+  std::optional<int64_t> dur() const { return r_.Int(PhaseKeys::dur); }
+
+ private:
+  const Record& r_;
+};
+
+}  // namespace dsdiag::trace::records

@@ -1,0 +1,17 @@
+#include "trace/records/scaler_record.h"
+
+#include "trace/json_line.h"
+
+namespace dsdiag::trace::records {
+
+void AppendFields(const ScalerRecord& r, JsonLine* line) {
+  using K = ScalerKeys;
+  line->Field(K::scale.name(), r.scale)
+      .Field(K::inf_local.name(), r.inf_local)
+      .Field(K::inf_global.name(), r.inf_global)
+      .Field(K::skipped.name(), r.skipped);
+  if (r.event != nullptr) line->Field(K::event.name(), r.event);
+  line->Field(K::norm_scaled.name(), r.norm_scaled).Field(K::norm.name(), r.norm);
+}
+
+}  // namespace dsdiag::trace::records

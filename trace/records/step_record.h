@@ -1,0 +1,102 @@
+// The `step` record (docs/trace-format.md, "`step_begin` and `step`"): closes step `step`
+// (`ts` = its start, `dur` its wall time) with the loss, learning rate, samples, the time in
+// each phase, the step's collective totals and the probes' own time. Written by the session
+// (Session::EndStep) and synth; in v2 it may carry `pre_step_fp` and a `coll` of `wait` alone,
+// which the reader expands (trace/compact_records.h). Read by the step driver, straggler,
+// hang, loader-starvation, rank-died, the timeline and the report.
+//
+//   {"type":"step","ts":5000,"step":3,"dur":41000000,"epoch":0,"loss":2.31,"lr":0.001,
+//    "samples":32,"phases":{"data":1200000,"forward":15000000,...},
+//    "coll":{"n":5,"bytes":222472,"dur":9950000,"wait":9610000},"probe_ns":74944}
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "trace/record.h"
+#include "trace/records/span.h"
+
+namespace dsdiag::trace {
+class JsonLine;
+}  // namespace dsdiag::trace
+
+namespace dsdiag::trace::records {
+
+struct StepKeys {
+  static constexpr FieldKey dur = SpanKeys::dur;
+  static constexpr FieldKey epoch{"epoch"};
+  static constexpr FieldKey loss{"loss"};    // the rank's local loss
+  static constexpr FieldKey gloss{"gloss"};  // the loss averaged over ranks, when known
+  static constexpr FieldKey lr{"lr"};
+  static constexpr FieldKey samples{"samples"};
+  static constexpr FieldKey phases{"phases"};            // phase name -> ns (trace::phase)
+  static constexpr FieldKey coll{"coll"};                // {"n","bytes","dur","wait"}
+  static constexpr FieldKey pre_step_fp{"pre_step_fp"};  // v2: "grad,param" left out as repeats
+  static constexpr FieldKey probe_ns{"probe_ns"};  // ns inside probe calls since the last step
+};
+// The members of `coll`.
+struct StepCollKeys {
+  static constexpr FieldKey n{"n"};
+  static constexpr FieldKey bytes{"bytes"};
+  static constexpr FieldKey dur = SpanKeys::dur;
+  static constexpr FieldKey wait{"wait"};
+};
+
+struct PhaseTime {
+  std::string_view name;  // trace::phase
+  int64_t ns = 0;         // 0: left out
+};
+
+struct StepCollTotals {
+  enum class Written { kNone, kWaitOnly, kAll };
+  // kNone: the step issued no collective. kWaitOnly (v2): every op is in the step's `colls`
+  // records, whose sums the reader puts back.
+  Written written = Written::kNone;
+  int64_t n = 0, bytes = 0, dur = 0, wait = 0;
+};
+
+struct StepRecord {
+  static constexpr std::string_view kType = rec::kStep;
+  int64_t dur = 0;
+  int64_t epoch = 0;
+  double loss = NAN;  // NaN: left out (as gloss and lr)
+  double gloss = NAN;
+  double lr = NAN;
+  int64_t samples = 0;
+  const PhaseTime* phases = nullptr;  // `phase_count` of them, in order
+  size_t phase_count = 0;
+  StepCollTotals coll;
+  std::string_view pre_step_fp;  // empty: left out
+  int64_t probe_ns = -1;         // negative: left out
+};
+void AppendFields(const StepRecord& r, JsonLine* line);
+
+class StepView {
+ public:
+  explicit StepView(const Record& r) : r_(r) {}
+  std::optional<int64_t> dur() const { return r_.Int(StepKeys::dur); }
+  std::optional<int64_t> epoch() const { return r_.Int(StepKeys::epoch); }
+  std::optional<double> loss() const { return r_.Double(StepKeys::loss); }
+  std::optional<double> gloss() const { return r_.Double(StepKeys::gloss); }
+  std::optional<double> lr() const { return r_.Double(StepKeys::lr); }
+  std::optional<int64_t> samples() const { return r_.Int(StepKeys::samples); }
+  // The phases' times, as Record::NumberMembers (reuse *out to allocate nothing per step).
+  bool phases(std::vector<Record::NumberMember>* out) const {
+    return r_.NumberMembers(StepKeys::phases, out);
+  }
+  bool coll(std::vector<Record::NumberMember>* out) const {
+    return r_.NumberMembers(StepKeys::coll, out);
+  }
+  std::optional<JsonValue> coll_value() const { return r_.Value(StepKeys::coll); }
+  std::optional<std::string_view> pre_step_fp() const { return r_.Str(StepKeys::pre_step_fp); }
+  std::optional<int64_t> probe_ns() const { return r_.Int(StepKeys::probe_ns); }
+
+ private:
+  const Record& r_;
+};
+
+}  // namespace dsdiag::trace::records
