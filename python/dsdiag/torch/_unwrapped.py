@@ -63,7 +63,10 @@ def attach(hooked_late):
     params = _trained_params(optimizers)
     if not params or _sharded(params):
         return
-    RUNTIME.model = UnwrappedModelProbe(params, hooked_late)
+    owners = _model_owners.owners(params)
+    owned = _owned(params, owners)
+    if owned:
+        RUNTIME.model = UnwrappedModelProbe(owned, owners, hooked_late)
 
 
 def _decide():
@@ -89,6 +92,13 @@ def _trained_params(optimizers):
     return params
 
 
+def _owned(params, owners):
+    """The parameters some module owns. Tensors no module owns are left out: an optimizer
+    over flat master copies (DeepSpeed's ZeRO-1/2, apex) holds each rank's own partition
+    there, which no replica shares."""
+    return [p for p in params if any(id(p) in names for _, names in owners)]
+
+
 def _sharded(params):
     """Parameters that differ across ranks by design: a DTensor (FSDP2, tensor parallel),
     FSDP's flat parameter, DeepSpeed's ZeRO-3 partition, Megatron's tensor-parallel shard."""
@@ -105,18 +115,15 @@ def _sharded(params):
 class UnwrappedModelProbe(ModelProbe):
     """The model's probe built on the optimizers' parameters."""
 
-    def __init__(self, params, hooked_late):
-        owners = _model_owners.owners(params)
-        names = _names(params, owners)
-        main = owners[0][0] if owners else torch.nn.Module()  # what other probes know it by
-        super().__init__(main, names, params, [], buffers_of=main if owners else None,
+    def __init__(self, params, owners, hooked_late):
+        main = owners[0][0]  # what other probes know the model by; its buffers are watched
+        super().__init__(main, _names(params, owners), params, [], buffers_of=main,
                          hooked_late=hooked_late)
         RUNTIME.session.mark(
             "model-not-wrapped",
             "the optimizers' %d parameters (%s) are in no DistributedDataParallel at world size "
             "%d: DDP does not reduce their gradients" % (
-                len(params), ", ".join(type(m).__name__ for m, _ in owners) or "no module",
-                _world_size()))
+                len(params), ", ".join(type(m).__name__ for m, _ in owners), _world_size()))
 
     def fingerprint_due(self, step):
         """After step 0 too: unwrapped replicas drift from the first update."""
@@ -125,7 +132,7 @@ class UnwrappedModelProbe(ModelProbe):
 
 def _names(params, owners):
     """Each parameter's name in its owner; with several owners, prefixed by the owner's class
-    (and #2, #3 for a class met again); `optimizer.<k>` where no module owns it."""
+    (and #2, #3 for a class met again)."""
     prefixes, counts = [], {}
     for module, _ in owners:
         cls = type(module).__name__
@@ -134,11 +141,9 @@ def _names(params, owners):
     if len(owners) == 1:
         prefixes = [""]
     names = []
-    for k, p in enumerate(params):
+    for p in params:
         for (_, owned), prefix in zip(owners, prefixes):
             if id(p) in owned:
                 names.append(prefix + owned[id(p)])
                 break
-        else:
-            names.append("optimizer.%d" % k)
     return names
