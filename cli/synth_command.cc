@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "synth/synth_run.h"
+#include "synth/torch_fr_dumps.h"
 
 namespace dsdiag::cli {
 namespace {
@@ -27,7 +28,12 @@ po::options_description VisibleOptions() {
        "the same seed gives the same bytes")
       ("force", po::bool_switch(), "write into a non-empty RUN_DIR, replacing its rank traces")
       ("threads", po::value<int>()->default_value(2)->value_name("N"),
-       "worker threads (the output does not depend on it)");
+       "worker threads (the output does not depend on it)")
+      ("torch-fr", po::bool_switch(),
+       "write PyTorch Flight Recorder dumps (nccl_trace_rank_<R>, torch 2.13's pickle) "
+       "instead of the rank traces: the same job run without dsdiag")
+      ("fr-entries", po::value<int>()->default_value(synth::kDefaultFrEntries)->value_name("N"),
+       "with --torch-fr: each rank's last N collectives (TORCH_FR_BUFFER_SIZE)");
   // clang-format on
   return options;
 }
@@ -49,6 +55,13 @@ bool ParseSynthArgs(const std::vector<std::string>& args, SynthArgs* out) {
   if (out->write.out_dir.empty()) throw UsageError("--out must name a directory");
   out->write.force = vm["force"].as<bool>();
   out->write.threads = vm["threads"].as<int>();
+  out->torch_fr = vm["torch-fr"].as<bool>();
+  out->fr_entries = vm["fr-entries"].as<int>();
+  if (!out->torch_fr && !vm["fr-entries"].defaulted())
+    throw UsageError("--fr-entries needs --torch-fr");
+  if (out->fr_entries < 1) {
+    throw UsageError("--fr-entries must be at least 1, got " + std::to_string(out->fr_entries));
+  }
   if (out->write.threads < 1 || out->write.threads > 256) {
     throw UsageError("--threads must be 1..256, got " + std::to_string(out->write.threads));
   }
@@ -79,11 +92,19 @@ std::string_view SynthCommand::description() const {
 std::string SynthCommand::Usage() const {
   std::ostringstream os;
   os << "usage: dsdiag synth --ranks R --steps S --out RUN_DIR [--inject SPEC]... [--seed N]\n"
+        "                    [--torch-fr [--fr-entries N]]\n"
         "\n"
         "Writes one schema-valid trace per rank (rank-<R>.jsonl), shaped like the reference\n"
         "trainer's: header, params, then per step its phases, one allreduce per gradient\n"
         "bucket, the gradient and parameter fingerprints and the step summary. No LibTorch\n"
-        "needed; the same arguments give the same bytes.\n\n"
+        "needed; the same arguments give the same bytes.\n"
+        "\n"
+        "With --torch-fr it writes instead one PyTorch Flight Recorder dump per rank\n"
+        "(nccl_trace_rank_<R>, torch 2.13's pickle, format \"2.10\"): the last --fr-entries\n"
+        "allreduces of each rank, as a job run without dsdiag but with TORCH_FR_BUFFER_SIZE\n"
+        "set would leave them. A hang leaves the others' last allreduce started or scheduled\n"
+        "and the hung rank's dump shorter; a crashed rank leaves no dump; a\n"
+        "collective-mismatch halves that rank's allreduce size.\n\n"
      << VisibleOptions()
      << "  -h [ --help ]                         show this help\n"
         "\n"
@@ -111,8 +132,18 @@ int SynthCommand::Run(const std::vector<std::string>& args) {
     return 0;
   }
   try {
-    const synth::SynthRun run(parsed.config);
     parsed.write.progress = TerminalProgress();
+    if (parsed.torch_fr) {
+      const synth::TorchFrDumps dumps(parsed.config, parsed.fr_entries);
+      const synth::WriteResult result = synth::WriteTorchFrDumps(dumps, parsed.write);
+      std::printf(
+          "synth: wrote %d Flight Recorder dumps (%.1f MB, last %d collectives each) for %d "
+          "ranks x %lld steps to %s\n",
+          result.files, static_cast<double>(result.bytes) / 1e6, parsed.fr_entries, dumps.ranks(),
+          static_cast<long long>(parsed.config.steps), parsed.write.out_dir.c_str());
+      return 0;
+    }
+    const synth::SynthRun run(parsed.config);
     const synth::WriteResult result = synth::WriteRun(run, parsed.write);
     std::printf("synth: wrote %d files (%.1f MB) for %d ranks x %lld steps to %s (run %s)\n",
                 result.files, static_cast<double>(result.bytes) / 1e6, run.ranks(),

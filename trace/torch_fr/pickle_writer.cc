@@ -125,12 +125,12 @@ void PickleWriter::EndTuple() {
   }
 }
 
-void PickleWriter::Str(std::string_view s) {
+PickleWriter::MemoId PickleWriter::Str(std::string_view s) {
   Item();
   const auto it = string_ids_.find(s);
   if (it != string_ids_.end()) {
     PutMemoRef(kBinGet, kLongBinGet, it->second);
-    return;
+    return it->second;
   }
   Put(kBinUnicode);
   PutLe(s.size(), 4);
@@ -138,6 +138,7 @@ void PickleWriter::Str(std::string_view s) {
   const MemoId id = next_memo_++;
   PutMemoRef(kBinPut, kLongBinPut, id);
   string_ids_.emplace(strings_.emplace_back(s), id);
+  return id;
 }
 
 // Torch's Pickler: the smallest of BININT1, BININT2, BININT, else LONG1 with 8 bytes.

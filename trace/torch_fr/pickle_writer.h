@@ -48,8 +48,9 @@ class PickleWriter {
   void BeginTuple();  // a tuple of 1-3 items is TUPLE1-3, as torch writes (name, desc)
   void EndTuple();
 
-  // A string, memoized: a later equal string is a 2-byte BINGET.
-  void Str(std::string_view s);
+  // A string, memoized: a later equal string is a 2-byte BINGET. Returns its memo slot, for
+  // a caller that writes the same string often to Get() without the lookup.
+  MemoId Str(std::string_view s);
   void Int(int64_t v);
   void Float(double v);
   void Bool(bool v);

@@ -1,0 +1,518 @@
+#include "synth/torch_fr_dumps.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "inject/inject_spec.h"
+#include "synth/faults.h"
+#include "synth/noise.h"
+#include "synth/rank_trace.h"
+#include "synth/schedule.h"
+#include "synth/synth_model.h"
+#include "synth/time_model.h"
+#include "trace/run_files.h"
+#include "trace/torch_fr/pickle_writer.h"
+#include "trace/torch_fr/torch_fr_files.h"
+
+namespace dsdiag::synth {
+
+struct TorchFrDumps::State {
+  int ranks = 0;
+  int64_t steps = 0;
+  uint64_t seed = 0;
+  int entries = 0;
+  SynthModel params = SynthModel::DeepSeekMoe();
+  Faults faults;
+  std::unique_ptr<TimeModel> model;
+  Schedule schedule;
+};
+
+namespace {
+
+namespace fs = std::filesystem;
+using trace::PickleWriter;
+
+constexpr char kTorchFrPrefix[] = "nccl_trace_rank_";
+constexpr uint32_t kSlotThreadId = 2000;  // noise slot (rank_trace.cc uses 1000..)
+constexpr int64_t kNsPerMs = 1000000;
+
+// The stack that issues a DDP bucket's allreduce: the autograd engine, called from
+// loss.backward() in the training script (innermost first, as torch writes frames).
+struct FrameText {
+  const char* name;
+  const char* filename;
+  int line;
+};
+constexpr char kTorchDir[] = "/opt/venv/lib/python3.11/site-packages/torch/";
+constexpr std::array<FrameText, 7> kFrames = {{
+    {"_engine_run_backward", "autograd/graph.py", 829},
+    {"backward", "autograd/__init__.py", 353},
+    {"backward", "_tensor.py", 647},
+    {"train_step", "/workspace/train.py", 88},
+    {"train_epoch", "/workspace/train.py", 131},
+    {"main", "/workspace/train.py", 160},
+    {"<module>", "/workspace/train.py", 164},
+}};
+
+// The keys of one entry, in the order torch inserts them (FlightRecorderDetail.hpp,
+// getCollectiveTrace): a key's memo slot is looked up once per dump, not per entry.
+enum Key : int {
+  kFrames_,
+  kRecordId,
+  kPgId,
+  kProcessGroup,
+  kThreadName,
+  kThreadId,
+  kCollectiveSeqId,
+  kP2pSeqId,
+  kOpId,
+  kProfilingName,
+  kTimeCreatedNs,
+  kDurationMs,
+  kInputSizes,
+  kInputDtypes,
+  kOutputSizes,
+  kOutputDtypes,
+  kState,
+  kTimeDiscoveredStartedNs,
+  kTimeDiscoveredCompletedNs,
+  kRetired,
+  kTimeoutMs,
+  kIsP2p,
+  kKeyCount
+};
+constexpr std::array<const char*, kKeyCount> kKeyText = {"frames",
+                                                         "record_id",
+                                                         "pg_id",
+                                                         "process_group",
+                                                         "thread_name",
+                                                         "thread_id",
+                                                         "collective_seq_id",
+                                                         "p2p_seq_id",
+                                                         "op_id",
+                                                         "profiling_name",
+                                                         "time_created_ns",
+                                                         "duration_ms",
+                                                         "input_sizes",
+                                                         "input_dtypes",
+                                                         "output_sizes",
+                                                         "output_dtypes",
+                                                         "state",
+                                                         "time_discovered_started_ns",
+                                                         "time_discovered_completed_ns",
+                                                         "retired",
+                                                         "timeout_ms",
+                                                         "is_p2p"};
+
+// One allreduce as the recorder holds it; times are the rank's wall clock.
+struct Entry {
+  int64_t seq = 0;  // collective_seq_id and op_id (1-based)
+  int64_t numel = 0;
+  int64_t created = 0;
+  std::optional<int64_t> started;
+  std::optional<int64_t> completed;
+};
+
+// Writes a string once, then fetches it from the memo: the fixed strings of every entry.
+class Strings {
+ public:
+  explicit Strings(PickleWriter* w) : w_(w) {}
+  void Put(int slot, std::string_view s) {
+    if (ids_[slot]) {
+      w_->Get(*ids_[slot]);
+    } else {
+      ids_[slot] = w_->Str(s);
+    }
+  }
+
+ private:
+  PickleWriter* w_;
+  std::array<std::optional<PickleWriter::MemoId>, 64> ids_{};
+};
+
+class DumpWriter {
+ public:
+  DumpWriter(const TorchFrDumps::State& s, int rank, std::string* out)
+      : s_(s), rank_(rank), w_(out), strings_(&w_) {
+    thread_id_ = std::to_string(
+        139'600'000'000'000 +
+        static_cast<int64_t>(Noise(s.seed, rank, -1).Bits(kSlotThreadId) % 1'000'000'000'000) /
+            4096 * 4096);
+  }
+
+  void Write() {
+    const TimeModel& model = *s_.model;
+    const int buckets = model.buckets();
+    const std::optional<Stop>& stop = s_.faults.stop();
+    // The steps this rank finishes, and whether it issued the stopped step's allreduces.
+    const int64_t done_steps = stop ? stop->step : s_.steps;
+    const bool issued_stuck = stop && !(stop->kind == Stop::Kind::kHang && stop->rank == rank_);
+    const int64_t total = done_steps * buckets + (issued_stuck ? buckets : 0);
+    const int64_t first = std::max<int64_t>(0, total - s_.entries);
+
+    std::vector<Entry> entries;
+    entries.reserve(static_cast<size_t>(total - first));
+    int64_t start = model.FirstStepStart(rank_);
+    const int64_t steps = done_steps + (issued_stuck ? 1 : 0);
+    for (int64_t step = 0; step < steps; ++step) {
+      const StepWork w = model.Work(rank_, step, start);
+      const bool stuck = step == done_steps;
+      int64_t previous_exit = 0;
+      for (int k = 0; k < buckets; ++k) {
+        const int64_t index = step * buckets + k;
+        const int64_t exit = stuck ? 0 : s_.schedule.ExitOn(model, rank_, step, k);
+        if (index >= first) {
+          Entry e;
+          e.seq = index + 1;
+          e.numel = Numel(step, k);
+          e.created = model.Wall(rank_, w.enter[k]);
+          // An allreduce starts when issued and the previous one on the stream is done.
+          if (!stuck || k == 0) e.started = model.Wall(rank_, std::max(w.enter[k], previous_exit));
+          if (!stuck) e.completed = model.Wall(rank_, exit);
+          entries.push_back(e);
+        }
+        previous_exit = exit;
+      }
+      if (!stuck)
+        start = model.End(w, s_.schedule.ExitOn(model, rank_, step, buckets - 1)).next_start;
+    }
+
+    w_.BeginDict();
+    w_.Str("version");
+    w_.Str("2.10");
+    w_.Str("pg_config");
+    PgConfig();
+    w_.Str("comm_lib_version");
+    w_.Str("2.21.5");
+    w_.Str("pg_status");
+    PgStatus(total, done_steps * buckets, issued_stuck ? done_steps * buckets + 1 : total);
+    w_.Str("entries");
+    w_.BeginList();
+    for (size_t i = 0; i < entries.size(); ++i)
+      WriteEntry(first + static_cast<int64_t>(i), entries[i]);
+    w_.EndList();
+    w_.EndDict();
+    w_.Finish();
+  }
+
+ private:
+  // collective-mismatch: the rank's first allreduce of that step has half the elements.
+  int64_t Numel(int64_t step, int bucket) const {
+    const int64_t n = s_.params.buckets()[bucket].numel;
+    return bucket == 0 && s_.faults.CollectiveMismatch(rank_, step) ? n / 2 : n;
+  }
+
+  void PgConfig() {
+    std::string ranks = "[";
+    for (int r = 0; r < s_.ranks; ++r) {
+      if (r) ranks += ", ";
+      ranks += std::to_string(r);
+    }
+    ranks += "]";
+    w_.BeginDict();
+    w_.Str("0");
+    w_.BeginDict();
+    w_.Str("name");
+    w_.Str("0");
+    w_.Str("desc");
+    w_.Str("default_pg");
+    w_.Str("ranks");
+    w_.Str(ranks);
+    w_.EndDict();
+    w_.EndDict();
+  }
+
+  // Sequence numbers of the last enqueued, completed and started collectives (-1: none).
+  void PgStatus(int64_t enqueued, int64_t completed, int64_t started) {
+    w_.BeginDict();
+    w_.Str("0");
+    w_.BeginDict();
+    w_.Str("last_enqueued_collective");
+    w_.Int(enqueued > 0 ? enqueued : -1);
+    w_.Str("last_started_collective");
+    w_.Int(started > 0 ? started : -1);
+    w_.Str("last_completed_collective");
+    w_.Int(completed > 0 ? completed : -1);
+    w_.EndDict();
+    w_.EndDict();
+  }
+
+  // The stack, each frame dict written whole once and fetched from the memo after, as
+  // torch shares one dict per distinct frame.
+  void Frames() {
+    w_.BeginList();
+    for (size_t i = 0; i < kFrames.size(); ++i) {
+      if (frame_ids_[i]) {
+        w_.Get(*frame_ids_[i]);
+        continue;
+      }
+      const FrameText& f = kFrames[i];
+      w_.BeginDict();
+      w_.Str("name");
+      w_.Str(f.name);
+      w_.Str("filename");
+      w_.Str(f.filename[0] == '/' ? std::string(f.filename) : kTorchDir + std::string(f.filename));
+      w_.Str("line");
+      w_.Int(f.line);
+      w_.EndDict();
+      frame_ids_[i] = w_.Memoize();
+    }
+    w_.EndList();
+  }
+
+  void Key(Key k) { strings_.Put(k, kKeyText[k]); }
+  void Value(int slot, std::string_view s) { strings_.Put(kKeyCount + slot, s); }
+
+  void Sizes(int64_t numel) {
+    w_.BeginList();
+    w_.BeginList();
+    w_.Int(numel);
+    w_.EndList();
+    w_.EndList();
+  }
+
+  void Dtypes() {
+    w_.BeginList();
+    Value(0, "Float");
+    w_.EndList();
+  }
+
+  void OptionalTime(const std::optional<int64_t>& t) {
+    if (t) {
+      w_.Int(*t);
+    } else {
+      w_.None();
+    }
+  }
+
+  void WriteEntry(int64_t record_id, const Entry& e) {
+    w_.BeginDict();
+    Key(kFrames_);
+    Frames();
+    Key(kRecordId);
+    w_.Int(record_id);
+    Key(kPgId);
+    w_.Int(0);
+    Key(kProcessGroup);
+    w_.BeginTuple();
+    Value(1, "0");
+    Value(2, "default_pg");
+    w_.EndTuple();
+    Key(kThreadName);
+    Value(3, "python");
+    Key(kThreadId);
+    Value(4, thread_id_);
+    Key(kCollectiveSeqId);
+    w_.Int(e.seq);
+    Key(kP2pSeqId);
+    w_.Int(0);
+    Key(kOpId);
+    w_.Int(e.seq);
+    Key(kProfilingName);
+    Value(5, "nccl:all_reduce");
+    Key(kTimeCreatedNs);
+    w_.Int(e.created);
+    if (e.started && e.completed) {
+      // torch keeps a float (CUDA events' elapsed time).
+      Key(kDurationMs);
+      w_.Float(static_cast<float>(static_cast<double>(*e.completed - *e.started) / kNsPerMs));
+    }
+    Key(kInputSizes);
+    Sizes(e.numel);
+    Key(kInputDtypes);
+    Dtypes();
+    Key(kOutputSizes);
+    Sizes(e.numel);
+    Key(kOutputDtypes);
+    Dtypes();
+    Key(kState);
+    Value(6 + (e.completed ? 0
+               : e.started ? 1
+                           : 2),
+          e.completed ? "completed"
+          : e.started ? "started"
+                      : "scheduled");
+    Key(kTimeDiscoveredStartedNs);
+    OptionalTime(e.started);
+    Key(kTimeDiscoveredCompletedNs);
+    OptionalTime(e.completed);
+    Key(kRetired);
+    w_.Bool(e.completed.has_value());
+    Key(kTimeoutMs);
+    w_.Int(kTimeoutNs / kNsPerMs);
+    Key(kIsP2p);
+    w_.Bool(false);
+    w_.EndDict();
+  }
+
+  const TorchFrDumps::State& s_;
+  int rank_;
+  PickleWriter w_;
+  Strings strings_;
+  std::string thread_id_;
+  std::array<std::optional<PickleWriter::MemoId>, kFrames.size()> frame_ids_{};
+};
+
+bool WriteAll(int fd, const char* data, size_t size) {
+  while (size > 0) {
+    const ssize_t n = ::write(fd, data, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+[[noreturn]] void IoFail(const char* what, const std::string& path) {
+  throw SynthIoError(std::string(what) + " " + path + ": " + std::strerror(errno));
+}
+
+void WriteFileBytes(const std::string& path, const std::string& bytes) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) IoFail("cannot create", path);
+  const bool ok = WriteAll(fd, bytes.data(), bytes.size());
+  if (!ok) {
+    const int saved = errno;
+    ::close(fd);
+    errno = saved;
+    IoFail("cannot write", path);
+  }
+  if (::close(fd) != 0) IoFail("cannot write", path);
+}
+
+// As WriteRun prepares its directory, and the dumps of an earlier --torch-fr run go too.
+void PrepareDir(const std::string& dir, bool force) {
+  std::error_code ec;
+  if (fs::exists(dir, ec)) {
+    if (!fs::is_directory(dir, ec)) throw SynthSpecError("--out " + dir + " is not a directory");
+    if (fs::directory_iterator(dir, ec) != fs::directory_iterator() && !force) {
+      throw SynthSpecError("--out " + dir +
+                           " is not empty; choose a new directory, or pass --force to "
+                           "replace the rank traces in it");
+    }
+    if (ec) throw SynthIoError("cannot read " + dir + ": " + ec.message());
+    for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+      const std::string name = e.path().filename().string();
+      const auto fr = trace::SplitTorchFrFileName(name);
+      if (!trace::ParseRankTraceFileName(name) && !trace::ParseFlightDumpFileName(name) &&
+          !(fr && fr->prefix == kTorchFrPrefix)) {
+        continue;
+      }
+      if (!fs::remove(e.path(), ec)) {
+        throw SynthIoError("cannot remove " + e.path().string() + ": " + ec.message());
+      }
+    }
+    if (ec) throw SynthIoError("cannot read " + dir + ": " + ec.message());
+    return;
+  }
+  fs::create_directories(dir, ec);
+  if (ec) throw SynthIoError("cannot create " + dir + ": " + ec.message());
+}
+
+}  // namespace
+
+TorchFrDumps::TorchFrDumps(const SynthConfig& config, int entries)
+    : state_(std::make_unique<State>()) {
+  if (config.ranks < 1 || config.ranks > SynthRun::kMaxRanks) {
+    throw SynthSpecError("--ranks must be 1.." + std::to_string(SynthRun::kMaxRanks) + ", got " +
+                         std::to_string(config.ranks));
+  }
+  if (config.steps < 1)
+    throw SynthSpecError("--steps must be at least 1, got " + std::to_string(config.steps));
+  if (entries < 1)
+    throw SynthSpecError("--fr-entries must be at least 1, got " + std::to_string(entries));
+  State& s = *state_;
+  s.ranks = config.ranks;
+  s.steps = config.steps;
+  s.seed = config.seed;
+  s.entries = entries;
+  try {
+    s.faults = Faults::FromPlan(inject::InjectPlan::Parse(config.injects, config.ranks),
+                                config.ranks, config.steps);
+  } catch (const inject::InjectSpecError& e) {
+    throw SynthSpecError(e.what());
+  }
+  s.model = std::make_unique<TimeModel>(config.seed, config.ranks, s.params, s.faults);
+  const std::optional<Stop>& stop = s.faults.stop();
+  s.schedule = Schedule::Build(*s.model, stop ? stop->step : config.steps);
+}
+
+TorchFrDumps::~TorchFrDumps() = default;
+
+int TorchFrDumps::ranks() const { return state_->ranks; }
+int TorchFrDumps::buckets() const { return state_->model->buckets(); }
+
+bool TorchFrDumps::HasDump(int rank) const {
+  const std::optional<Stop>& stop = state_->faults.stop();
+  return !(stop && stop->kind == Stop::Kind::kCrash && stop->rank == rank);
+}
+
+void TorchFrDumps::AppendDump(int rank, std::string* out) const {
+  DumpWriter(*state_, rank, out).Write();
+}
+
+std::string TorchFrDumps::Dump(int rank) const {
+  std::string out;
+  AppendDump(rank, &out);
+  return out;
+}
+
+std::string TorchFrDumpFileName(int rank) { return kTorchFrPrefix + std::to_string(rank); }
+
+WriteResult WriteTorchFrDumps(const TorchFrDumps& dumps, const WriteOptions& options) {
+  PrepareDir(options.out_dir, options.force);
+  const int ranks = dumps.ranks();
+  const int threads = std::max(1, std::min(options.threads, ranks));
+  std::atomic<int> next{0};
+  std::atomic<bool> failed{false};
+  std::mutex mu;  // guards the fields below and the progress callback
+  int done = 0;
+  WriteResult result;
+  std::exception_ptr error;
+
+  auto worker = [&] {
+    std::string buffer;
+    for (int rank = next++; rank < ranks && !failed; rank = next++) {
+      try {
+        int files = 0;
+        int64_t bytes = 0;
+        if (dumps.HasDump(rank)) {
+          buffer.clear();
+          dumps.AppendDump(rank, &buffer);
+          WriteFileBytes(options.out_dir + "/" + TorchFrDumpFileName(rank), buffer);
+          files = 1;
+          bytes = static_cast<int64_t>(buffer.size());
+        }
+        std::lock_guard<std::mutex> lock(mu);
+        result.files += files;
+        result.bytes += bytes;
+        ++done;
+        if (options.progress) options.progress(done, ranks);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!failed.exchange(true)) error = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
+  return result;
+}
+
+}  // namespace dsdiag::synth
