@@ -1,0 +1,144 @@
+"""`dsdiag compare DIR` on a directory of PyTorch Flight Recorder dumps alone (issue #26): real
+torch jobs without dsdiag (jobs/fr_scenarios.py: Gloo on CPU, 2 to 4 ranks, torch's own dump
+bytes, one file per rank), one test per scenario, each asserting that compare names the rank
+to blame — the one that skipped a collective, blocked in Python, issued another size, dtype or
+op, skipped one in a sub-group, died without a dump, rank 0 among them — with the collective
+(process group, sequence number, op) and the Python line that issued it, and that no error
+finding names a healthy rank. fr_scenarios.TRUTH says what each job did.
+
+Run by ctest once per Python lane (DSDIAG_TEST_PYTHON); DSDIAG_BINARY names the dsdiag
+executable. Skips on a lane whose torch has no backend-generic Flight Recorder (Debian's
+torch 1.13)."""
+import json
+import os
+import subprocess
+import sys
+import unittest
+
+from dsdiag_jobs import DSDIAG, JOBS, PYTHON, JobTestCase
+
+sys.path.insert(0, JOBS)
+import fr_scenarios  # noqa: E402 - the jobs' folder, just put on the path
+
+TRUTH = fr_scenarios.TRUTH
+
+
+def has_dump_api():
+    try:
+        from torch._C._distributed_c10d import _dump_fr_trace  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def seqs_in(value):
+    """Every `seq` anywhere in a finding's evidence."""
+    if isinstance(value, dict):
+        found = [value["seq"]] if "seq" in value else []
+        for item in value.values():
+            found += seqs_in(item)
+        return found
+    if isinstance(value, list):
+        return [seq for item in value for seq in seqs_in(item)]
+    return []
+
+
+@unittest.skipUnless(has_dump_api(), "this lane's torch has no backend-generic Flight Recorder "
+                     "dump API (torch._C._distributed_c10d._dump_fr_trace; torch 1.13 has none)")
+class TorchFrDumps(JobTestCase):
+    def scenario(self, name):
+        """Runs the scenario's job into a fresh directory; returns (the directory, compare's
+        findings), having checked that every rank that should dump did, and only those."""
+        truth = TRUTH[name]
+        out = self.path(name)
+        done = subprocess.run([PYTHON, os.path.join(JOBS, "fr_scenarios.py"), name, out],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              universal_newlines=True, timeout=180,
+                              env=dict(os.environ, OMP_NUM_THREADS="1"))
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr[-3000:])
+        prefix = truth.get("prefix", fr_scenarios.PREFIX)
+        expected = ["%s%d" % (prefix, r) for r in range(truth["world"])
+                    if r not in truth.get("absent", [])]
+        self.assertEqual(sorted(os.listdir(out)), sorted(expected), done.stdout)
+        compared = subprocess.run([DSDIAG, "compare", out, "--format", "json"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  universal_newlines=True, timeout=60)
+        self.assertIn(compared.returncode, (0, 1), compared.stderr)
+        report = json.loads(compared.stdout)
+        self.assertEqual(report["schema"], "dsdiag.findings/1")
+        return out, report["findings"]
+
+    def culprit(self, name, findings):
+        """The error finding of the scenario's kind, checked: it names exactly the culprits,
+        the collective's group and sequence number; and no error finding names a rank that
+        did nothing wrong."""
+        truth = TRUTH[name]
+        errors = [f for f in findings if f["severity"] == "error"]
+        for f in errors:
+            self.assertLessEqual(set(f["ranks"]), set(truth["ranks"]),
+                                 "an error names a healthy rank: %s" % json.dumps(f))
+        ours = [f for f in errors if f["kind"] == truth["kind"]]
+        self.assertEqual(len(ours), 1, json.dumps(findings, indent=1))
+        f = ours[0]
+        self.assertEqual(f["ranks"], truth["ranks"], f["summary"])
+        self.assertIn(truth["seq"], seqs_in(f["evidence"]), json.dumps(f["evidence"]))
+        if truth["kind"] != "rank-died":
+            self.assertEqual(str(f["evidence"]["group"]), truth["pg"], f["summary"])
+            self.assertEqual(f["evidence"]["seq"], truth["seq"], f["summary"])
+        return f
+
+    def assert_names_line(self, name, finding):
+        """The summary names the Python line that issued the collective."""
+        where = "fr_scenarios.py:%d" % fr_scenarios.line_of(TRUTH[name]["line"])
+        self.assertIn(where, finding["summary"])
+
+    def assert_hang(self, name):
+        _, findings = self.scenario(name)
+        f = self.culprit(name, findings)
+        self.assertEqual(f["evidence"]["op"], TRUTH[name]["op"], f["summary"])
+        self.assertIn("seq %d" % TRUTH[name]["seq"], f["subject"])
+        self.assert_names_line(name, f)
+        return f
+
+    def assert_mismatch(self, name):
+        _, findings = self.scenario(name)
+        f = self.culprit(name, findings)
+        self.assertIn(TRUTH[name]["op"], f["summary"])
+        self.assert_names_line(name, f)
+        return f
+
+    def test_a_a_rank_that_skips_a_collective_is_the_hang_culprit(self):
+        f = self.assert_hang("skip")
+        self.assertIn("rank 1", f["summary"])
+
+    def test_b_a_rank_blocked_in_python_is_the_hang_culprit(self):
+        self.assert_hang("blocked")
+
+    def test_c_a_size_mismatch_names_the_rank_the_group_history_disowns(self):
+        f = self.assert_mismatch("size_mismatch")
+        self.assertIn("5", f["summary"])
+
+    def test_d_a_dtype_mismatch_names_the_odd_rank_0_by_the_majority(self):
+        f = self.assert_mismatch("dtype_mismatch")
+        self.assertIn("Double", f["summary"])
+
+    def test_e_an_op_mismatch_names_the_broadcasting_rank(self):
+        f = self.assert_mismatch("op_mismatch")
+        self.assertIn("broadcast", f["summary"])
+
+    def test_f_a_hang_inside_a_sub_group_names_its_culprit_and_group(self):
+        self.assert_hang("subgroup_hang")
+
+    def test_g_a_rank_that_died_before_dumping_is_named_with_what_its_peers_wait_in(self):
+        _, findings = self.scenario("died")
+        f = self.culprit("died", findings)
+        self.assertIn("nccl_trace_rank_2", json.dumps(f))
+        self.assertIn("seq 3", f["summary"])
+
+    def test_h_rank_0_as_the_culprit_is_named_not_the_healthy_majority(self):
+        f = self.assert_hang("rank0_skips")
+        self.assertIn("rank 0", f["summary"])
+
+
+if __name__ == "__main__":
+    unittest.main()
