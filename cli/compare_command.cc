@@ -27,7 +27,10 @@ po::options_description VisibleOptions() {
       "object of docs/contract.md")(
       "min-severity",
       po::value<std::string>()->default_value("info")->value_name("info|warning|error"),
-      "list only findings at least this severe (the exit status still counts all)");
+      "list only findings at least this severe (the exit status still counts all)")(
+      "fr-prefix", po::value<std::string>()->value_name("PREFIX"),
+      "the file-name prefix of PyTorch Flight Recorder dumps in RUN_DIR (e.g. "
+      "nccl_trace_rank_); default: found by their content");
   return options;
 }
 
@@ -50,6 +53,12 @@ bool ParseCompareArgs(const std::vector<std::string>& args, CompareArgs* out) {
   if (!parsed)
     throw UsageError("--min-severity must be info, warning or error, not '" + severity + "'");
   out->min_severity = *parsed;
+  if (vm.count("fr-prefix")) {
+    out->fr_prefix = vm["fr-prefix"].as<std::string>();
+    if (out->fr_prefix->empty() || out->fr_prefix->find('/') != std::string::npos)
+      throw UsageError("--fr-prefix must be a file-name prefix (no '/'), not '" +
+                       *out->fr_prefix + "'");
+  }
   return true;
 }
 
@@ -93,9 +102,12 @@ std::string_view CompareCommand::description() const {
 std::string CompareCommand::Usage() const {
   std::ostringstream os;
   os << "usage: dsdiag compare RUN_DIR [--format text|json] [--min-severity info|warning|error]\n"
+        "                              [--fr-prefix PREFIX]\n"
         "\n"
         "Reads every rank's trace (rank-<R>.jsonl) and flight-recorder dump in RUN_DIR,\n"
-        "diffs the ranks and prints what differs as findings, most severe first.\n"
+        "diffs the ranks and prints what differs as findings, most severe first. A RUN_DIR\n"
+        "of PyTorch Flight Recorder dumps (nccl_trace_rank_<R>, any prefix) from a job that\n"
+        "ran without dsdiag is analysed from the dumps alone.\n"
         "Finding kinds are described in docs/findings.md.\n\n"
      << VisibleOptions()
      << "  -h [ --help ]                         show this help\n"
@@ -115,7 +127,9 @@ int CompareCommand::Run(const std::vector<std::string>& args) {
   try {
     analyzers::DriveOptions drive;
     drive.progress = TerminalProgress(parsed.run_dir);
-    result = analyzers::RunCompare(parsed.run_dir, drive);
+    analyzers::InputOptions input;
+    input.torch_fr_prefix = parsed.fr_prefix;
+    result = analyzers::RunCompare(parsed.run_dir, drive, input);
     if (drive.progress) std::fprintf(stderr, "\r\033[K");
   } catch (const analyzers::RunInputError& e) {
     throw InputError(e.what());

@@ -9,6 +9,7 @@
 // be analysed at all (the message names the dir or files).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +24,7 @@ struct CompareArgs {
   std::string run_dir;
   Format format = Format::kText;
   analyzers::Severity min_severity = analyzers::Severity::kInfo;
+  std::optional<std::string> fr_prefix;  // --fr-prefix: the Flight Recorder dumps' prefix
 };
 
 // Parses and checks the arguments after `compare` without reading anything; throws

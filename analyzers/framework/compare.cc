@@ -1,10 +1,15 @@
 #include "analyzers/framework/compare.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <set>
 
 #include "analyzers/framework/findings_pass.h"
 #include "analyzers/framework/registry.h"
 #include "analyzers/framework/run_loader.h"
+#include "analyzers/torch_fr/fr_compare.h"
+#include "analyzers/torch_fr/fr_run.h"
+#include "trace/run_files.h"
 
 namespace dsdiag::analyzers {
 namespace {
@@ -38,6 +43,47 @@ ReaderStats CountStats(const RunContext& run, const DriveResult& drive) {
   return stats;
 }
 
+// Any `rank-<R>.jsonl[.zst]` in the directory (a directory that cannot be listed counts as
+// having some: the run loader then says what is wrong with it).
+bool HasRankTraces(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::directory_iterator it(dir, ec), end;
+  if (ec) return true;
+  for (; it != end; it.increment(ec)) {
+    if (ec) return true;
+    if (trace::ParseRankTraceFileName(it->path().filename().string())) return true;
+  }
+  return false;
+}
+
+// A run of Flight Recorder dumps alone.
+CompareResult CompareFrRun(const torch_fr::FrRun& fr) {
+  CompareResult result;
+  result.findings = torch_fr::AnalyzeFrRun(fr);
+  for (auto& f : result.findings) NormalizeRanks(&f.ranks);
+  SortFindings(&result.findings);
+  result.run.dir = fr.dir;
+  result.run.run_id = fr.prefix + "*";
+  result.run.world_size = fr.world_size;
+  for (const auto& d : fr.dumps) result.run.ranks_found.push_back(d.rank);
+  result.run.ranks_missing = fr.missing_ranks;
+  result.stats.flight_dumps = static_cast<int64_t>(fr.dumps.size() + fr.unreadable.size());
+  return result;
+}
+
+// Dumps beside dsdiag's traces: what the traces did not already say.
+void AddFrFindings(const torch_fr::FrRun& fr, CompareResult* result) {
+  std::set<std::string> kinds;
+  for (const Finding& f : result->findings) kinds.insert(f.kind);
+  for (Finding& f : torch_fr::AnalyzeFrRun(fr)) {
+    if (kinds.count(f.kind)) continue;
+    NormalizeRanks(&f.ranks);
+    result->findings.push_back(std::move(f));
+  }
+  SortFindings(&result->findings);
+  result->stats.flight_dumps += static_cast<int64_t>(fr.dumps.size());
+}
+
 }  // namespace
 
 bool CompareResult::has_error() const {
@@ -45,8 +91,17 @@ bool CompareResult::has_error() const {
                      [](const Finding& f) { return f.severity == Severity::kError; });
 }
 
-CompareResult RunCompare(const std::string& dir, const DriveOptions& options) {
-  return RunCompareWith(dir, CreateAllAnalyzers(), options);
+CompareResult RunCompare(const std::string& dir, const DriveOptions& options,
+                         const InputOptions& input) {
+  if (!HasRankTraces(dir)) {
+    std::optional<torch_fr::FrRun> fr = torch_fr::LoadFrRun(dir, input.torch_fr_prefix);
+    if (fr) return CompareFrRun(*fr);
+  }
+  CompareResult result = RunCompareWith(dir, CreateAllAnalyzers(), options);
+  if (std::optional<torch_fr::FrRun> fr = torch_fr::LoadFrRun(dir, input.torch_fr_prefix)) {
+    AddFrFindings(*fr, &result);
+  }
+  return result;
 }
 
 CompareResult RunCompareWith(const std::string& dir,

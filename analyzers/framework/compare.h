@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,8 +49,19 @@ struct CompareResult {
   bool has_error() const;
 };
 
-// Throws RunInputError (run_loader.h) when RUN_DIR cannot be analysed at all.
-CompareResult RunCompare(const std::string& dir, const DriveOptions& options = {});
+// Which inputs of RUN_DIR to read besides dsdiag's own traces.
+struct InputOptions {
+  // The file-name prefix of PyTorch Flight Recorder dumps (`nccl_trace_rank_`); none: any
+  // prefix, the set with most files (analyzers/torch_fr/fr_run.h).
+  std::optional<std::string> torch_fr_prefix;
+};
+
+// Throws RunInputError (run_loader.h) when RUN_DIR cannot be analysed at all. A RUN_DIR of
+// PyTorch Flight Recorder dumps and no rank traces is analysed from the dumps alone
+// (analyzers/torch_fr/); dumps beside rank traces add the findings of a kind the traces'
+// analysis did not make.
+CompareResult RunCompare(const std::string& dir, const DriveOptions& options = {},
+                         const InputOptions& input = {});
 // The same with a chosen set of analyzers (tests, or a future --only flag).
 CompareResult RunCompareWith(const std::string& dir,
                              const std::vector<std::unique_ptr<Analyzer>>& analyzers,

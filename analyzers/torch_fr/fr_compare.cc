@@ -1,0 +1,69 @@
+#include "analyzers/torch_fr/fr_compare.h"
+
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "analyzers/framework/finding_kinds.h"
+#include "analyzers/torch_fr/fr_groups.h"
+#include "analyzers/torch_fr/fr_hang.h"
+#include "analyzers/torch_fr/fr_mismatch.h"
+
+namespace dsdiag::analyzers::torch_fr {
+namespace {
+
+Finding Unreadable(const trace::LocatedIssue& issue) {
+  Finding f;
+  f.kind = std::string(kind::kTraceCorrupt);
+  f.severity = Severity::kWarning;
+  f.subject = issue.file;
+  if (const std::optional<int> rank = trace::TorchFrRankFromFileName(issue.file))
+    f.ranks.push_back(*rank);
+  f.summary = "Flight Recorder dump " + issue.file + " left out: " + issue.ToString();
+  f.evidence.Set("source", "torch-flight-recorder");
+  f.evidence.Set("file", issue.file);
+  f.evidence.Set("line", issue.line);
+  f.evidence.Set("column", issue.column);
+  f.evidence.Set("expected", issue.expected);
+  f.evidence.Set("found", issue.found);
+  f.hint = "the rank of this file counts as one without a dump";
+  return f;
+}
+
+Finding SkippedEntries(const FrRun& run) {
+  Finding f;
+  f.kind = std::string(kind::kTraceCorrupt);
+  f.severity = Severity::kInfo;
+  f.summary = std::to_string(run.entries_skipped) +
+              " malformed Flight Recorder entries were left out of the analysis";
+  f.evidence.Set("source", "torch-flight-recorder");
+  f.evidence.Set("entries_skipped", run.entries_skipped);
+  for (const FrRankDump& d : run.dumps)
+    if (d.dump.entries_skipped > 0) {
+      f.ranks.push_back(d.rank);
+      if (!f.evidence.Find("first_problem"))
+        f.evidence.Set("first_problem", d.file_name + ": " + d.dump.first_entry_problem);
+    }
+  return f;
+}
+
+}  // namespace
+
+std::vector<Finding> AnalyzeFrRun(const FrRun& run) {
+  std::vector<Finding> findings;
+  const std::vector<FrGroup> groups = BuildGroups(run);
+  FindMismatches(run, groups, &findings);
+  std::set<std::pair<std::string, int64_t>> mismatched;
+  for (const Finding& f : findings) {
+    const trace::JsonValue* group = f.evidence.Find("group");
+    const trace::JsonValue* seq = f.evidence.Find("seq");
+    if (group && seq) mismatched.insert({group->as_string(), seq->as_int()});
+  }
+  FindHangs(run, groups, mismatched, &findings);
+  for (const trace::LocatedIssue& issue : run.unreadable) findings.push_back(Unreadable(issue));
+  if (run.entries_skipped > 0) findings.push_back(SkippedEntries(run));
+  return findings;
+}
+
+}  // namespace dsdiag::analyzers::torch_fr
