@@ -18,6 +18,7 @@
 #include "cli/output_file.h"
 #include "cli/run_dir_args.h"
 #include "timeline/timeline.h"
+#include "timeline/torch_fr_timeline.h"
 
 namespace dsdiag::cli {
 namespace {
@@ -131,6 +132,19 @@ int TimelineCommand::Run(const std::vector<std::string>& args) {
   }
   RaiseOpenFileLimit();
   try {
+    // A run of Flight Recorder dumps alone: its own timeline (timeline/torch_fr_timeline.h).
+    if (const auto fr = analyzers::LoadFrOnlyRun(parsed.run_dir)) {
+      OutputFile output(parsed.output);
+      const analyzers::CompareResult compare = analyzers::CompareFrRun(*fr);
+      const timeline::TimelineStats stats =
+          timeline::WriteTorchFrTimeline(*fr, compare.findings, output.stream());
+      output.Commit();
+      if (StderrIsTerminal())
+        std::fprintf(stderr,
+                     "timeline: wrote %lld events for %d ranks' Flight Recorder dumps to %s\n",
+                     static_cast<long long>(stats.events), stats.ranks, output.path().c_str());
+      return 0;
+    }
     // Load first: a bad run dir is reported before the output file is touched.
     const analyzers::RunContext run = analyzers::LoadRun(parsed.run_dir);
     CheckRanksSelected(run, parsed.selection);

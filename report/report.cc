@@ -1,6 +1,7 @@
 #include "report/report.h"
 
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -18,8 +19,12 @@ ReportStats WriteReport(const std::string& run_dir, const ReportOptions& options
   auto collector = std::make_unique<RunCollector>(options.progress, options.max_held_enters);
   const RunCollector& data = *collector;
   analyzers.push_back(std::move(collector));
+  // A run of Flight Recorder dumps alone has findings and no records to chart.
+  const std::optional<analyzers::torch_fr::FrRun> fr = analyzers::LoadFrOnlyRun(run_dir);
+  if (fr) analyzers.back()->Begin(analyzers::RunContext{});  // the collector: no rank, no record
   const analyzers::CompareResult compare =
-      analyzers::RunCompareWith(run_dir, analyzers, options.drive);
+      fr ? analyzers::CompareFrRun(*fr)
+         : analyzers::RunCompareWith(run_dir, analyzers, options.drive);
   const trace::LoaderSweepFile sweep = trace::ReadLoaderSweepFile(run_dir);
 
   const std::string title =

@@ -56,7 +56,8 @@ bool HasRankTraces(const std::string& dir) {
   return false;
 }
 
-// A run of Flight Recorder dumps alone.
+}  // namespace
+
 CompareResult CompareFrRun(const torch_fr::FrRun& fr) {
   CompareResult result;
   result.findings = torch_fr::AnalyzeFrRun(fr);
@@ -70,6 +71,13 @@ CompareResult CompareFrRun(const torch_fr::FrRun& fr) {
   result.stats.flight_dumps = static_cast<int64_t>(fr.dumps.size() + fr.unreadable.size());
   return result;
 }
+
+std::optional<torch_fr::FrRun> LoadFrOnlyRun(const std::string& dir, const InputOptions& input) {
+  if (HasRankTraces(dir)) return std::nullopt;
+  return torch_fr::LoadFrRun(dir, input.torch_fr_prefix);
+}
+
+namespace {
 
 // Dumps beside dsdiag's traces: what the traces did not already say.
 void AddFrFindings(const torch_fr::FrRun& fr, CompareResult* result) {
@@ -93,10 +101,7 @@ bool CompareResult::has_error() const {
 
 CompareResult RunCompare(const std::string& dir, const DriveOptions& options,
                          const InputOptions& input) {
-  if (!HasRankTraces(dir)) {
-    std::optional<torch_fr::FrRun> fr = torch_fr::LoadFrRun(dir, input.torch_fr_prefix);
-    if (fr) return CompareFrRun(*fr);
-  }
+  if (std::optional<torch_fr::FrRun> fr = LoadFrOnlyRun(dir, input)) return CompareFrRun(*fr);
   CompareResult result = RunCompareWith(dir, CreateAllAnalyzers(), options);
   if (std::optional<torch_fr::FrRun> fr = torch_fr::LoadFrRun(dir, input.torch_fr_prefix)) {
     AddFrFindings(*fr, &result);

@@ -12,6 +12,7 @@
 #include "analyzers/framework/finding.h"
 #include "analyzers/framework/run_context.h"
 #include "analyzers/framework/step_driver.h"
+#include "analyzers/torch_fr/fr_run.h"
 
 namespace dsdiag::analyzers {
 
@@ -62,6 +63,14 @@ struct InputOptions {
 // analysis did not make.
 CompareResult RunCompare(const std::string& dir, const DriveOptions& options = {},
                          const InputOptions& input = {});
+
+// RUN_DIR's Flight Recorder dumps when it holds no rank trace, else nullopt: the run that
+// `timeline` and `report` draw from the dumps alone. Throws RunInputError when RUN_DIR
+// cannot be listed.
+std::optional<torch_fr::FrRun> LoadFrOnlyRun(const std::string& dir,
+                                             const InputOptions& input = {});
+// The comparison of such a run (RunCompare's for it).
+CompareResult CompareFrRun(const torch_fr::FrRun& run);
 // The same with a chosen set of analyzers (tests, or a future --only flag).
 CompareResult RunCompareWith(const std::string& dir,
                              const std::vector<std::unique_ptr<Analyzer>>& analyzers,
