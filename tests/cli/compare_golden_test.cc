@@ -41,17 +41,27 @@ TEST_P(CompareGoldenTest, JsonMatchesExpected) {
   EXPECT_EQ(r.out, expected);
 }
 
-INSTANTIATE_TEST_SUITE_P(Runs, CompareGoldenTest,
-                         ::testing::Values(Golden{"clean-2rank", 0}, Golden{"rank-died-2rank", 1},
-                                           Golden{"config-mismatch-2rank", 1},
-                                           Golden{"missing-rank-4rank", 1},
-                                           Golden{"malformed-2rank", 0}),
-                         [](const auto& info) {
-                           std::string n = info.param.name;
-                           for (char& c : n)
-                             if (c == '-') c = '_';
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Runs, CompareGoldenTest,
+    ::testing::Values(Golden{"clean-2rank", 0}, Golden{"rank-died-2rank", 1},
+                      Golden{"config-mismatch-2rank", 1}, Golden{"missing-rank-4rank", 1},
+                      Golden{"malformed-2rank", 0},
+                      // one per finding kind, recorded from the trainer
+                      // (fixtures/runs/record-trainer-runs)
+                      Golden{"missing-grad-2rank", 1}, Golden{"grad-desync-2rank", 1},
+                      Golden{"init-divergence-2rank", 1}, Golden{"rng-collision-2rank", 0},
+                      Golden{"shard-overlap-2rank", 1}, Golden{"epoch-order-repeat-2rank", 0},
+                      Golden{"loader-starvation-2rank", 0}, Golden{"scaler-overflow-2rank", 0},
+                      Golden{"scaler-desync-2rank", 1}, Golden{"clip-before-unscale-2rank", 1},
+                      Golden{"checkpoint-race-2rank", 1}, Golden{"checkpoint-mismatch-2rank", 1},
+                      Golden{"straggler-2rank", 1}, Golden{"collective-mismatch-2rank", 1},
+                      Golden{"hang-2rank", 1}),
+    [](const auto& info) {
+      std::string n = info.param.name;
+      for (char& c : n)
+        if (c == '-') c = '_';
+      return n;
+    });
 
 // docs/contract.md: a clean run produces no warning or error finding.
 TEST(CompareGoldenTest, CleanRunHasNoWarningOrError) {
