@@ -15,6 +15,11 @@
 #include "tests/analyzers/test_run.h"
 #include "trace/json_line.h"
 #include "trace/record_types.h"
+#include "trace/records/clock_record.h"
+#include "trace/records/coll_record.h"
+#include "trace/records/phase_record.h"
+#include "trace/records/step_begin_record.h"
+#include "trace/records/step_record.h"
 #include "trace/run_files.h"
 
 namespace dsdiag::analyzers::testing {
@@ -78,20 +83,23 @@ inline void WriteColl(trace::TraceWriter* w, int64_t ts, int pg, int64_t seq,
                       std::string_view op = "allreduce", std::string_view dtype = "f32",
                       int64_t n = 65536, std::string_view tag = "grad-bucket-0",
                       int64_t dur = 1 * kMs) {
-  w->BeginAt(trace::rec::kCollective, ts)
-      .line()
-      .Field("pg", pg)
-      .Field("seq", seq)
-      .Field("op", op)
-      .Field("dtype", dtype)
-      .Field("n", n)
-      .Field("bytes", 4 * n)
-      .Field("dur", dur)
-      .Field("tag", tag);
+  trace::records::CollRecord c;
+  c.pg = pg;
+  c.seq = seq;
+  c.op = op;
+  c.dtype = dtype;
+  c.n = n;
+  c.bytes = 4 * n;
+  c.dur = dur;
+  c.tag = tag;
+  AppendFields(c, &w->BeginAt(c.kType, ts).line());
 }
 
 inline void WritePhase(trace::TraceWriter* w, int64_t ts, std::string_view name, int64_t dur) {
-  w->BeginAt(trace::rec::kPhase, ts).line().Field("name", name).Field("dur", dur);
+  trace::records::PhaseRecord p;
+  p.name = name;
+  p.dur = dur;
+  AppendFields(p, &w->BeginAt(p.kType, ts).line());
 }
 
 // Writes a whole rank: header (clock per spec), steps, end "ok". Step s starts at true time
@@ -106,12 +114,12 @@ inline void WriteRank(TestRun* run, const RankSpec& spec) {
   auto w = run->Open(h);
   const RankClockSpec& c = spec.clock;
   if (c.clock_record) {
-    w->BeginAt(trace::rec::kClock, c.Local(1 * kMs))
-        .line()
-        .Field("when", "start")
-        .Field("offset", c.skew)
-        .Field("offset_err", int64_t{5 * kUs})
-        .Field("rtt", int64_t{10 * kUs});
+    trace::records::ClockRecord clock;
+    clock.when = "start";
+    clock.offset = c.skew;
+    clock.offset_err = 5 * kUs;
+    clock.rtt = 10 * kUs;
+    AppendFields(clock, &w->BeginAt(clock.kType, c.Local(1 * kMs)).line());
   }
   if (spec.broadcast_at) {
     WriteColl(w.get(), c.Local(*spec.broadcast_at), 0, 0, "broadcast", "f32", 1024, "broadcast");
@@ -126,7 +134,8 @@ inline void WriteRank(TestRun* run, const RankSpec& spec) {
     const int64_t backward = shape.backward + j(2);
     const int64_t ckpt = shape.checkpoint;
     w->SetStep(s);
-    w->BeginAt(trace::rec::kStepBegin, c.Local(start)).line().Field("epoch", 0);
+    AppendFields(trace::records::StepBeginRecord{},
+                 &w->BeginAt(trace::records::StepBeginRecord::kType, c.Local(start)).line());
     int64_t t = start;
     if (ckpt) {
       WritePhase(w.get(), c.Local(t), "checkpoint", ckpt);
@@ -147,17 +156,16 @@ inline void WriteRank(TestRun* run, const RankSpec& spec) {
     WritePhase(w.get(), c.Local(t), "sync", sync);
     WritePhase(w.get(), c.Local(t + sync), "optimizer", shape.optimizer);
     const int64_t dur = t + sync + shape.optimizer - start;
-    trace::TraceWriter::Record r = w->BeginAt(trace::rec::kStep, c.Local(start));
-    r.line().Field("dur", dur).Field("loss", 2.0).Field("epoch", 0);
-    r.line()
-        .BeginObject("phases")
-        .Field("data", data)
-        .Field("forward", forward)
-        .Field("backward", backward)
-        .Field("sync", sync)
-        .Field("optimizer", shape.optimizer);
-    if (ckpt) r.line().Field("checkpoint", ckpt);
-    r.line().EndObject();
+    namespace phase = trace::phase;
+    const trace::records::PhaseTime phases[] = {
+        {phase::kData, data}, {phase::kForward, forward},           {phase::kBackward, backward},
+        {phase::kSync, sync}, {phase::kOptimizer, shape.optimizer}, {phase::kCheckpoint, ckpt}};
+    trace::records::StepRecord step;
+    step.dur = dur;
+    step.loss = 2.0;
+    step.phases = phases;
+    step.phase_count = 6;  // checkpoint 0: left out
+    AppendFields(step, &w->BeginAt(step.kType, c.Local(start)).line());
   }
   if (spec.end) {
     w->SetStep(spec.steps);

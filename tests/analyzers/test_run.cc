@@ -5,7 +5,11 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "tests/support/rank_trace.h"
 #include "trace/record_types.h"
+#include "trace/records/phase_record.h"
+#include "trace/records/step_begin_record.h"
+#include "trace/records/step_record.h"
 #include "trace/run_files.h"
 
 namespace dsdiag::analyzers::testing {
@@ -28,15 +32,12 @@ std::string TestRun::Path(std::string_view file_name) const {
 }
 
 trace::TraceHeader TestRun::Header(int rank, int world_size) {
-  trace::TraceHeader h;
-  h.schema = std::string(trace::kSchema);
-  h.run_id = "test-run";
-  h.rank = rank;
-  h.world_size = world_size;
-  h.local_rank = rank;
-  h.host = "node0";
-  h.pid = 100 + rank;
-  h.versions = {{"dsdiag", "0.1.0"}, {"libtorch", "1.13.1"}};
+  test_support::HeaderFacts facts;
+  facts.rank = rank;
+  facts.world_size = world_size;
+  trace::TraceHeader h = test_support::TestHeader(facts);
+  h.clock = trace::ClockReference{};  // none measured: each rank on its own clock
+  h.versions["libtorch"] = "1.13.1";
   h.env = {{"OMP_NUM_THREADS", "1"}, {"LOCAL_RANK", std::to_string(rank)}};
   h.config.Set("steps", 3);
   h.config.Set("batch_size", 8);
@@ -61,10 +62,18 @@ void TestRun::WriteSteps(trace::TraceWriter* w, int from, int to) {
                                                  "optimizer"};
   for (int s = from; s < to; ++s) {
     w->SetStep(s);
-    w->Begin(trace::rec::kStepBegin).line().Field("epoch", 0);
-    for (std::string_view p : kPhases)
-      w->Begin(trace::rec::kPhase).line().Field("name", p).Field("dur", int64_t{1000});
-    w->Begin(trace::rec::kStep).line().Field("dur", int64_t{5000}).Field("loss", 2.0);
+    AppendFields(trace::records::StepBeginRecord{},
+                 &w->Begin(trace::records::StepBeginRecord::kType).line());
+    for (std::string_view name : kPhases) {
+      trace::records::PhaseRecord p;
+      p.name = name;
+      p.dur = 1000;
+      AppendFields(p, &w->Begin(p.kType).line());
+    }
+    trace::records::StepRecord step;
+    step.dur = 5000;
+    step.loss = 2.0;
+    AppendFields(step, &w->Begin(step.kType).line());
   }
   w->SetStep(to);
 }

@@ -16,8 +16,12 @@
 #include <vector>
 
 #include "tests/support/files.h"
+#include "tests/support/rank_trace.h"
 #include "tests/support/temp_dir.h"
 #include "trace/record_types.h"
+#include "trace/records/coll_record.h"
+#include "trace/records/step_begin_record.h"
+#include "trace/records/step_record.h"
 #include "trace/run_files.h"
 #include "trace/trace_header.h"
 #include "trace/trace_writer.h"
@@ -71,80 +75,50 @@ inline std::vector<Row> Rows(const std::string& html, const std::string& cls) {
   return rows;
 }
 
-// A header for `rank` whose monotonic clock reads `mono` when its wall clock reads `wall`.
+// A header for `rank` whose monotonic clock reads `mono` when its wall clock reads `wall`
+// (the run of an fp16 job of 4 steps).
 inline trace::TraceHeader Header(int rank, int world_size, int64_t mono, int64_t wall,
                                  int64_t offset) {
-  trace::TraceHeader h;
-  h.schema = std::string(trace::kSchema);
-  h.run_id = "report-test";
-  h.rank = rank;
-  h.world_size = world_size;
-  h.local_rank = rank;
-  h.host = "node0";
-  h.pid = 100 + rank;
-  h.versions = {{"dsdiag", "0.1.0"}};
+  trace::TraceHeader h = test_support::TestHeader(
+      {rank, world_size, "report-test", mono, wall, offset, /*offset_err=*/1000, "node0"});
   h.env = {{"OMP_NUM_THREADS", "1"}};
   h.config.Set("steps", 4);
   h.config.Set("amp", "fp16");
-  h.clock.mono_ns = mono;
-  h.clock.wall_ns = wall;
-  h.clock.offset_ns = offset;
-  h.clock.offset_err_ns = 1000;
   return h;
 }
 
-// Writes one rank's trace with explicit times (ns of the rank's monotonic clock).
-class RankTrace {
+// One rank's trace (tests/support/rank_trace.h) with the report tests' shape of a step.
+class RankTrace : public test_support::RankTrace {
  public:
-  RankTrace(const std::string& dir, const trace::TraceHeader& header) {
-    trace::TraceWriter::Options options;
-    options.flush_interval_ms = 0;
-    std::string error;
-    writer_ = trace::TraceWriter::Open(dir + "/" + trace::RankTraceFileName(header.rank), options,
-                                       &error);
-    if (!writer_) throw std::runtime_error(error);
-    writer_->WriteHeader(header);
-  }
-  trace::TraceWriter::Record At(std::string_view type, int64_t ts, int64_t step) {
-    writer_->SetStep(step);
-    return writer_->BeginAt(type, ts);
-  }
+  using test_support::RankTrace::RankTrace;
   // step_begin at t; one allreduce (pg 0, seq `seq`) entered at t + enter lasting `coll`;
   // the step record (dur `dur`, phases data = dur/4, backward = dur/2, sync = dur/4, loss).
   // `probe_ns` >= 0 adds the probes' own time to the step record.
   void Step(int64_t step, int64_t t, int64_t dur, int64_t seq, int64_t enter, int64_t coll,
             double loss, int64_t probe_ns = -1) {
-    At(trace::rec::kStepBegin, t, step).line().Field("epoch", int64_t{0});
-    At(trace::rec::kCollective, t + enter, step)
-        .line()
-        .Field("pg", int64_t{0})
-        .Field("seq", seq)
-        .Field("op", "allreduce")
-        .Field("dtype", "f32")
-        .Field("n", int64_t{1024})
-        .Field("bytes", int64_t{4096})
-        .Field("dur", coll)
-        .Field("tag", "grad-bucket-0");
-    auto r = At(trace::rec::kStep, t, step);
-    r.line()
-        .Field("dur", dur)
-        .Field("epoch", int64_t{0})
-        .Field("loss", loss)
-        .Field("lr", 0.01)
-        .Field("samples", int64_t{32})
-        .BeginObject("phases")
-        .Field("data", dur / 4)
-        .Field("backward", dur / 2)
-        .Field("sync", dur / 4)
-        .EndObject();
-    if (probe_ns >= 0) r.line().Field("probe_ns", probe_ns);
+    Write(trace::records::StepBeginRecord{}, t, step);
+    trace::records::CollRecord c;
+    c.seq = seq;
+    c.op = "allreduce";
+    c.dtype = "f32";
+    c.n = 1024;
+    c.bytes = 4096;
+    c.dur = coll;
+    c.tag = "grad-bucket-0";
+    Write(c, t + enter, step);
+    const trace::records::PhaseTime phases[] = {{trace::phase::kData, dur / 4},
+                                                {trace::phase::kBackward, dur / 2},
+                                                {trace::phase::kSync, dur / 4}};
+    trace::records::StepRecord r;
+    r.dur = dur;
+    r.loss = loss;
+    r.lr = 0.01;
+    r.samples = 32;
+    r.phases = phases;
+    r.phase_count = 3;
+    r.probe_ns = probe_ns;
+    Write(r, t, step);
   }
-  void End(int64_t ts, int64_t step) {
-    At(trace::rec::kEnd, ts, step).line().Field("reason", "ok").Field("status", 0);
-  }
-
- private:
-  std::unique_ptr<trace::TraceWriter> writer_;
 };
 
 }  // namespace dsdiag::report::testing

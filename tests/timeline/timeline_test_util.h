@@ -17,9 +17,14 @@
 #include <vector>
 
 #include "tests/support/files.h"
+#include "tests/support/rank_trace.h"
 #include "tests/support/temp_dir.h"
 #include "trace/json_value.h"
 #include "trace/record_types.h"
+#include "trace/records/coll_record.h"
+#include "trace/records/phase_record.h"
+#include "trace/records/step_begin_record.h"
+#include "trace/records/step_record.h"
 #include "trace/run_files.h"
 #include "trace/trace_header.h"
 #include "trace/trace_reader.h"
@@ -40,89 +45,55 @@ class TempDir : public test_support::TempDir {
 // A header for `rank` whose monotonic clock reads `mono` when its wall clock reads `wall`.
 inline trace::TraceHeader Header(int rank, int world_size, int64_t mono, int64_t wall,
                                  int64_t offset, std::string host = "node0") {
-  trace::TraceHeader h;
-  h.schema = std::string(trace::kSchema);
-  h.run_id = "timeline-test";
-  h.rank = rank;
-  h.world_size = world_size;
-  h.local_rank = rank;
-  h.host = std::move(host);
-  h.pid = 100 + rank;
-  h.versions = {{"dsdiag", "0.1.0"}};
+  trace::TraceHeader h = test_support::TestHeader(
+      {rank, world_size, "timeline-test", mono, wall, offset, /*offset_err=*/1000, host});
   h.config.Set("steps", 3);
-  h.clock.mono_ns = mono;
-  h.clock.wall_ns = wall;
-  h.clock.offset_ns = offset;
-  h.clock.offset_err_ns = 1000;
   return h;
 }
 
-// Writes one rank's trace with explicit times (ns of the rank's monotonic clock).
-class RankTrace {
+// One rank's trace (tests/support/rank_trace.h) with the timeline tests' shape of a step.
+class RankTrace : public test_support::RankTrace {
  public:
-  RankTrace(const std::string& dir, const trace::TraceHeader& header) {
-    trace::TraceWriter::Options options;
-    options.flush_interval_ms = 0;
-    std::string error;
-    path_ = dir + "/" + trace::RankTraceFileName(header.rank);
-    writer_ = trace::TraceWriter::Open(path_, options, &error);
-    if (!writer_) throw std::runtime_error(error);
-    writer_->WriteHeader(header);
-  }
-  const std::string& path() const { return path_; }
-  trace::TraceWriter* writer() { return writer_.get(); }
-
-  trace::TraceWriter::Record At(std::string_view type, int64_t ts, int64_t step) {
-    writer_->SetStep(step);
-    return writer_->BeginAt(type, ts);
-  }
+  using test_support::RankTrace::RankTrace;
   // step_begin at t, then phases data/forward/backward/sync/optimizer of `phase` ns each,
   // one allreduce (pg 0, seq `seq`) entered at t + 2*phase + enter_delay lasting `coll`,
   // then the step record (loss, lr, samples 32; its collective totals say the allreduce
   // waited all but its last 0.1 ms; the probes took (step + 1) x 0.05 ms).
   void Step(int64_t step, int64_t t, int64_t phase, int64_t seq, int64_t enter_delay, int64_t coll,
             double loss) {
-    At(trace::rec::kStepBegin, t, step).line().Field("epoch", int64_t{0});
-    static constexpr const char* kPhases[] = {"data", "forward", "backward", "sync", "optimizer"};
+    namespace records = trace::records;
+    Write(records::StepBeginRecord{}, t, step);
+    static constexpr std::string_view kPhases[] = {trace::phase::kData, trace::phase::kForward,
+                                                   trace::phase::kBackward, trace::phase::kSync,
+                                                   trace::phase::kOptimizer};
     for (int i = 0; i < 5; ++i) {
-      At(trace::rec::kPhase, t + i * phase, step)
-          .line()
-          .Field("name", kPhases[i])
-          .Field("dur", phase);
+      records::PhaseRecord p;
+      p.name = kPhases[i];
+      p.dur = phase;
+      Write(p, t + i * phase, step);
     }
-    At(trace::rec::kCollective, t + 2 * phase + enter_delay, step)
-        .line()
-        .Field("pg", int64_t{0})
-        .Field("seq", seq)
-        .Field("op", "allreduce")
-        .Field("dtype", "f32")
-        .Field("n", int64_t{1024})
-        .Field("bytes", int64_t{4096})
-        .Field("dur", coll)
-        .Field("tag", "grad-bucket-0");
-    At(trace::rec::kStep, t, step)
-        .line()
-        .Field("dur", 5 * phase)
-        .Field("epoch", int64_t{0})
-        .Field("loss", loss)
-        .Field("lr", 0.01)
-        .Field("samples", int64_t{32})
-        .BeginObject("coll")
-        .Field("n", int64_t{1})
-        .Field("bytes", int64_t{4096})
-        .Field("dur", coll)
-        .Field("wait", coll - 100000)
-        .EndObject()
-        .Field("probe_ns", int64_t{50000} * (step + 1));
+    records::CollRecord c;
+    c.seq = seq;
+    c.op = "allreduce";
+    c.dtype = "f32";
+    c.n = 1024;
+    c.bytes = 4096;
+    c.dur = coll;
+    c.tag = "grad-bucket-0";
+    Write(c, t + 2 * phase + enter_delay, step);
+    records::StepRecord r;
+    r.dur = 5 * phase;
+    r.loss = loss;
+    r.lr = 0.01;
+    r.samples = 32;
+    r.coll.written = records::StepCollTotals::Written::kAll;
+    r.coll.n = 1;
+    r.coll.bytes = 4096;
+    r.coll.dur = coll;
+    r.coll.wait = coll - 100000;
+    r.probe_ns = int64_t{50000} * (step + 1);
+    Write(r, t, step);
   }
-  void End(int64_t ts, int64_t step) {
-    At(trace::rec::kEnd, ts, step).line().Field("reason", "ok").Field("status", 0);
-  }
-  void Close() { writer_.reset(); }
-
- private:
-  std::string path_;
-  std::unique_ptr<trace::TraceWriter> writer_;
 };
 
 // The timeline output, parsed.
