@@ -104,12 +104,25 @@ class TorchFrDumps(JobTestCase):
         _, findings = self.scenario(name)
         f = self.culprit(name, findings)
         self.assertIn(TRUTH[name]["op"], f["summary"])
+        # Named for a reason, not by rank order: with two ranks, the group's history.
+        self.assertEqual(f["evidence"]["basis"], TRUTH[name]["basis"], f["summary"])
         self.assert_names_line(name, f)
         return f
+
+    def assert_culprit_went_as_far_as(self, name, finding):
+        """The culprit's row says the last collective it completed, one before the stuck one,
+        and the Python line that issued it."""
+        rows = [r for r in finding["evidence"]["ranks"] if r["rank"] in TRUTH[name]["ranks"]]
+        self.assertEqual(len(rows), 1, finding["evidence"])
+        last = rows[0]["last_completed"]
+        self.assertEqual(last["seq"], TRUTH[name]["seq"] - 1, rows)
+        self.assertIn("fr_scenarios.py:%d" % fr_scenarios.line_of(name + "_last"),
+                      last["python_where"])
 
     def test_a_a_rank_that_skips_a_collective_is_the_hang_culprit(self):
         f = self.assert_hang("skip")
         self.assertIn("rank 1", f["summary"])
+        self.assert_culprit_went_as_far_as("skip", f)
 
     def test_b_a_rank_blocked_in_python_is_the_hang_culprit(self):
         self.assert_hang("blocked")
@@ -138,6 +151,7 @@ class TorchFrDumps(JobTestCase):
     def test_h_rank_0_as_the_culprit_is_named_not_the_healthy_majority(self):
         f = self.assert_hang("rank0_skips")
         self.assertIn("rank 0", f["summary"])
+        self.assert_culprit_went_as_far_as("rank0_skips", f)
 
 
 if __name__ == "__main__":

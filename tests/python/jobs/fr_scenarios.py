@@ -41,9 +41,11 @@ GLOO_TIMEOUT_S = 60  # the process groups' timeout: past the dumps
 PREFIX = "nccl_trace_rank_"
 
 # What each scenario does wrong: the culprit ranks, the finding that names them, the process
-# group and sequence number of the collective where it shows, the op there, and the line (a
-# `# @tag` below) that issued it — on the waiters for a hang, on the odd rank for a mismatch.
-# `absent`: ranks that leave no dump; `prefix`: the dumps' (PREFIX unless said).
+# group and sequence number of the collective where it shows, the op there, and the line (its
+# comment ends `@tag` below) that issued it: the waiters' for a hang, the odd rank's for a
+# mismatch. `basis`: what says which side of a mismatch is odd (two ranks: no majority, the
+# group's earlier collectives). `absent`: ranks that leave no dump; `prefix`: the dumps'
+# (PREFIX unless said).
 TRUTH = {
     "skip": dict(
         letter="a", world=2, kind="hang", ranks=[1], pg="0", seq=6, op="all_reduce",
@@ -53,16 +55,16 @@ TRUTH = {
         line="blocked", why="rank 1 blocks in its data queue at step 2; ranks 0,2 wait"),
     "size_mismatch": dict(
         letter="c", world=2, kind="collective-mismatch", ranks=[1], pg="0", seq=4,
-        op="all_reduce", line="size_mismatch",
+        op="all_reduce", line="size_mismatch", basis="history",
         why="rank 1 reduces 5 floats at step 3, 4 at steps 0-2 like rank 0"),
     "dtype_mismatch": dict(
         letter="d", world=3, kind="collective-mismatch", ranks=[0], pg="0", seq=4,
-        op="all_reduce", line="dtype_mismatch",
+        op="all_reduce", line="dtype_mismatch", basis="majority",
         why="rank 0 reduces float64 at step 3; ranks 1,2 float32"),
     "op_mismatch": dict(
-        letter="e", world=2, kind="collective-mismatch", ranks=[1], pg="0", seq=4,
-        op="broadcast", line="op_mismatch",
-        why="rank 1 broadcasts at step 3 where rank 0 (and steps 0-2) all_reduce"),
+        letter="e", world=2, kind="collective-mismatch", ranks=[0], pg="0", seq=4,
+        op="broadcast", line="op_mismatch", basis="history",
+        why="rank 0 broadcasts at step 3 where rank 1 (and steps 0-2) all_reduce"),
     "subgroup_hang": dict(
         letter="f", world=4, kind="hang", ranks=[3], pg="1", seq=3, op="all_reduce",
         line="subgroup_hang", prefix="comm_lib_trace_rank_",
@@ -77,10 +79,11 @@ TRUTH = {
 
 
 def line_of(tag):
-    """The line of this file marked `# @tag`: where the scenario issues its collective."""
+    """The line of this file whose comment ends `@tag`: where the scenario issues its
+    collective (TRUTH's `line`), or the culprit's last one (`<scenario>_last`)."""
     with open(HERE) as f:
         for number, text in enumerate(f, 1):
-            if text.rstrip().endswith("# @" + tag):
+            if text.rstrip().endswith(" @" + tag):
                 return number
     raise KeyError(tag)
 
@@ -92,7 +95,7 @@ def skip(job):
     import torch
     import torch.distributed as dist
     for step in range(3):
-        dist.all_reduce(torch.ones(4))  # the gradients
+        dist.all_reduce(torch.ones(4))  # the gradients @skip_last
         if not (job.rank == 1 and step == 2):
             dist.all_reduce(torch.ones(1))  # @skip
     job.log("done")
@@ -103,7 +106,7 @@ def rank0_skips(job):
     import torch
     import torch.distributed as dist
     for step in range(3):
-        dist.all_reduce(torch.ones(4))  # the gradients
+        dist.all_reduce(torch.ones(4))  # the gradients @rank0_skips_last
         if not (job.rank == 0 and step == 2):
             dist.all_reduce(torch.ones(1))  # @rank0_skips
     job.log("done")
@@ -150,19 +153,20 @@ def dtype_mismatch(job):
 
 
 def op_mismatch(job):
-    """(e) An op mismatch: steps 0-2 all_reduce on both ranks; at step 3 rank 1 broadcasts
-    where rank 0 all_reduces. Two ranks: the group's history decides."""
+    """(e) An op mismatch, odd rank 0: steps 0-2 all_reduce on both ranks; at step 3 rank 0
+    broadcasts where rank 1 all_reduces. Two ranks: the group's history decides, and the odd
+    one is the first rank, the one an analyzer comparing with the first takes for right."""
     import torch
     import torch.distributed as dist
     for step in range(4):
         last = step == 3
         grad = torch.ones(4)
-        job.odd_goes_last(odd=1, now=last)
-        if job.rank == 1 and last:
+        job.odd_goes_last(odd=0, now=last)
+        if job.rank == 0 and last:
             work = dist.broadcast(grad, src=0, async_op=True)  # @op_mismatch
         else:
             work = dist.all_reduce(grad, async_op=True)
-        job.settle(work, odd=1, last=last)
+        job.settle(work, odd=0, last=last)
 
 
 def subgroup_hang(job):
