@@ -24,11 +24,11 @@ struct Span {
   }
 };
 
-Span TimesOf(const trace::TorchFrDump& d) {
+Span TimesOf(const fr::FrRankDump& d) {
   Span s;
-  for (const trace::TorchFrEntry& e : d.entries) {
-    if (e.time_created_ns) s.Add(*e.time_created_ns);
-    if (e.time_discovered_completed_ns) s.Add(*e.time_discovered_completed_ns);
+  for (const fr::FrEntry& e : d.entries) {
+    if (e.created_ns != fr::FrEntry::kNoTime) s.Add(e.created_ns);
+    if (e.completed_ns != fr::FrEntry::kNoTime) s.Add(e.completed_ns);
   }
   return s;
 }
@@ -46,24 +46,23 @@ void NameTrack(ChromeTraceWriter* w, int rank, int tid, const fr::FrGroup& g) {
 }
 
 // One collective of one rank: issued -> completed, or -> `rank_end` when not done.
-void WriteOp(ChromeTraceWriter* w, int rank, int tid, const fr::FrGroup& g, const fr::FrOp& op,
-             int64_t next_created, int64_t rank_end, int64_t origin) {
-  const trace::TorchFrEntry& e = *op.entry;
-  if (!e.time_created_ns) return;
-  const int64_t start = *e.time_created_ns;
+void WriteOp(ChromeTraceWriter* w, const fr::FrRun& run, int rank, int tid, const fr::FrGroup& g,
+             const fr::FrOp& op, int64_t next_created, int64_t rank_end, int64_t origin) {
+  const fr::FrEntry& e = *op.entry;
+  if (e.created_ns == fr::FrEntry::kNoTime) return;
+  const int64_t start = e.created_ns;
   int64_t end = op.done ? next_created : rank_end;
-  if (e.time_discovered_completed_ns) end = *e.time_discovered_completed_ns;
+  if (e.completed_ns != fr::FrEntry::kNoTime) end = e.completed_ns;
   end = std::max(end, start);
-  const std::string name = fr::OpName(e) + " #" + std::to_string(op.seq);
+  const std::string name = run.Str(e.op) + " #" + std::to_string(op.seq);
   auto ev = w->Complete(name, op.done ? "coll" : "coll,pending", Pid(rank), tid, start - origin,
                         end - start);
   auto& a = ev.Args();
-  a.Field("group", g.name).Field("seq", op.seq).Field("done", op.done);
+  a.Field("group", g.name()).Field("seq", op.seq).Field("done", op.done);
   a.Field("torch_state", trace::TorchFrStateName(e.state));
-  a.Field("elements", e.input_numel());
-  if (!e.input_dtypes.empty()) a.Field("dtype", e.input_dtypes.front());
-  const std::string where = fr::WhereIssued(e, /*full=*/true);
-  if (!where.empty()) a.Field("python_where", where);
+  a.Field("elements", e.numel);
+  if (!run.Str(e.dtypes).empty()) a.Field("dtype", run.Str(e.dtypes));
+  if (!run.Str(e.where).empty()) a.Field("python_where", run.Str(e.where));
   ev.EndArgs();
 }
 
@@ -74,7 +73,7 @@ TimelineStats WriteTorchFrTimeline(const fr::FrRun& run,
                                    std::ostream& out) {
   Span all;
   for (const fr::FrRankDump& d : run.dumps) {
-    const Span s = TimesOf(d.dump);
+    const Span s = TimesOf(d);
     if (s.first <= s.last) all.Add(s.first), all.Add(s.last);
   }
   const int64_t origin = all.first <= all.last ? all.first : 0;
@@ -84,7 +83,7 @@ TimelineStats WriteTorchFrTimeline(const fr::FrRun& run,
   for (const fr::FrRankDump& d : run.dumps) {
     NameProcess(&w, d);
     ++stats.ranks;
-    const Span mine = TimesOf(d.dump);
+    const Span mine = TimesOf(d);
     for (size_t gi = 0; gi < groups.size(); ++gi) {
       const fr::FrRankOps* ops = groups[gi].Of(d.rank);
       if (ops == nullptr) continue;
@@ -92,9 +91,10 @@ TimelineStats WriteTorchFrTimeline(const fr::FrRun& run,
       NameTrack(&w, d.rank, tid, groups[gi]);
       for (size_t i = 0; i < ops->ops.size(); ++i) {
         const fr::FrOp& op = ops->ops[i];
-        const bool has_next = i + 1 < ops->ops.size() && ops->ops[i + 1].entry->time_created_ns;
-        const int64_t next = has_next ? *ops->ops[i + 1].entry->time_created_ns : mine.last;
-        WriteOp(&w, d.rank, tid, groups[gi], op, next, mine.last, origin);
+        const bool has_next =
+            i + 1 < ops->ops.size() && ops->ops[i + 1].entry->created_ns != fr::FrEntry::kNoTime;
+        const int64_t next = has_next ? ops->ops[i + 1].entry->created_ns : mine.last;
+        WriteOp(&w, run, d.rank, tid, groups[gi], op, next, mine.last, origin);
       }
     }
   }

@@ -39,12 +39,9 @@ Finding SkippedEntries(const FrRun& run) {
               " malformed Flight Recorder entries were left out of the analysis";
   f.evidence.Set("source", "torch-flight-recorder");
   f.evidence.Set("entries_skipped", run.entries_skipped);
+  f.evidence.Set("first_problem", run.first_entry_problem);
   for (const FrRankDump& d : run.dumps)
-    if (d.dump.entries_skipped > 0) {
-      f.ranks.push_back(d.rank);
-      if (!f.evidence.Find("first_problem"))
-        f.evidence.Set("first_problem", d.file_name + ": " + d.dump.first_entry_problem);
-    }
+    if (d.entries_skipped > 0) f.ranks.push_back(d.rank);
   return f;
 }
 

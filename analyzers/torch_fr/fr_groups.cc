@@ -1,33 +1,15 @@
 #include "analyzers/torch_fr/fr_groups.h"
 
 #include <algorithm>
-#include <map>
-#include <set>
-#include <tuple>
+#include <unordered_set>
 
 namespace dsdiag::analyzers::torch_fr {
 namespace {
 
-using trace::TorchFrEntry;
-using trace::TorchFrState;
-
-bool DoneByItsDump(const trace::TorchFrDump& dump, const TorchFrEntry& e, int64_t seq) {
-  if (e.state == TorchFrState::kCompleted) return true;
-  if (e.retired.value_or(false)) return true;
-  if (e.is_p2p.value_or(false)) return false;  // pg_status counts collectives only
-  const trace::TorchFrGroupStatus* status = dump.FindStatus(e.pg_id);
-  return status && status->last_completed && *status->last_completed >= seq;
-}
-
-// The group an entry belongs to, job-wide: its name, and whether it is the p2p sequence.
-using GroupKey = std::tuple<std::string, bool>;
-
-bool IsDefault(const TorchFrEntry& e) { return e.pg_desc == "default_pg" || e.pg_name == "0"; }
-
 // A collective completed on one member completed on all: mark it done everywhere.
 void ShareCompletion(FrGroup* g) {
-  if (g->p2p) return;  // a send completes without the receiver having waited in anything
-  std::set<int64_t> completed;
+  if (g->p2p()) return;  // a send completes without the receiver having waited in anything
+  std::unordered_set<int64_t> completed;
   for (const FrRankOps& r : g->ranks)
     for (const FrOp& op : r.ops)
       if (op.done) completed.insert(op.seq);
@@ -45,9 +27,9 @@ const FrOp* FrRankOps::LastDone() const {
 }
 
 const FrOp* FrRankOps::At(int64_t seq) const {
-  for (const FrOp& op : ops)
-    if (op.seq == seq) return &op;
-  return nullptr;
+  const auto it = std::lower_bound(ops.begin(), ops.end(), seq,
+                                   [](const FrOp& op, int64_t s) { return op.seq < s; });
+  return it != ops.end() && it->seq == seq ? &*it : nullptr;
 }
 
 const FrOp* FrRankOps::Waiting() const {
@@ -69,69 +51,35 @@ int64_t FrGroup::MaxSeq() const {
 }
 
 std::string FrGroup::Label() const {
-  std::string label = "group " + (name.empty() ? std::string("?") : name);
-  if (!desc.empty() && desc != "undefined") label += " (" + desc + ")";
-  if (p2p) label += " p2p";
+  std::string label = "group " + (name().empty() ? std::string("?") : name());
+  if (!desc().empty() && desc() != "undefined") label += " (" + desc() + ")";
+  if (p2p()) label += " p2p";
   return label;
 }
 
 std::vector<FrGroup> BuildGroups(const FrRun& run) {
-  std::map<GroupKey, FrGroup> groups;
+  std::vector<FrGroup> groups(run.groups.size());
+  for (size_t i = 0; i < groups.size(); ++i) groups[i].id = &run.groups[i];
   for (const FrRankDump& d : run.dumps) {
-    std::map<GroupKey, FrRankOps> mine;
-    for (const TorchFrEntry& e : d.dump.entries) {
-      if (e.is_coalesced_marker()) continue;
-      const bool p2p = e.is_p2p.value_or(false);
-      const int64_t seq = p2p ? e.p2p_seq_id.value_or(0) : e.collective_seq_id;
-      const GroupKey key{e.pg_name, p2p};
-      FrGroup& g = groups[key];
-      g.name = e.pg_name;
-      if (g.desc.empty()) g.desc = e.pg_desc;
-      g.p2p = p2p;
-      g.is_default = g.is_default || IsDefault(e);
-      FrRankOps& ops = mine[key];
-      ops.rank = d.rank;
-      ops.dump = &d;
-      ops.ops.push_back(FrOp{seq, &e, DoneByItsDump(d.dump, e, seq)});
+    std::vector<FrRankOps*> mine(groups.size(), nullptr);
+    for (const FrEntry& e : d.entries) {
+      FrRankOps*& ops = mine[e.group];
+      if (ops == nullptr) {
+        groups[e.group].ranks.push_back(FrRankOps{d.rank, &d, {}});
+        ops = &groups[e.group].ranks.back();
+      }
+      ops->ops.push_back(FrOp{e.seq, &e, e.done_by_dump});
     }
-    for (auto& [key, ops] : mine) {
-      // The ring buffer is oldest first; a seq recorded twice keeps its newest entry.
-      std::stable_sort(ops.ops.begin(), ops.ops.end(),
-                       [](const FrOp& a, const FrOp& b) { return a.seq < b.seq; });
-      groups[key].ranks.push_back(std::move(ops));
-    }
+    for (FrRankOps* ops : mine)
+      if (ops)  // the ring buffer is oldest first; sort by seq, stable for repeats
+        std::stable_sort(ops->ops.begin(), ops->ops.end(),
+                         [](const FrOp& a, const FrOp& b) { return a.seq < b.seq; });
   }
-  std::vector<FrGroup> out;
-  for (auto& [key, g] : groups) {
-    std::sort(g.ranks.begin(), g.ranks.end(),
-              [](const FrRankOps& a, const FrRankOps& b) { return a.rank < b.rank; });
-    ShareCompletion(&g);
-    out.push_back(std::move(g));
-  }
-  // The default group first, then by name: the order findings are made in.
-  std::stable_sort(out.begin(), out.end(),
-                   [](const FrGroup& a, const FrGroup& b) { return a.is_default > b.is_default; });
-  return out;
-}
-
-std::string WhereIssued(const TorchFrEntry& entry, bool full) {
-  if (entry.frames.empty()) return "";
-  const trace::TorchFrFrame* chosen = &entry.frames.front();
-  for (const trace::TorchFrFrame& f : entry.frames) {
-    if (f.filename.find("/torch/") == std::string::npos) {
-      chosen = &f;
-      break;
-    }
-  }
-  std::string file = chosen->filename;
-  const size_t slash = file.rfind('/');
-  if (!full && slash != std::string::npos) file = file.substr(slash + 1);
-  return file + ":" + std::to_string(chosen->line) + " in " + chosen->name;
-}
-
-std::string OpName(const TorchFrEntry& entry) {
-  const std::string_view op = entry.op();
-  return op.empty() ? entry.profiling_name : std::string(op);
+  for (FrGroup& g : groups) ShareCompletion(&g);
+  std::stable_sort(groups.begin(), groups.end(), [](const FrGroup& a, const FrGroup& b) {
+    return a.is_default() > b.is_default();
+  });
+  return groups;
 }
 
 }  // namespace dsdiag::analyzers::torch_fr

@@ -4,8 +4,7 @@
 // Groups are matched across ranks by their job-wide name (the entries' `process_group`
 // name: "0" for the default group, then "1", "2", ... or a hash), not by `pg_id`, which is
 // rank-local. Collectives are ordered by `collective_seq_id`; point-to-point ops, by
-// `p2p_seq_id`, form a group of their own (`p2p`). The entry closing a coalesced group
-// before torch 2.7 is left out: its ops are recorded one by one.
+// `p2p_seq_id`, form a group of their own (`p2p`).
 //
 // An op is `done` on a rank when its dump says so — state "completed", `retired` (Gloo's
 // entries stay "scheduled" when they finish and are retired), or the group's pg_status
@@ -23,7 +22,7 @@ namespace dsdiag::analyzers::torch_fr {
 
 struct FrOp {
   int64_t seq = 0;
-  const trace::TorchFrEntry* entry = nullptr;
+  const FrEntry* entry = nullptr;
   bool done = false;
 };
 
@@ -40,26 +39,20 @@ struct FrRankOps {
 };
 
 struct FrGroup {
-  std::string name;  // job-wide: the entries' process_group name
-  std::string desc;  // "default_pg", "undefined", or the job's group_desc
-  bool p2p = false;
-  bool is_default = false;
+  const FrGroupName* id = nullptr;
   std::vector<FrRankOps> ranks;  // the ranks whose dumps hold entries of the group, by rank
 
+  const std::string& name() const { return id->name; }
+  const std::string& desc() const { return id->desc; }
+  bool p2p() const { return id->p2p; }
+  bool is_default() const { return id->is_default; }
   const FrRankOps* Of(int rank) const;
   int64_t MaxSeq() const;
   // "group 0 (default_pg)", "group 1", "group 0 (default_pg) p2p".
   std::string Label() const;
 };
 
+// The default group first, then in the order the run met them.
 std::vector<FrGroup> BuildGroups(const FrRun& run);
-
-// "generate.py:101 in rank_main": the innermost frame outside torch's own files (the job's
-// line that issued the op), else the innermost; "" without frames (JSON dumps). `full`: the
-// file's whole path.
-std::string WhereIssued(const trace::TorchFrEntry& entry, bool full = false);
-
-// "all_reduce", "broadcast", ... (the op of "gloo:all_reduce").
-std::string OpName(const trace::TorchFrEntry& entry);
 
 }  // namespace dsdiag::analyzers::torch_fr

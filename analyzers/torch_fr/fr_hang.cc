@@ -26,18 +26,18 @@ std::optional<Held> HeldIn(const std::vector<FrGroup>& groups, int rank) {
   return std::nullopt;
 }
 
-std::string OpText(const FrGroup& g, const FrOp& op) {
-  return OpName(*op.entry) + " " + g.Label() + " seq " + std::to_string(op.seq);
+std::string OpText(const FrRun& run, const FrGroup& g, const FrOp& op) {
+  return run.Str(op.entry->op) + " " + g.Label() + " seq " + std::to_string(op.seq);
 }
 
-JsonValue OpJson(const FrOp* op) {
+JsonValue OpJson(const FrRun& run, const FrOp* op) {
   if (op == nullptr) return JsonValue();
   JsonValue o = JsonValue::Object();
   o.Set("seq", op->seq);
-  o.Set("op", OpName(*op->entry));
+  o.Set("op", run.Str(op->entry->op));
   o.Set("done", op->done);
   o.Set("torch_state", trace::TorchFrStateName(op->entry->state));
-  o.Set("python_where", WhereIssued(*op->entry, /*full=*/true));
+  o.Set("python_where", run.Str(op->entry->where));
   return o;
 }
 
@@ -60,15 +60,15 @@ JsonValue RankRow(const FrRun& run, const std::vector<FrGroup>& groups, const Fr
     return row;
   }
   if (const FrRankOps* r = g.Of(rank)) {
-    row.Set("last_completed", OpJson(r->LastDone()));
-    row.Set("last_started", OpJson(LastStarted(*r)));
-    row.Set("last_scheduled", OpJson(r->Last()));
+    row.Set("last_completed", OpJson(run, r->LastDone()));
+    row.Set("last_started", OpJson(run, LastStarted(*r)));
+    row.Set("last_scheduled", OpJson(run, r->Last()));
   } else {
     row.Set("last_scheduled", JsonValue());
   }
   if (std::optional<Held> held = HeldIn(groups, rank)) {
-    JsonValue w = OpJson(held->op);
-    w.Set("group", held->group->name);
+    JsonValue w = OpJson(run, held->op);
+    w.Set("group", held->group->name());
     row.Set("waiting_in", std::move(w));
   }
   return row;
@@ -96,7 +96,7 @@ std::optional<GroupHang> HangOf(const FrRun& run, const std::vector<FrGroup>& gr
       if (!h.op) h.op = w;
     }
   }
-  if (h.waiting.empty() || g.p2p) return std::nullopt;
+  if (h.waiting.empty() || g.p2p()) return std::nullopt;
   for (const FrRankOps& r : g.ranks) {
     if (std::find(h.waiting.begin(), h.waiting.end(), r.rank) != h.waiting.end()) continue;
     if (r.Last() && r.Last()->seq >= h.seq) continue;  // joined it (and finished)
@@ -104,12 +104,25 @@ std::optional<GroupHang> HangOf(const FrRun& run, const std::vector<FrGroup>& gr
     (held ? h.held_absent : h.free_absent).push_back(r.rank);
   }
   // A rank of the job with no dump is a member of the default group we cannot see.
-  if (g.is_default) h.missing = run.missing_ranks;
+  if (g.is_default()) h.missing = run.missing_ranks;
+  // The collective they never joined is the first after the last they issued (the others
+  // may have queued more behind it): that is the one to name.
+  int64_t first_missed = h.seq;
+  for (int r : h.free_absent)
+    if (const FrOp* last = g.Of(r)->Last()) first_missed = std::min(first_missed, last->seq + 1);
+  for (int r : h.held_absent)
+    if (const FrOp* last = g.Of(r)->Last()) first_missed = std::min(first_missed, last->seq + 1);
+  for (const FrRankOps& r : g.ranks)
+    if (const FrOp* op = r.At(first_missed); op && !op->done) {
+      h.seq = first_missed;
+      h.op = op;
+      break;
+    }
   return h;
 }
 
-std::string Where(const FrOp* op) {
-  const std::string where = op ? WhereIssued(*op->entry) : "";
+std::string Where(const FrRun& run, const FrOp* op) {
+  const std::string where = op ? ShortWhere(run.Str(op->entry->where)) : "";
   return where.empty() ? "" : " (" + where + ")";
 }
 
@@ -127,35 +140,35 @@ Finding HangFinding(const FrRun& run, const std::vector<FrGroup>& groups, const 
                : follow_on          ? Severity::kWarning
                                     : Severity::kError;
   f.ranks = all_in ? h.waiting : follow_on ? h.held_absent : culprits;
-  const std::string what = OpText(g, *h.op);
+  const std::string what = OpText(run, g, *h.op);
   f.subject = what;
   const std::string waiting =
       "rank" + std::string(h.waiting.size() > 1 ? "s " : " ") + FormatRankRanges(h.waiting);
   if (all_in && mismatched) {
-    f.summary = "every rank of " + g.Label() + " waits in " + what + Where(h.op) +
+    f.summary = "every rank of " + g.Label() + " waits in " + what + Where(run, h.op) +
                 ": the collective-mismatch at that seq, which cannot complete";
   } else if (all_in) {
-    f.summary = "every rank of " + g.Label() + " waits in " + what + Where(h.op) +
+    f.summary = "every rank of " + g.Label() + " waits in " + what + Where(run, h.op) +
                 " and none completed it: no rank is missing from it (a mismatch, the "
                 "network or the backend)";
   } else if (follow_on) {
-    f.summary = waiting + " wait in " + what + Where(h.op) + "; rank" +
+    f.summary = waiting + " wait in " + what + Where(run, h.op) + "; rank" +
                 (h.held_absent.size() > 1 ? "s " : " ") + FormatRankRanges(h.held_absent) +
                 " never joined it, held in another group's collective";
   } else {
     f.summary = "rank" + std::string(culprits.size() > 1 ? "s " : " ") +
                 FormatRankRanges(culprits) + " never joined " + what + " that " + waiting +
-                (h.waiting.size() > 1 ? " wait in" : " waits in") + Where(h.op);
+                (h.waiting.size() > 1 ? " wait in" : " waits in") + Where(run, h.op);
     if (!h.missing.empty())
       f.summary += "; rank" + std::string(h.missing.size() > 1 ? "s " : " ") +
                    FormatRankRanges(h.missing) + " left no dump";
   }
   JsonValue ev = JsonValue::Object();
   ev.Set("source", "torch-flight-recorder");
-  ev.Set("group", g.name);
-  ev.Set("group_desc", g.desc);
+  ev.Set("group", g.name());
+  ev.Set("group_desc", g.desc());
   ev.Set("seq", h.seq);
-  ev.Set("op", OpName(*h.op->entry));
+  ev.Set("op", run.Str(h.op->entry->op));
   JsonValue rows = JsonValue::Array();
   for (int r : h.waiting) rows.Push(RankRow(run, groups, g, r, "waiting"));
   for (int r : h.free_absent) rows.Push(RankRow(run, groups, g, r, "never joined"));
@@ -187,15 +200,15 @@ Finding DiedFinding(const FrRun& run, int rank, const std::optional<GroupHang>& 
     f.summary += "; rank" + std::string(hang->waiting.size() > 1 ? "s " : " ") +
                  FormatRankRanges(hang->waiting) +
                  (hang->waiting.size() > 1 ? " wait in " : " waits in ") +
-                 OpText(*hang->group, *hang->op);
+                 OpText(run, *hang->group, *hang->op);
   JsonValue ev = JsonValue::Object();
   ev.Set("source", "torch-flight-recorder");
   ev.Set("expected_file", run.prefix + std::to_string(rank));
   ev.Set("world_size", run.world_size);
   ev.Set("world_size_from", run.world_size_source);
   if (hang && hang->op) {
-    JsonValue w = OpJson(hang->op);
-    w.Set("group", hang->group->name);
+    JsonValue w = OpJson(run, hang->op);
+    w.Set("group", hang->group->name());
     w.Set("ranks", JsonValue::Array());
     JsonValue ranks = JsonValue::Array();
     for (int r : hang->waiting) ranks.Push(r);
@@ -218,8 +231,8 @@ void FindHangs(const FrRun& run, const std::vector<FrGroup>& groups,
   for (const FrGroup& g : groups) {
     std::optional<GroupHang> h = HangOf(run, groups, g);
     if (!h) continue;
-    if (g.is_default && !default_hang) default_hang = h;
-    findings->push_back(HangFinding(run, groups, *h, mismatched.count({g.name, h->seq}) > 0));
+    if (g.is_default() && !default_hang) default_hang = h;
+    findings->push_back(HangFinding(run, groups, *h, mismatched.count({g.name(), h->seq}) > 0));
   }
   for (int rank : run.missing_ranks) findings->push_back(DiedFinding(run, rank, default_hang));
 }

@@ -3,6 +3,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <tuple>
 
 #include "analyzers/framework/finding_kinds.h"
@@ -12,46 +13,58 @@ namespace {
 
 using trace::JsonValue;
 
-// What every member must agree on at a sequence number.
+// What every member must agree on at a sequence number: the op, the input tensors' sizes
+// and dtypes (indices into the run's strings).
 struct Signature {
-  std::string op;
-  std::vector<int64_t> numels;  // per input tensor
-  std::vector<std::string> dtypes;
+  int32_t op = 0, sizes = 0, dtypes = 0;
+  int64_t numel = 0;
 
   bool operator==(const Signature& o) const {
-    return op == o.op && numels == o.numels && dtypes == o.dtypes;
+    return op == o.op && sizes == o.sizes && dtypes == o.dtypes;
   }
   bool operator<(const Signature& o) const {
-    return std::tie(op, numels, dtypes) < std::tie(o.op, o.numels, o.dtypes);
-  }
-  std::string Text() const {
-    std::string text = op + " of ";
-    for (size_t i = 0; i < numels.size(); ++i) text += (i ? "+" : "") + std::to_string(numels[i]);
-    text += numels.size() == 1 && numels[0] == 1 ? " element" : " elements";
-    if (!dtypes.empty()) {
-      text += " ";
-      for (size_t i = 0; i < dtypes.size(); ++i) text += (i ? "/" : "") + dtypes[i];
-    }
-    return text;
+    return std::tie(op, sizes, dtypes) < std::tie(o.op, o.sizes, o.dtypes);
   }
 };
 
-Signature SignatureOf(const trace::TorchFrEntry& e) {
-  Signature s;
-  s.op = OpName(e);
-  for (const auto& shape : e.input_sizes) {
-    int64_t n = 1;
-    for (int64_t d : shape) n *= d;
-    s.numels.push_back(n);
+// "all_reduce of 5 elements Float".
+std::string SignatureText(const FrRun& run, const Signature& s) {
+  std::string text =
+      run.Str(s.op) + " of " + std::to_string(s.numel) + (s.numel == 1 ? " element" : " elements");
+  if (!run.Str(s.dtypes).empty()) text += " " + run.Str(s.dtypes);
+  return text;
+}
+
+Signature SignatureOf(const FrEntry& e) { return Signature{e.op, e.sizes, e.dtypes, e.numel}; }
+
+// "[[4],[2,3]]" (FrEntry::sizes) as a JSON array.
+JsonValue SizesJson(std::string_view text) {
+  JsonValue all = JsonValue::Array();
+  JsonValue shape = JsonValue::Array();
+  int64_t value = 0;
+  bool in_number = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c >= '0' && c <= '9') {
+      value = value * 10 + (c - '0');
+      in_number = true;
+      continue;
+    }
+    if (in_number) shape.Push(value);
+    in_number = false;
+    value = 0;
+    if (c == ']' && i + 1 < text.size()) {  // a shape's end, not the list's
+      all.Push(std::move(shape));
+      shape = JsonValue::Array();
+    }
   }
-  s.dtypes = e.input_dtypes;
-  return s;
+  return all;
 }
 
 struct AtSeq {
   int64_t seq = 0;
   std::map<int, Signature> by_rank;
-  std::map<int, const trace::TorchFrEntry*> entries;
+  std::map<int, const FrEntry*> entries;
 };
 
 // Every seq that at least two ranks recorded, in order.
@@ -82,14 +95,14 @@ struct Verdict {
   std::string expected;
 };
 
-Verdict Judge(const AtSeq& a, const std::set<Signature>& agreed_before) {
+Verdict Judge(const FrRun& run, const AtSeq& a, const std::set<Signature>& agreed_before) {
   std::map<Signature, std::vector<int>> ranks_by;
   for (const auto& [rank, s] : a.by_rank) ranks_by[s].push_back(rank);
   Verdict v;
   for (const auto& [s, ranks] : ranks_by) {
     if (2 * ranks.size() > a.by_rank.size()) {
       v.basis = "majority";
-      v.expected = s.Text();
+      v.expected = SignatureText(run, s);
       for (const auto& [other, other_ranks] : ranks_by)
         if (!(other == s)) v.odd.insert(v.odd.end(), other_ranks.begin(), other_ranks.end());
       return v;
@@ -101,7 +114,7 @@ Verdict Judge(const AtSeq& a, const std::set<Signature>& agreed_before) {
   for (const auto& [s, ranks] : ranks_by) {
     const bool known = agreed_before.count(s) > 0;
     (known ? seen : unseen).insert((known ? seen : unseen).end(), ranks.begin(), ranks.end());
-    if (known) seen_text = s.Text();
+    if (known) seen_text = SignatureText(run, s);
   }
   if (!seen.empty() && !unseen.empty() && ranks_by.size() == 2) {
     v.basis = "history";
@@ -114,23 +127,22 @@ Verdict Judge(const AtSeq& a, const std::set<Signature>& agreed_before) {
   return v;
 }
 
-JsonValue RankRow(int rank, const Signature& s, const trace::TorchFrEntry& e, const FrRun& run) {
+JsonValue RankRow(int rank, const FrEntry& e, const FrRun& run) {
   JsonValue row = JsonValue::Object();
   row.Set("rank", rank);
   if (const FrRankDump* d = run.DumpOf(rank)) row.Set("file", d->file_name);
-  row.Set("op", s.op);
-  JsonValue sizes = JsonValue::Array();
-  for (const auto& shape : e.input_sizes) {
-    JsonValue dims = JsonValue::Array();
-    for (int64_t d : shape) dims.Push(d);
-    sizes.Push(std::move(dims));
-  }
-  row.Set("input_sizes", std::move(sizes));
+  row.Set("op", run.Str(e.op));
+  row.Set("input_sizes", SizesJson(run.Str(e.sizes)));
   JsonValue dtypes = JsonValue::Array();
-  for (const std::string& d : s.dtypes) dtypes.Push(d);
+  std::string_view all = run.Str(e.dtypes);
+  while (!all.empty()) {
+    const size_t comma = all.find(',');
+    dtypes.Push(std::string(all.substr(0, comma)));
+    all = comma == std::string_view::npos ? std::string_view() : all.substr(comma + 1);
+  }
   row.Set("input_dtypes", std::move(dtypes));
-  row.Set("profiling_name", e.profiling_name);
-  row.Set("python_where", WhereIssued(e, /*full=*/true));
+  row.Set("profiling_name", run.Str(e.profiling_name));
+  row.Set("python_where", run.Str(e.where));
   return row;
 }
 
@@ -144,31 +156,31 @@ Finding MakeFinding(const FrRun& run, const FrGroup& g, const AtSeq& a, const Ve
   f.subject = what;
   const int first_odd = v.odd.front();
   const Signature& odd_sig = a.by_rank.at(first_odd);
-  const std::string where = WhereIssued(*a.entries.at(first_odd));
+  const std::string where = ShortWhere(run.Str(a.entries.at(first_odd)->where));
   if (v.basis == "none") {
     f.summary = "the ranks disagree at " + what + " and neither a majority nor the group's " +
                 "history says which is right: ";
     bool first = true;
     for (const auto& [rank, s] : a.by_rank) {
-      f.summary +=
-          (first ? "" : "; ") + std::string("rank ") + std::to_string(rank) + " " + s.Text();
+      f.summary += (first ? "" : "; ") + std::string("rank ") + std::to_string(rank) + " " +
+                   SignatureText(run, s);
       first = false;
     }
   } else {
     f.summary = "rank" + std::string(v.odd.size() > 1 ? "s " : " ") + FormatRankRanges(v.odd) +
-                " issued " + odd_sig.Text() + " at " + what + " where the " +
+                " issued " + SignatureText(run, odd_sig) + " at " + what + " where the " +
                 (v.basis == "majority" ? "others issued " : "group's history says ") + v.expected +
                 (where.empty() ? "" : " (" + where + ")");
   }
   JsonValue ev = JsonValue::Object();
   ev.Set("source", "torch-flight-recorder");
-  ev.Set("group", g.name);
-  ev.Set("group_desc", g.desc);
+  ev.Set("group", g.name());
+  ev.Set("group_desc", g.desc());
   ev.Set("seq", a.seq);
   ev.Set("basis", v.basis);
   if (!v.expected.empty()) ev.Set("expected", v.expected);
   JsonValue rows = JsonValue::Array();
-  for (const auto& [rank, s] : a.by_rank) rows.Push(RankRow(rank, s, *a.entries.at(rank), run));
+  for (const auto& [rank, s] : a.by_rank) rows.Push(RankRow(rank, *a.entries.at(rank), run));
   ev.Set("ranks", std::move(rows));
   ev.Set("later_mismatches", later);
   f.evidence = std::move(ev);
@@ -184,7 +196,7 @@ Finding MakeFinding(const FrRun& run, const FrGroup& g, const AtSeq& a, const Ve
 void FindMismatches(const FrRun& run, const std::vector<FrGroup>& groups,
                     std::vector<Finding>* findings) {
   for (const FrGroup& g : groups) {
-    if (g.p2p) continue;  // a send and its recv differ in op by design
+    if (g.p2p()) continue;  // a send and its recv differ in op by design
     std::set<Signature> agreed;
     const std::vector<AtSeq> seqs = SharedSeqs(g);
     for (size_t i = 0; i < seqs.size(); ++i) {
@@ -194,7 +206,7 @@ void FindMismatches(const FrRun& run, const std::vector<FrGroup>& groups,
       }
       int later = 0;
       for (size_t j = i + 1; j < seqs.size(); ++j) later += Agree(seqs[j]) ? 0 : 1;
-      findings->push_back(MakeFinding(run, g, seqs[i], Judge(seqs[i], agreed), later));
+      findings->push_back(MakeFinding(run, g, seqs[i], Judge(run, seqs[i], agreed), later));
       break;
     }
   }

@@ -1,12 +1,17 @@
 #include "analyzers/torch_fr/fr_run.h"
 
 #include <algorithm>
+#include <map>
+#include <tuple>
+#include <utility>
 
 #include "analyzers/framework/input_error.h"
 #include "trace/torch_fr/torch_fr_files.h"
 
 namespace dsdiag::analyzers::torch_fr {
 namespace {
+
+using trace::TorchFrEntry;
 
 // The set of dumps to analyse: the given prefix's, else the largest (ties: the first name).
 const trace::TorchFrFileGroup* ChooseGroup(const trace::TorchFrFindResult& found) {
@@ -16,20 +21,124 @@ const trace::TorchFrFileGroup* ChooseGroup(const trace::TorchFrFindResult& found
   return best;
 }
 
-// The largest member list any dump's pg_config gives: the default group holds every rank.
-int WorldSizeFromGroups(const std::vector<FrRankDump>& dumps) {
-  size_t most = 0;
-  for (const FrRankDump& d : dumps)
-    for (const trace::TorchFrGroup& g : d.dump.groups) most = std::max(most, g.ranks.size());
-  return static_cast<int>(most);
+// The innermost frame outside torch's own files (the job's line that issued the op), else
+// the innermost; "" without frames (JSON dumps).
+std::string WhereOf(const TorchFrEntry& e) {
+  if (e.frames.empty()) return "";
+  const trace::TorchFrFrame* chosen = &e.frames.front();
+  for (const trace::TorchFrFrame& f : e.frames) {
+    if (f.filename.find("/torch/") == std::string::npos) {
+      chosen = &f;
+      break;
+    }
+  }
+  return chosen->filename + ":" + std::to_string(chosen->line) + " in " + chosen->name;
 }
+
+std::string SizesText(const TorchFrEntry& e) {
+  std::string text = "[";
+  for (size_t i = 0; i < e.input_sizes.size(); ++i) {
+    text += i ? ",[" : "[";
+    for (size_t d = 0; d < e.input_sizes[i].size(); ++d)
+      text += (d ? "," : "") + std::to_string(e.input_sizes[i][d]);
+    text += "]";
+  }
+  return text + "]";
+}
+
+std::string DtypesText(const TorchFrEntry& e) {
+  std::string text;
+  for (size_t i = 0; i < e.input_dtypes.size(); ++i) text += (i ? "," : "") + e.input_dtypes[i];
+  return text;
+}
+
+bool DoneByItsDump(const trace::TorchFrDump& dump, const TorchFrEntry& e, int64_t seq, bool p2p) {
+  if (e.state == trace::TorchFrState::kCompleted) return true;
+  if (e.retired.value_or(false)) return true;
+  if (p2p) return false;  // pg_status counts collectives only
+  const trace::TorchFrGroupStatus* status = dump.FindStatus(e.pg_id);
+  return status && status->last_completed && *status->last_completed >= seq;
+}
+
+class Compactor {
+ public:
+  explicit Compactor(FrRun* run) : run_(run) {}
+
+  FrRankDump Compact(int rank, std::string file_name, const trace::TorchFrDump& dump) {
+    FrRankDump out;
+    out.rank = rank;
+    out.file_name = std::move(file_name);
+    out.version = dump.version;
+    out.entries_skipped = dump.entries_skipped;
+    out.entries.reserve(dump.entries.size());
+    for (const TorchFrEntry& e : dump.entries) {
+      if (e.is_coalesced_marker()) continue;  // its ops are recorded one by one
+      out.entries.push_back(Entry(dump, e));
+    }
+    for (const trace::TorchFrGroup& g : dump.groups)
+      most_ranks_ = std::max(most_ranks_, static_cast<int>(g.ranks.size()));
+    return out;
+  }
+  int most_ranks() const { return most_ranks_; }
+
+ private:
+  FrEntry Entry(const trace::TorchFrDump& dump, const TorchFrEntry& e) {
+    FrEntry c;
+    const bool p2p = e.is_p2p.value_or(false);
+    c.seq = p2p ? e.p2p_seq_id.value_or(0) : e.collective_seq_id;
+    c.numel = e.input_numel();
+    if (e.time_created_ns) c.created_ns = *e.time_created_ns;
+    if (e.time_discovered_completed_ns) c.completed_ns = *e.time_discovered_completed_ns;
+    c.group = Group(e, p2p);
+    const std::string_view op = e.op();
+    c.op = run_->strings.Intern(op.empty() ? std::string_view(e.profiling_name) : op);
+    c.profiling_name = run_->strings.Intern(e.profiling_name);
+    c.sizes = run_->strings.Intern(SizesText(e));
+    c.dtypes = run_->strings.Intern(DtypesText(e));
+    c.where = run_->strings.Intern(WhereOf(e));
+    c.state = e.state;
+    c.done_by_dump = DoneByItsDump(dump, e, c.seq, p2p);
+    return c;
+  }
+
+  int32_t Group(const TorchFrEntry& e, bool p2p) {
+    const auto key = std::make_pair(e.pg_name, p2p);
+    auto it = groups_.find(key);
+    if (it == groups_.end()) {
+      it = groups_.emplace(key, static_cast<int32_t>(run_->groups.size())).first;
+      run_->groups.push_back(FrGroupName{e.pg_name, e.pg_desc, p2p, false});
+    }
+    FrGroupName& g = run_->groups[it->second];
+    if (g.desc.empty()) g.desc = e.pg_desc;
+    g.is_default = g.is_default || e.pg_desc == "default_pg" || e.pg_name == "0";
+    return it->second;
+  }
+
+  FrRun* run_;
+  std::map<std::pair<std::string, bool>, int32_t> groups_;
+  int most_ranks_ = 0;
+};
 
 }  // namespace
 
+int StringTable::Intern(std::string_view s) {
+  const auto it = index_.find(std::string(s));
+  if (it != index_.end()) return it->second;
+  strings_.emplace_back(s);
+  index_.emplace(strings_.back(), static_cast<int>(strings_.size() - 1));
+  return static_cast<int>(strings_.size() - 1);
+}
+
 const FrRankDump* FrRun::DumpOf(int rank) const {
-  for (const FrRankDump& d : dumps)
-    if (d.rank == rank) return &d;
-  return nullptr;
+  const auto it = std::lower_bound(dumps.begin(), dumps.end(), rank,
+                                   [](const FrRankDump& d, int r) { return d.rank < r; });
+  return it != dumps.end() && it->rank == rank ? &*it : nullptr;
+}
+
+std::string ShortWhere(std::string_view where) {
+  const size_t colon = where.rfind(':');
+  const size_t slash = where.rfind('/', colon == std::string_view::npos ? where.size() : colon);
+  return std::string(slash == std::string_view::npos ? where : where.substr(slash + 1));
 }
 
 std::optional<FrRun> LoadFrRun(const std::string& dir, const std::optional<std::string>& prefix) {
@@ -45,7 +154,8 @@ std::optional<FrRun> LoadFrRun(const std::string& dir, const std::optional<std::
   run.prefix = group->prefix;
   for (const auto& g : found.groups)
     if (&g != group) run.other_prefixes.push_back(g.prefix);
-  for (const trace::TorchFrFile& file : group->files) {
+  Compactor compactor(&run);
+  for (const trace::TorchFrFile& file : group->files) {  // by rank
     trace::LocatedIssue issue;
     std::optional<trace::TorchFrDump> dump = trace::ReadTorchFrDumpFile(file.path, &issue);
     if (!dump) {
@@ -53,16 +163,17 @@ std::optional<FrRun> LoadFrRun(const std::string& dir, const std::optional<std::
       run.unreadable.push_back(std::move(issue));
       continue;
     }
+    if (dump->entries_skipped > 0 && run.first_entry_problem.empty())
+      run.first_entry_problem = file.name + ": " + dump->first_entry_problem;
     run.entries_skipped += dump->entries_skipped;
-    run.dumps.push_back(FrRankDump{file.rank, file.name, std::move(*dump)});
+    run.dumps.push_back(compactor.Compact(file.rank, file.name, *dump));
   }
   for (const std::string& name : group->duplicate_names)
     run.unreadable.push_back(trace::LocatedIssue{name, 0, 0, "one dump per rank",
                                                  "a second file for a rank already read"});
   const int from_files = group->files.back().rank + 1;
-  const int from_groups = WorldSizeFromGroups(run.dumps);
-  run.world_size = std::max(from_files, from_groups);
-  run.world_size_source = from_groups >= from_files ? "pg_config" : "file names";
+  run.world_size = std::max(from_files, compactor.most_ranks());
+  run.world_size_source = compactor.most_ranks() >= from_files ? "pg_config" : "file names";
   for (int r = 0; r < run.world_size; ++r)
     if (run.DumpOf(r) == nullptr) run.missing_ranks.push_back(r);
   return run;
