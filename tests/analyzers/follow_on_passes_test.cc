@@ -1,4 +1,4 @@
-// The follow-on passes beyond the hang's (hang_analyzer_unittest.cc has those): a collective
+// The follow-on passes beyond the hang's (hang_analyzer_test.cc has those): a collective
 // mismatch's failures and a desync's divergence become info follow-ons with the cause in
 // their evidence; independent causes stay errors.
 #include <gtest/gtest.h>
