@@ -15,6 +15,7 @@
 
 #include "inject/inject_spec.h"
 #include "synth/noise.h"
+#include "synth/run_dir_writer.h"
 #include "trace/run_files.h"
 
 namespace dsdiag::synth {
@@ -66,18 +67,6 @@ const SynthConfig& Checked(const SynthConfig& c) {
   return c;
 }
 
-// Writes all of `data` (write(2) may write less than asked).
-bool WriteAll(int fd, const char* data, size_t size) {
-  while (size > 0) {
-    const ssize_t n = ::write(fd, data, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
-}
-
 // One output file; errors become SynthIoError naming the path.
 class OutFile {
  public:
@@ -111,31 +100,6 @@ class OutFile {
   int fd_ = -1;
   int64_t bytes_ = 0;
 };
-
-void PrepareDir(const std::string& dir, bool force) {
-  std::error_code ec;
-  if (fs::exists(dir, ec)) {
-    if (!fs::is_directory(dir, ec)) throw SynthSpecError("--out " + dir + " is not a directory");
-    if (fs::directory_iterator(dir, ec) != fs::directory_iterator() && !force) {
-      throw SynthSpecError("--out " + dir +
-                           " is not empty; choose a new directory, or pass --force to "
-                           "replace the rank traces in it");
-    }
-    if (ec) throw SynthIoError("cannot read " + dir + ": " + ec.message());
-    // Stale rank files of an earlier run would join this one as extra or foreign ranks.
-    for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
-      const std::string name = e.path().filename().string();
-      if (!trace::ParseRankTraceFileName(name) && !trace::ParseFlightDumpFileName(name)) continue;
-      if (!fs::remove(e.path(), ec)) {
-        throw SynthIoError("cannot remove " + e.path().string() + ": " + ec.message());
-      }
-    }
-    if (ec) throw SynthIoError("cannot read " + dir + ": " + ec.message());
-    return;
-  }
-  fs::create_directories(dir, ec);
-  if (ec) throw SynthIoError("cannot create " + dir + ": " + ec.message());
-}
 
 }  // namespace
 
@@ -187,54 +151,22 @@ std::string SynthRun::FlightDump(int rank) const {
 }
 
 WriteResult WriteRun(const SynthRun& run, const WriteOptions& options) {
-  PrepareDir(options.out_dir, options.force);
-  const int ranks = run.ranks();
-  const int threads = std::max(1, std::min(options.threads, ranks));
-
-  std::atomic<int> next{0};
-  std::atomic<bool> failed{false};
-  std::mutex mu;  // guards the fields below and the progress callback
-  int done = 0;
-  WriteResult result;
-  std::exception_ptr error;  // the first failure, rethrown as is
-
-  auto worker = [&] {
-    std::string buffer;
-    buffer.reserve(size_t{1} << 20);
-    for (int rank = next++; rank < ranks && !failed; rank = next++) {
-      try {
-        const std::string dir = options.out_dir + "/";
-        OutFile file(dir + trace::RankTraceFileName(rank));
-        run.RenderRank(rank, &buffer, [&file](std::string* b) { file.Write(b); });
-        file.Close();
-        int64_t bytes = file.bytes();
-        int files = 1;
-        if (run.HasFlightDump(rank)) {
-          OutFile dump(dir + trace::FlightDumpFileName(rank));
-          buffer = run.FlightDump(rank);
-          dump.Write(&buffer);
-          dump.Close();
-          bytes += dump.bytes();
-          ++files;
-        }
-        std::lock_guard<std::mutex> lock(mu);
-        result.files += files;
-        result.bytes += bytes;
-        ++done;
-        if (options.progress) options.progress(done, ranks);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (!failed.exchange(true)) error = std::current_exception();
-      }
+  PrepareRunDir(options.out_dir, options.force);
+  const std::string dir = options.out_dir + "/";
+  return WritePerRank(run.ranks(), options, [&](int rank, std::string* buffer) {
+    buffer->clear();  // the last rank's flight dump may still be in it
+    OutFile file(dir + trace::RankTraceFileName(rank));
+    run.RenderRank(rank, buffer, [&file](std::string* b) { file.Write(b); });
+    file.Close();
+    RankFiles wrote{1, file.bytes()};
+    if (run.HasFlightDump(rank)) {
+      *buffer = run.FlightDump(rank);
+      WriteFileBytes(dir + trace::FlightDumpFileName(rank), *buffer);
+      wrote.files += 1;
+      wrote.bytes += static_cast<int64_t>(buffer->size());
     }
-  };
-
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (std::thread& t : pool) t.join();
-  if (error) std::rethrow_exception(error);
-  return result;
+    return wrote;
+  });
 }
 
 }  // namespace dsdiag::synth

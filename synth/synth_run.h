@@ -102,7 +102,8 @@ struct WriteResult {
 
 // Writes every rank's file (and dumps) into options.out_dir, creating it. A non-empty
 // directory is refused (SynthSpecError) unless options.force; with force, existing
-// rank-*.jsonl and flight-rank-*.json files are removed first, other files are kept.
+// rank-*.jsonl, flight-rank-*.json and nccl_trace_rank_<R> files are removed first (an
+// earlier run's would join this one), other files are kept (synth/run_dir_writer.h).
 // Throws SynthIoError when the disk says no.
 WriteResult WriteRun(const SynthRun& run, const WriteOptions& options);
 

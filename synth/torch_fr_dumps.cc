@@ -19,6 +19,7 @@
 #include "synth/faults.h"
 #include "synth/noise.h"
 #include "synth/rank_trace.h"
+#include "synth/run_dir_writer.h"
 #include "synth/schedule.h"
 #include "synth/synth_model.h"
 #include "synth/time_model.h"
@@ -44,7 +45,6 @@ namespace {
 namespace fs = std::filesystem;
 using trace::PickleWriter;
 
-constexpr char kTorchFrPrefix[] = "nccl_trace_rank_";
 constexpr uint32_t kSlotThreadId = 2000;  // noise slot (rank_trace.cc uses 1000..)
 constexpr int64_t kNsPerMs = 1000000;
 
@@ -365,63 +365,6 @@ class DumpWriter {
   std::array<std::optional<PickleWriter::MemoId>, kFrames.size()> frame_ids_{};
 };
 
-bool WriteAll(int fd, const char* data, size_t size) {
-  while (size > 0) {
-    const ssize_t n = ::write(fd, data, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
-}
-
-[[noreturn]] void IoFail(const char* what, const std::string& path) {
-  throw SynthIoError(std::string(what) + " " + path + ": " + std::strerror(errno));
-}
-
-void WriteFileBytes(const std::string& path, const std::string& bytes) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) IoFail("cannot create", path);
-  const bool ok = WriteAll(fd, bytes.data(), bytes.size());
-  if (!ok) {
-    const int saved = errno;
-    ::close(fd);
-    errno = saved;
-    IoFail("cannot write", path);
-  }
-  if (::close(fd) != 0) IoFail("cannot write", path);
-}
-
-// As WriteRun prepares its directory, and the dumps of an earlier --torch-fr run go too.
-void PrepareDir(const std::string& dir, bool force) {
-  std::error_code ec;
-  if (fs::exists(dir, ec)) {
-    if (!fs::is_directory(dir, ec)) throw SynthSpecError("--out " + dir + " is not a directory");
-    if (fs::directory_iterator(dir, ec) != fs::directory_iterator() && !force) {
-      throw SynthSpecError("--out " + dir +
-                           " is not empty; choose a new directory, or pass --force to "
-                           "replace the rank traces in it");
-    }
-    if (ec) throw SynthIoError("cannot read " + dir + ": " + ec.message());
-    for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
-      const std::string name = e.path().filename().string();
-      const auto fr = trace::SplitTorchFrFileName(name);
-      if (!trace::ParseRankTraceFileName(name) && !trace::ParseFlightDumpFileName(name) &&
-          !(fr && fr->prefix == kTorchFrPrefix)) {
-        continue;
-      }
-      if (!fs::remove(e.path(), ec)) {
-        throw SynthIoError("cannot remove " + e.path().string() + ": " + ec.message());
-      }
-    }
-    if (ec) throw SynthIoError("cannot read " + dir + ": " + ec.message());
-    return;
-  }
-  fs::create_directories(dir, ec);
-  if (ec) throw SynthIoError("cannot create " + dir + ": " + ec.message());
-}
-
 }  // namespace
 
 TorchFrDumps::TorchFrDumps(const SynthConfig& config, int entries)
@@ -473,46 +416,17 @@ std::string TorchFrDumps::Dump(int rank) const {
 std::string TorchFrDumpFileName(int rank) { return kTorchFrPrefix + std::to_string(rank); }
 
 WriteResult WriteTorchFrDumps(const TorchFrDumps& dumps, const WriteOptions& options) {
-  PrepareDir(options.out_dir, options.force);
-  const int ranks = dumps.ranks();
-  const int threads = std::max(1, std::min(options.threads, ranks));
-  std::atomic<int> next{0};
-  std::atomic<bool> failed{false};
-  std::mutex mu;  // guards the fields below and the progress callback
-  int done = 0;
-  WriteResult result;
-  std::exception_ptr error;
-
-  auto worker = [&] {
-    std::string buffer;
-    for (int rank = next++; rank < ranks && !failed; rank = next++) {
-      try {
-        int files = 0;
-        int64_t bytes = 0;
-        if (dumps.HasDump(rank)) {
-          buffer.clear();
-          dumps.AppendDump(rank, &buffer);
-          WriteFileBytes(options.out_dir + "/" + TorchFrDumpFileName(rank), buffer);
-          files = 1;
-          bytes = static_cast<int64_t>(buffer.size());
-        }
-        std::lock_guard<std::mutex> lock(mu);
-        result.files += files;
-        result.bytes += bytes;
-        ++done;
-        if (options.progress) options.progress(done, ranks);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (!failed.exchange(true)) error = std::current_exception();
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (std::thread& t : pool) t.join();
-  if (error) std::rethrow_exception(error);
-  return result;
+  PrepareRunDir(options.out_dir, options.force);
+  return WritePerRank(dumps.ranks(), options, [&](int rank, std::string* buffer) {
+    RankFiles wrote;
+    if (!dumps.HasDump(rank)) return wrote;  // a dead rank writes none
+    buffer->clear();
+    dumps.AppendDump(rank, buffer);
+    WriteFileBytes(options.out_dir + "/" + TorchFrDumpFileName(rank), *buffer);
+    wrote.files = 1;
+    wrote.bytes = static_cast<int64_t>(buffer->size());
+    return wrote;
+  });
 }
 
 }  // namespace dsdiag::synth

@@ -58,6 +58,8 @@ class TorchFrDumps {
 };
 
 // `nccl_trace_rank_<R>` (torch's default prefix, the rank unpadded).
+// The prefix torch uses by default, and synth always.
+inline constexpr char kTorchFrPrefix[] = "nccl_trace_rank_";
 std::string TorchFrDumpFileName(int rank);
 
 // Writes every rank's dump into options.out_dir as WriteRun does its traces: a non-empty
