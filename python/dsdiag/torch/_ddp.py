@@ -80,31 +80,48 @@ def _register_comm_hook(self, state, hook):
     probe.user_hook = (state, hook)
 
 
-def _default_allreduce(process_group, bucket):
-    """DDP's default: the bucket averaged over the ranks (the original all_reduce, so that
-    our own collective wrapper does not record it twice)."""
-    group = process_group if process_group is not None else dist.group.WORLD
-    world = dist.get_world_size(group)
-    tensor = bucket.buffer().div_(world)
-    work = _dist.original("all_reduce")(tensor, group=process_group, async_op=True)
-    return _futures.then(work.get_future(), lambda f: f.value()[0])
+def _default_allreduce(probe, bucket):
+    """DDP's default: the bucket averaged over the ranks, through the process group's own
+    allreduce as DDP's C++ hook calls it — not torch.distributed.all_reduce, whose Python
+    checks would run per bucket and which our collective wrapper would record twice.
+    Returns the Work's future (its value: a list holding the reduced tensor)."""
+    tensor = bucket.buffer().div_(probe.world_size)
+    if probe.group_object is not None:
+        return probe.group_object.allreduce([tensor]).get_future()
+    work = _dist.original("all_reduce")(tensor, group=probe.process_group, async_op=True)
+    return work.get_future()
+
+
+def _first(f):
+    return f.value()[0]
+
+
+def _whole(f):
+    return f.value()
 
 
 def _comm_hook(probe, bucket):
+    """One callback per bucket, on the backend's thread: the reduced tensor taken out of the
+    result, the op marked completed, the bucket hashed (after_sync). The future it returns
+    is the one DDP waits on."""
     op = probe.begin_bucket(bucket)
     if probe.user_hook is not None:
         state, hook = probe.user_hook
         with Suppress():
             future = hook(state, bucket)
+        value = _whole
+        if op is None:
+            return future
     else:
-        future = _default_allreduce(probe.process_group, bucket)
-    if op is None:
-        return future
+        future = _default_allreduce(probe, bucket)
+        value = _first
+        if op is None:
+            return _futures.then(future, _first)
     op.started()
 
     def done(f):
         try:
-            result = f.value()
+            result = value(f)
         except Exception:
             op.mark_completed(failed=True)
             with RUNTIME.lock:
@@ -119,12 +136,28 @@ def _comm_hook(probe, bucket):
     return _futures.then(future, done)
 
 
+def _group_and_size(process_group):
+    """The process group DDP reduces over, as an object whose allreduce the default hook
+    calls (None where it has none, or it cannot be told: torch.distributed.all_reduce then),
+    and its size; both are fixed for the DDP's life."""
+    group = process_group if process_group is not None else dist.group.WORLD
+    world = dist.get_world_size(group)
+    try:
+        if group is None or group is dist.group.WORLD:
+            group = dist.distributed_c10d._get_default_group()
+    except Exception:
+        return None, world
+    return (group if callable(getattr(group, "allreduce", None)) else None), world
+
+
 class DDPProbe(ModelProbe):
     """The probes of one DDP model: the model's (_model.py), with the table from the
     wrapped module, and the gradients as DDP's allreduce leaves them."""
 
     def __init__(self, ddp):
         self.process_group = getattr(ddp, "process_group", None)
+        self.group_object, self.world_size = _group_and_size(self.process_group)
+        self.pg = None  # its number in `coll` records, found at the first bucket
         self.user_hook = None
         named = [(n, p) for n, p in ddp.module.named_parameters() if p.requires_grad]
         self.after_sync_hashes = [0] * len(named)
@@ -144,9 +177,10 @@ class DDPProbe(ModelProbe):
         buffer = bucket.buffer()
         count = buffer.numel()
         RUNTIME.begin_step_if_needed()
-        pg = RUNTIME.group_id(self.process_group)
+        if self.pg is None:
+            self.pg = RUNTIME.group_id(self.process_group)
         return RUNTIME.probes.collective(
-            pg, "allreduce", dtype_name(buffer.dtype), count, count * buffer.element_size(),
+            self.pg, "allreduce", dtype_name(buffer.dtype), count, count * buffer.element_size(),
             "ddp-bucket-%d" % bucket.index())
 
     def after_sync(self, bucket, reduced):
