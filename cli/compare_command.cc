@@ -56,8 +56,8 @@ bool ParseCompareArgs(const std::vector<std::string>& args, CompareArgs* out) {
   if (vm.count("fr-prefix")) {
     out->fr_prefix = vm["fr-prefix"].as<std::string>();
     if (out->fr_prefix->empty() || out->fr_prefix->find('/') != std::string::npos)
-      throw UsageError("--fr-prefix must be a file-name prefix (no '/'), not '" +
-                       *out->fr_prefix + "'");
+      throw UsageError("--fr-prefix must be a file-name prefix (no '/'), not '" + *out->fr_prefix +
+                       "'");
   }
   return true;
 }

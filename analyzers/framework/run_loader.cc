@@ -63,9 +63,11 @@ DirListing ListRunDir(const std::string& dir) {
   std::sort(listing.traces.begin(), listing.traces.end(), by_rank);
   std::sort(listing.dumps.begin(), listing.dumps.end(), by_rank);
   if (listing.traces.empty())
-    throw RunInputError("no rank traces (rank-<R>.jsonl or rank-<R>.jsonl.zst) and no PyTorch "
-                        "Flight Recorder dumps (<prefix><rank>, e.g. nccl_trace_rank_0) in run "
-                        "directory '" + dir + "'");
+    throw RunInputError(
+        "no rank traces (rank-<R>.jsonl or rank-<R>.jsonl.zst) and no PyTorch "
+        "Flight Recorder dumps (<prefix><rank>, e.g. nccl_trace_rank_0) in run "
+        "directory '" +
+        dir + "'");
   return listing;
 }
 
