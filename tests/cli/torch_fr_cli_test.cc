@@ -10,6 +10,7 @@
 #include <string>
 
 #include "tests/cli/compare_test_util.h"
+#include "tests/support/temp_dir.h"
 
 namespace dsdiag::cli {
 namespace {
@@ -26,11 +27,6 @@ std::string ReadAll(const fs::path& path) {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
-}
-
-fs::path Scratch(const char* name) {
-  return fs::temp_directory_path() /
-         (std::string("dsdiag-fr-") + name + "-" + std::to_string(::getpid()));
 }
 
 TEST(TorchFrCli, CompareNamesTheCulpritItsLineAndTheCollectiveAndExitsOne) {
@@ -55,11 +51,11 @@ TEST(TorchFrCli, APrefixThatMatchesNothingSaysWhatItLookedFor) {
 }
 
 TEST(TorchFrCli, TimelineDrawsEveryRanksCollectivesAndTheFindings) {
-  const fs::path out = Scratch("timeline.json");
+  const test_support::TempDir dir("fr-timeline");
+  const fs::path out = fs::path(dir.path()) / "timeline.json";
   const auto r = RunDsdiag("timeline fixtures/torch_fr/subgroup -o " + out.string());
   ASSERT_EQ(r.status, 0) << r.err;
   const std::string text = ReadAll(out);
-  fs::remove(out);
   simdjson::dom::parser parser;
   simdjson::dom::element doc = parser.parse(text);
   int spans = 0, findings = 0, pending = 0;
@@ -76,11 +72,11 @@ TEST(TorchFrCli, TimelineDrawsEveryRanksCollectivesAndTheFindings) {
 }
 
 TEST(TorchFrCli, ReportShowsTheFindings) {
-  const fs::path out = Scratch("report.html");
+  const test_support::TempDir dir("fr-report");
+  const fs::path out = fs::path(dir.path()) / "report.html";
   const auto r = RunDsdiag("report fixtures/torch_fr/skip -o " + out.string());
   ASSERT_EQ(r.status, 0) << r.err;  // the report was written (findings do not fail it)
   const std::string html = ReadAll(out);
-  fs::remove(out);
   EXPECT_TRUE(Contains(html, "never joined")) << html.substr(0, 400);
 }
 
