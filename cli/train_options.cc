@@ -205,11 +205,17 @@ void CheckModel(const trainer::TrainConfig& c) {
 
 // Parses every spec against the run's world size into c->inject, the plan the rank runs
 // with (nothing parses the specs again); a step the run never reaches is an error too, since
-// the fault would silently not happen.
+// the fault would silently not happen, and so is a kind only synth imitates.
 void ParseInjects(const std::vector<std::string>& texts, int world_size, trainer::TrainConfig* c) {
   try {
     c->inject = inject::InjectPlan::Parse(texts, world_size);
     for (const inject::InjectSpec& spec : c->inject.specs()) {
+      if (inject::SynthOnly(spec.kind)) {
+        throw UsageError("--inject " + spec.text +
+                         ": the trainer cannot inject this, only synth imitates it (use dsdiag "
+                         "synth --inject " +
+                         spec.text + ")");
+      }
       if (spec.step && c->steps > 0 && *spec.step >= c->steps) {
         throw UsageError("--inject " + spec.text + ": step " + std::to_string(*spec.step) +
                          " is never reached: the run stops after --steps " +

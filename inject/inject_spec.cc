@@ -28,6 +28,7 @@ struct KindInfo {
   std::string_view name;
   std::vector<KeyUse> keys;
   std::string_view description;
+  bool synth_only = false;  // SynthOnly(): `dsdiag train` refuses it
 };
 
 const std::vector<KindInfo>& Kinds() {
@@ -85,6 +86,12 @@ const std::vector<KindInfo>& Kinds() {
        "clock-skew",
        {{Key::kRank, true}, {Key::kMs, true}},
        "that rank's wall clock runs `ms` ahead of the others"},
+      {Kind::kConfigMismatch,
+       "config-mismatch",
+       {{Key::kRank, true}},
+       "that rank was launched with other settings: batch_size doubled, OMP_NUM_THREADS 4, "
+       "NCCL_DEBUG INFO (synth only)",
+       /*synth_only=*/true},
       {Kind::kCollectiveMismatch,
        "collective-mismatch",
        {{Key::kRank, true}, {Key::kStep, true}},
@@ -345,11 +352,19 @@ std::string_view KindName(Kind kind) {
   return "?";
 }
 
+bool SynthOnly(Kind kind) {
+  for (const KindInfo& info : Kinds())
+    if (info.kind == kind) return info.synth_only;
+  return false;
+}
+
 std::string DescribeKinds() {
   size_t width = 0;
-  for (const KindInfo& info : Kinds()) width = std::max(width, Syntax(info).size());
+  for (const KindInfo& info : Kinds())
+    if (!info.synth_only) width = std::max(width, Syntax(info).size());
   std::string out;
   for (const KindInfo& info : Kinds()) {
+    if (info.synth_only) continue;
     const std::string syntax = Syntax(info);
     out += "  " + syntax + std::string(width - syntax.size() + 2, ' ');
     out += info.description;

@@ -27,6 +27,7 @@ enum class Kind {
   kCkptStale,
   kStraggler,
   kClockSkew,
+  kConfigMismatch,
   kCollectiveMismatch,
   kHang,
   kCrash,
@@ -49,7 +50,10 @@ class InjectSpecError : public std::runtime_error {
 // `world_size` < 0 skips the rank range check (not yet known).
 InjectSpec ParseInjectSpec(std::string_view text, int world_size);
 std::string_view KindName(Kind kind);
-// One line per kind: name, keys, description (for --help).
+// Whether only `dsdiag synth` imitates `kind` (a fault whose footprint is the traces' headers,
+// not anything the trainer computes); `dsdiag train` refuses it.
+bool SynthOnly(Kind kind);
+// One line per kind the trainer injects: name, keys, description (for `dsdiag train --help`).
 std::string DescribeKinds();
 
 // All the faults of one run.

@@ -44,6 +44,9 @@ Faults Faults::FromPlan(const inject::InjectPlan& plan, int ranks, int64_t steps
       case inject::Kind::kUnusedParam:
         f.unused_param_ranks_.push_back(RequireRank(spec));
         break;
+      case inject::Kind::kConfigMismatch:
+        f.config_mismatch_ranks_.push_back(RequireRank(spec));
+        break;
       case inject::Kind::kCollectiveMismatch:
         f.mismatch_.emplace_back(RequireRank(spec), RequireStep(spec, steps));
         break;
@@ -86,6 +89,11 @@ int64_t Faults::SkewNs(int rank) const { return Sum(skew_, rank); }
 bool Faults::UnusedParams(int rank) const {
   return std::find(unused_param_ranks_.begin(), unused_param_ranks_.end(), rank) !=
          unused_param_ranks_.end();
+}
+
+bool Faults::ConfigMismatch(int rank) const {
+  return std::find(config_mismatch_ranks_.begin(), config_mismatch_ranks_.end(), rank) !=
+         config_mismatch_ranks_.end();
 }
 
 bool Faults::CollectiveMismatch(int rank, int64_t step) const {

@@ -2,10 +2,12 @@
 // model and the renderer need (who is slow, whose clock is off, who stops where).
 //
 // synth imitates faults whose footprint is timing or control flow (straggler, clock-skew,
-// crash, hang, unused-param, collective-mismatch) and the two whose footprint is which
+// crash, hang, unused-param, collective-mismatch), the two whose footprint is which
 // ranks' fingerprints agree (grad-desync, no-broadcast): synthetic hashes need only say
-// who equals whom. The rest (RNG, samplers, scalers, checkpoints...) show up in values that
-// only the real trainer produces; asking for one is an error that points at `dsdiag train`.
+// who equals whom, and one whose footprint is a rank's header (config-mismatch, synth's
+// own: a rank launched with other settings). The rest (RNG, samplers, scalers, checkpoints...) show
+// up in values that only the real trainer produces; asking for one is an error that points at
+// `dsdiag train`.
 #pragma once
 
 #include <cstdint>
@@ -51,6 +53,8 @@ class Faults {
   // Whether `rank`'s replica has drifted by the end of `step`: a grad-desync at or before it.
   bool Drifted(int rank, int64_t step) const;
   bool NoBroadcast() const { return no_broadcast_; }
+  // Whether `rank` was launched with other settings (config-mismatch).
+  bool ConfigMismatch(int rank) const;
   const std::optional<Stop>& stop() const { return stop_; }
   // The specs as given, space-separated, for the header's config.
   const std::string& text() const { return text_; }
@@ -65,6 +69,7 @@ class Faults {
   std::vector<RankAmount> straggler_;
   std::vector<RankAmount> skew_;
   std::vector<int> unused_param_ranks_;
+  std::vector<int> config_mismatch_ranks_;
   std::vector<std::pair<int, int64_t>> mismatch_;  // (rank, step)
   std::vector<std::pair<int, int64_t>> desync_;    // (rank, step)
   bool no_broadcast_ = false;

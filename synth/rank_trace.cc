@@ -106,6 +106,13 @@ class Renderer {
     h.versions["dsdiag"] = DSDIAG_VERSION;
     h.env["OMP_NUM_THREADS"] = "1";
     h.config = run_.config;
+    if (run_.faults->ConfigMismatch(rank_)) {
+      // Launched by another script: its own batch size and environment (its local_rank and
+      // host differ anyway, as every rank's do).
+      h.config.Set("batch_size", BatchSize());
+      h.env["OMP_NUM_THREADS"] = "4";
+      h.env["NCCL_DEBUG"] = "INFO";
+    }
     const int64_t launch = model_.LaunchTime(rank_);
     h.clock.mono_ns = Mono(launch);
     h.clock.wall_ns = model_.Wall(rank_, launch);
@@ -296,7 +303,7 @@ class Renderer {
     r.epoch = step / kStepsPerEpoch;
     r.loss = loss;
     r.lr = kLearningRate;
-    r.samples = kBatchSize;
+    r.samples = BatchSize();
     r.phases = phases;
     r.phase_count = sizeof(phases) / sizeof(phases[0]);
     r.coll.written = records::StepCollTotals::Written::kAll;
@@ -331,6 +338,9 @@ class Renderer {
     end.detail = detail;
     Write(end, t, step);
   }
+
+  // The batch size this rank was launched with (config-mismatch doubles it).
+  int BatchSize() const { return run_.faults->ConfigMismatch(rank_) ? 2 * kBatchSize : kBatchSize; }
 
   // Loss and gradient norm decay over about a third of the run.
   double Tau() const { return std::max(4.0, 0.35 * static_cast<double>(run_.steps)); }

@@ -16,6 +16,11 @@
 //                           R's after-sync `fp` hash of bucket 0 differs at step K, and
 //                           from then on R's parameter hashes (periodic, final) differ.
 //   no-broadcast            every rank but 0 has its own parameter hashes, from `init` on.
+//   config-mismatch:rank=R  R was launched with other settings: its header's config
+//                           batch_size is doubled (and its `step` records' samples), its
+//                           env has OMP_NUM_THREADS "4" and an extra NCCL_DEBUG "INFO".
+//                           synth's own (the trainer refuses it): a footprint in the
+//                           header only.
 //   crash:rank=R,step=K     R dies in step K's backward: its file ends with step_begin,
 //                           phase data and a cut-off forward record (no newline, no end).
 //                           The others finish backward (phase, grad), wait in sync, then

@@ -158,6 +158,10 @@ TEST(TrainOptionsTest, InjectSpecsAreCheckedAgainstTheWorldSize) {
             "--steps 10 (steps 0..9)");
   EXPECT_EQ(ErrorOf({"--nproc", "2", "--steps", "10", "--inject", "hang:rank=1,step=9"}), "");
   EXPECT_EQ(ErrorOf({"--nproc", "2", "--epochs", "1", "--inject", "hang:rank=1,step=900"}), "");
+  // A header-only fault is synth's (inject/inject_spec.h SynthOnly).
+  EXPECT_EQ(ErrorOf({"--nproc", "2", "--inject", "config-mismatch:rank=1"}),
+            "--inject config-mismatch:rank=1: the trainer cannot inject this, only synth imitates "
+            "it (use dsdiag synth --inject config-mismatch:rank=1)");
 }
 
 TEST(TrainOptionsTest, BadValuesNameTheFlag) {

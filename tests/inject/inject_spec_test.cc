@@ -52,6 +52,7 @@ TEST(InjectSpecTest, EveryKindParses) {
       {"ckpt-stale:rank=2", Kind::kCkptStale, 2, {}, {}},
       {"straggler:rank=1,ms=50", Kind::kStraggler, 1, {}, 50},
       {"clock-skew:rank=3,ms=25", Kind::kClockSkew, 3, {}, 25},
+      {"config-mismatch:rank=1", Kind::kConfigMismatch, 1, {}, {}},
       {"collective-mismatch:rank=1,step=3", Kind::kCollectiveMismatch, 1, 3, {}},
       {"hang:rank=2,step=0", Kind::kHang, 2, 0, {}},
       {"crash:rank=1,step=4", Kind::kCrash, 1, 4, {}},
@@ -139,7 +140,7 @@ TEST(InjectSpecTest, TrailingGarbage) {
   ExpectError("hang:rank=1:step=2", "trailing characters ':step=2' after rank=1");
 }
 
-TEST(InjectSpecTest, DescribeKindsListsEveryKind) {
+TEST(InjectSpecTest, DescribeKindsListsEveryTrainerKind) {
   const std::string text = DescribeKinds();
   for (const char* name :
        {"unused-param:rank=R", "grad-desync:rank=R,step=S", "no-broadcast", "rng-collision",
@@ -150,6 +151,16 @@ TEST(InjectSpecTest, DescribeKindsListsEveryKind) {
     EXPECT_NE(text.find(std::string("  ") + name + " "), std::string::npos) << name;
   }
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 17);
+  // synth's own kinds are not the trainer's to list.
+  EXPECT_EQ(text.find("config-mismatch"), std::string::npos);
+}
+
+TEST(InjectSpecTest, OnlyHeaderFaultsAreSynthOnly) {
+  EXPECT_TRUE(SynthOnly(Kind::kConfigMismatch));
+  for (Kind kind : {Kind::kUnusedParam, Kind::kNoBroadcast, Kind::kStraggler, Kind::kClockSkew,
+                    Kind::kCollectiveMismatch, Kind::kHang, Kind::kCrash})
+    EXPECT_FALSE(SynthOnly(kind)) << KindName(kind);
+  ExpectError("config-mismatch", "missing key 'rank'");
 }
 
 TEST(InjectPlanTest, ParseFindAndFindFor) {

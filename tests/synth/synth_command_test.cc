@@ -80,6 +80,7 @@ TEST(SynthCommandTest, HelpExitsZero) {
   EXPECT_EQ(r.status, 0);
   EXPECT_NE(r.out.find("--ranks"), std::string::npos);
   EXPECT_NE(r.out.find("straggler"), std::string::npos);
+  EXPECT_NE(r.out.find("config-mismatch:rank=R"), std::string::npos);
 }
 
 }  // namespace

@@ -563,6 +563,43 @@ TEST(SynthRunTest, NoBroadcastGivesEveryRankItsOwnParameters) {
   }
 }
 
+TEST(SynthRunTest, ConfigMismatchChangesThatRanksHeaderOnly) {
+  const SynthRun clean(Config(3, 4));
+  const SynthRun run(Config(3, 4, {"config-mismatch:rank=1"}));
+  simdjson::dom::parser parser;
+  for (int r = 0; r < 3; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    const std::vector<std::string> lines = testing::SplitLines(run.RankTrace(r));
+    const std::vector<std::string> clean_lines = testing::SplitLines(clean.RankTrace(r));
+    ASSERT_EQ(lines.size(), clean_lines.size());
+    simdjson::dom::element h = parser.parse(lines.at(0));
+    EXPECT_EQ(std::string_view(h["config"]["inject"]), "config-mismatch:rank=1");
+    EXPECT_EQ(int64_t(h["local_rank"]), r);  // per rank by design, mismatch or not
+    std::string_view nccl_debug;
+    const bool has_nccl_debug = h["env"]["NCCL_DEBUG"].get(nccl_debug) == simdjson::SUCCESS;
+    if (r == 1) {
+      EXPECT_EQ(int64_t(h["config"]["batch_size"]), 16);
+      EXPECT_EQ(std::string_view(h["env"]["OMP_NUM_THREADS"]), "4");
+      EXPECT_TRUE(has_nccl_debug);
+      EXPECT_EQ(nccl_debug, "INFO");
+    } else {
+      EXPECT_EQ(int64_t(h["config"]["batch_size"]), 8);
+      EXPECT_EQ(std::string_view(h["env"]["OMP_NUM_THREADS"]), "1");
+      EXPECT_FALSE(has_nccl_debug);
+    }
+    // After the header, only the mismatched rank's step summaries differ: their samples.
+    for (size_t i = 1; i < lines.size(); ++i) {
+      simdjson::dom::element e = parser.parse(lines[i]);
+      if (r == 1 && std::string_view(e["type"]) == "step") {
+        EXPECT_EQ(int64_t(e["samples"]), 16) << lines[i];
+        EXPECT_NE(lines[i], clean_lines[i]);
+      } else {
+        EXPECT_EQ(lines[i], clean_lines[i]);
+      }
+    }
+  }
+}
+
 // --- bad requests ------------------------------------------------------------------------
 
 void ExpectSpecError(const SynthConfig& c, const std::string& needle) {
@@ -585,6 +622,7 @@ TEST(SynthRunTest, RejectsWhatItCannotImitate) {
   ExpectSpecError(Config(4, 5, {"straggler:rank=1"}), "missing key 'ms'");
   ExpectSpecError(Config(4, 5, {"crash:rank=1,step=5"}), "past the run's last step");
   ExpectSpecError(Config(4, 5, {"crash:rank=1,step=1", "hang:rank=2,step=2"}), "one crash or hang");
+  ExpectSpecError(Config(4, 5, {"config-mismatch:rank=4"}), "out of range");
   ExpectSpecError(Config(0, 5), "--ranks");
   ExpectSpecError(Config(4, 0), "--steps");
 }
