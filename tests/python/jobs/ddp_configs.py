@@ -90,5 +90,5 @@ os.write(1, ("final loss %d %.17g\n" % (rank, loss.item())).encode())
 # group's worker threads running, and one that lets go of backward's last allreduce then
 # aborts the process ("terminate called without an active exception"). Freed first, the
 # group joins them in destroy_process_group.
-del model, forward
+model = forward = None
 dist.destroy_process_group()

@@ -37,5 +37,5 @@ for step in range(steps):
 # group's worker threads running, and one that lets go of backward's last allreduce then
 # aborts the process ("terminate called without an active exception"). Freed first, the
 # group joins them in destroy_process_group.
-del model
+model = None
 dist.destroy_process_group()
