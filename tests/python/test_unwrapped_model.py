@@ -106,7 +106,7 @@ class Owners(unittest.TestCase):
 
     def names(self, params):
         """The names of the parameters some module owns (the others are left out)."""
-        from dsdiag.torch import _model_owners, _unwrapped
+        from dsdiag.torch.ddp import _model_owners, _unwrapped
         owners = _model_owners.owners(params)
         return _unwrapped._names(_unwrapped._owned(params, owners), owners)
 

@@ -19,21 +19,30 @@ import collections
 import threading
 import time
 
-_LOCK = threading.Lock()
-_LIVE = [0]
 _RECENT = collections.deque(maxlen=4096)  # (parent, child) futures of the last callbacks
+
+
+class _LiveCallbacks(object):
+    """How many of our callbacks a worker thread still holds."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.count = 0
+
+
+LIVE = _LiveCallbacks()
 
 
 class _Token(object):
     """Alive as long as the callback that holds it."""
 
     def __init__(self):
-        with _LOCK:
-            _LIVE[0] += 1
+        with LIVE.lock:
+            LIVE.count += 1
 
     def __del__(self):
-        with _LOCK:
-            _LIVE[0] -= 1
+        with LIVE.lock:
+            LIVE.count -= 1
 
 
 def then(future, callback):
@@ -50,8 +59,8 @@ def then(future, callback):
 
 
 def live():
-    with _LOCK:
-        return _LIVE[0]
+    with LIVE.lock:
+        return LIVE.count
 
 
 def drain(timeout_s=2.0, linger_s=0.02):

@@ -1,33 +1,52 @@
-"""instrument(): the hooks go in, the probes start with the default process group."""
+"""instrument() / uninstrument(): the hooked areas go in, and come out again.
 
+Each area is a subpackage of dsdiag.torch with install() and uninstall(), registered here
+and only here, in the order they go in (uninstall: the reverse). The probes themselves
+start with the default process group (collectives: init_process_group).
+"""
+
+import importlib
 import os
 
+from dsdiag._warn import warn_once
 from dsdiag.torch._runtime import RUNTIME
 from dsdiag.torch._settings import Settings
 
-_INSTALLED = [False]
+# collectives first: the others' hooks call torch.distributed's own functions through it.
+# steps before data and rng: the model's probe is settled first at a step's begin.
+AREAS = ("collectives", "ddp", "steps", "data", "rng", "checkpoint", "scaler", "process")
+
+
+class _Installed(object):
+    def __init__(self):
+        self.areas = []  # the area modules installed, in order
+
+
+INSTALLED = _Installed()
 
 
 def instrument(run_dir=None, probes=None, timeout=None):
     """Instruments this process: call before torch.distributed.init_process_group. The
     arguments default to DSDIAG_OUT, DSDIAG_PROBES (light) and DSDIAG_TIMEOUT (300 s)."""
     RUNTIME.settings = Settings(run_dir, probes, timeout)
-    if _INSTALLED[0] or RUNTIME.settings.off:
+    if INSTALLED.areas or RUNTIME.settings.off:
         return
-    _INSTALLED[0] = True
-    from dsdiag.torch import (_autograd, _checkpoint, _data, _ddp, _dist, _exit, _optim, _rng,
-                              _scaler, _signals)
+    for name in AREAS:
+        try:
+            area = importlib.import_module("dsdiag.torch." + name)
+            area.install()
+        except Exception as e:  # a torch without that part: the others still go in
+            warn_once("install-" + name, "%s not instrumented: %r" % (name, e))
+            continue
+        INSTALLED.areas.append(area)
 
-    _dist.install()
-    _ddp.install()
-    _optim.install()
-    _autograd.install()
-    _data.install()
-    _rng.install()
-    _checkpoint.install()
-    _scaler.install()
-    _signals.install()
-    _exit.install()
+
+def uninstrument():
+    """Ends this rank's trace where it stands (as a normal end, when the probes had
+    started) and takes every hook out: torch as it was."""
+    RUNTIME.stop()
+    while INSTALLED.areas:
+        INSTALLED.areas.pop().uninstall()
 
 
 def instrument_from_environment(force=False):

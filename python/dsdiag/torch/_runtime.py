@@ -1,5 +1,6 @@
 """The rank's probes while the job runs: started when the default process group is, fed by
-the hooks (_dist, _ddp, _optim, _exit), ended at exit. One instance per process, RUNTIME.
+the hooked areas (collectives, ddp, steps, process, ...), ended at exit. One instance per
+process, RUNTIME.
 
 A step is what happens between two optimizer steps: it begins at the first forward (or
 backward) after the last step and ends when optimizer.step() returns. Every hook goes
@@ -32,7 +33,7 @@ class Runtime(object):
         self.lock = threading.RLock()
         self.local = threading.local()  # .suppress: inside our own comm hook / wrapper
         self.group_ids = {}  # id(process group) -> the pg number in `coll` records
-        self.model = None  # the DDP model's _ModelProbe (_ddp.py), the first one built
+        self.model = None  # the model's ModelProbe (dsdiag.torch.ddp), the first one built
         self.pending_ops = []  # CollectiveOps completed off the main thread, to write
         self.ended = False
         self.stop_signal = None  # (signo, name) once the job's own handler got a stop signal
@@ -98,6 +99,15 @@ class Runtime(object):
             self.probes.set_stack_provider(None)  # no Python to ask once it shuts down
         except Exception:
             pass
+
+    def stop(self):
+        """uninstrument(): the trace ends here, as a normal end. The model's probe is kept
+        (ModelProbe says why: freed now, it could be freed last on a worker thread)."""
+        if self.on and not self.ended:
+            self.write_pending_ops()
+            self.end("ok", 0)
+        self.on = False
+        self.in_step = False
 
     def _run_hooks(self, hooks):
         for hook in hooks:

@@ -77,7 +77,7 @@ class JobScaler(Base):
 
 
 if os.environ.get("PUBLIC_ONLY"):
-    import dsdiag.torch._scaler_probe as probe  # test only: hide the private state
+    import dsdiag.torch.scaler._probe as probe  # test only: hide the private state
 
     probe._private_tensor = lambda scaler, name: None
     probe._found_inf = lambda scaler, optimizer_id: None
@@ -112,5 +112,5 @@ os.write(1, ("final scale %d %.17g\n" % (rank, scaler.get_scale())).encode())
 # group's worker threads running, and one that lets go of backward's last allreduce then
 # aborts the process ("terminate called without an active exception"). Freed first, the
 # group joins them in destroy_process_group.
-del model
+model = None
 dist.destroy_process_group()

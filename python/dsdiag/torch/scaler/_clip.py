@@ -21,10 +21,6 @@ import torch
 from dsdiag import _core
 from dsdiag.torch._runtime import RUNTIME, guard
 
-_ORIGINAL = {}
-# fn(params) -> bool: the clipped parameters' gradients are unscaled (set by _scaler.py;
-# True, "nothing to unscale", without a scaler).
-UNSCALED_CHECK = [None]
 _MAX_PENDING = 16  # a job that clips without stepping: written at once past this
 
 
@@ -32,6 +28,9 @@ class _Clips(object):
     def __init__(self):
         self.pending = []  # [_Clip], this step's, not yet written
         self.last = None  # (norm, unscaled) of the latest clip written, for the scaler record
+        # fn(params) -> bool: the clipped parameters' gradients are unscaled (set by
+        # _grad_scaler; None, "nothing to unscale", without a scaler).
+        self.unscaled_check = None
 
 
 class _Clip(object):
@@ -63,9 +62,8 @@ class _Clip(object):
 STATE = _Clips()
 
 
-def install():
-    if _ORIGINAL:
-        return
+def install(patches):
+    """Into the scaler's patches: clip_grad_norm_ in both modules that hold it."""
     import torch.nn.utils
     import torch.nn.utils.clip_grad as clip_grad
 
@@ -74,12 +72,11 @@ def install():
         original = getattr(torch.nn.utils, "clip_grad_norm_", None)
     if original is None:
         return
-    _ORIGINAL["clip_grad_norm_"] = original
     wrapped = _wrap(original)
     for module in (torch.nn.utils, clip_grad):
         if getattr(module, "clip_grad_norm_", None) is original:
-            module.clip_grad_norm_ = wrapped
-    RUNTIME.step_end_hooks.append(flush)
+            patches.replace(module, "clip_grad_norm_", wrapped, key=(module, "clip_grad_norm_"))
+    patches.append(RUNTIME.step_end_hooks, flush)
 
 
 def _wrap(original):
@@ -113,7 +110,7 @@ def _as_list(parameters):
 
 @guard("clip")
 def _unscaled(params):
-    check = UNSCALED_CHECK[0]
+    check = STATE.unscaled_check
     if check is None:
         return True
     return bool(check([params] if isinstance(params, torch.Tensor) else params))

@@ -1,15 +1,15 @@
-"""DataLoader and DistributedSampler probes: the training loop's wait for each batch
+"""DataLoader's iterators and DistributedSampler's draws: the training loop's wait for each batch
 (`loader` records, the `data` phase), its epochs, and the shard each rank's sampler draws
 (`sampler` records) — what loader-starvation, shard-overlap and epoch-order-repeat read.
 
 Hooks, all at class level so that a job's loaders need no change:
-  - DataLoader.__iter__: each pass gets its probe (_data_loader._Feed), kept on the iterator
+  - DataLoader.__iter__: each pass gets its probe (_loader._Feed), kept on the iterator
     torch returns (the same object: persistent workers keep theirs);
   - _BaseDataLoaderIter.__next__ (private: feature-detected), the base of torch's
     single- and multi-process iterators: each batch is timed. Without it, or for an iterator
     of another class (a DataLoader subclass's own), the pass is wrapped in a thin proxy;
-  - DistributedSampler.__iter__ (_data_sampler): the epoch's index list is kept.
-What counts as the training loader, and when an epoch begins, is in _data_loader.
+  - DistributedSampler.__iter__ (_sampler): the epoch's index list is kept.
+What counts as the training loader, and when an epoch begins, is in _loader.
 """
 
 import functools
@@ -17,32 +17,29 @@ import functools
 from torch.utils.data import DataLoader
 from torch.utils.data import dataloader as _dataloader
 
-from dsdiag.torch import _data_loader, _data_sampler, _rng_watch
+from dsdiag.torch._patches import Patches
 from dsdiag.torch._runtime import RUNTIME
+from dsdiag.torch.data import _loader
+from dsdiag.torch.rng import _watch
 
-_ORIGINAL = {}
+PATCHES = Patches("data")
 _FEED = "_dsdiag_feed"
 
 
 def install():
-    if _ORIGINAL:
-        return
-    _ORIGINAL["__iter__"] = DataLoader.__iter__
-    DataLoader.__iter__ = _loader_iter
+    PATCHES.replace(DataLoader, "__iter__", _loader_iter)
     base = getattr(_dataloader, "_BaseDataLoaderIter", None)
     if base is not None and "__next__" in vars(base):
-        _ORIGINAL["__next__"] = base.__next__
-        base.__next__ = _wrap_next(base.__next__)
-    _data_sampler.install()
-    RUNTIME.step_end_hooks.append(_data_loader.on_step_end)
+        PATCHES.replace(base, "__next__", _wrap_next(base.__next__))
+    PATCHES.append(RUNTIME.step_end_hooks, _loader.on_step_end)
 
 
 @functools.wraps(DataLoader.__iter__)
 def _loader_iter(self):
     if not RUNTIME.on:
-        return _ORIGINAL["__iter__"](self)
-    it = _rng_watch.around_loader_iter(lambda: _ORIGINAL["__iter__"](self))
-    feed = _data_loader.new_feed(self)
+        return PATCHES["__iter__"](self)
+    it = _watch.around_loader_iter(lambda: PATCHES["__iter__"](self))
+    feed = _loader.new_feed(self)
     if feed is None:
         return it
     return _attach(it, feed)
@@ -65,7 +62,7 @@ def _wrap_next(original):
         feed = self.__dict__.get(_FEED) if RUNTIME.on else None
         if feed is None:
             return original(self)
-        return _data_loader.fetch(feed, original, self)
+        return _loader.fetch(feed, original, self)
 
     __next__._dsdiag_timed = True
     return __next__
@@ -86,7 +83,7 @@ class _TimedIter(object):
     def __next__(self):
         if not RUNTIME.on:
             return next(self._it)
-        return _data_loader.fetch(self._feed, next, self._it)
+        return _loader.fetch(self._feed, next, self._it)
 
     def __len__(self):
         return len(self._it)

@@ -9,17 +9,16 @@ import sys
 import traceback
 
 from dsdiag.torch import _futures
+from dsdiag.torch._patches import Patches
 from dsdiag.torch._runtime import RUNTIME
 
-_ORIGINAL = {}
+PATCHES = Patches("process")  # with the signals' (_signals)
 
 
 def install():
-    if _ORIGINAL:
-        return
-    _ORIGINAL["excepthook"] = sys.excepthook
-    sys.excepthook = _excepthook
+    PATCHES.replace(sys, "excepthook", _excepthook)
     atexit.register(_at_exit)
+    PATCHES.on_undo(lambda: atexit.unregister(_at_exit))
 
 
 def _excepthook(kind, value, tb):
@@ -33,7 +32,7 @@ def _excepthook(kind, value, tb):
             RUNTIME.end("error", 1, message)
     except Exception:
         pass
-    _ORIGINAL["excepthook"](kind, value, tb)
+    PATCHES["excepthook"](kind, value, tb)
 
 
 def _at_exit():

@@ -4,30 +4,34 @@ its parameter fingerprints — `init` when the probe starts, `periodic` after an
 step every N steps and `pre-step` before the next one — which init- and replica-divergence
 diff across ranks.
 
-Two probes are built on it: DDP's (_ddp.py: the table from the wrapped module, the
+Two probes are built on it: DDP's (_comm_hook.py: the table from the wrapped module, the
 gradients as DDP syncs them) and, for a model no DDP wraps, the optimizer's (_unwrapped.py:
 the table from the optimizers' parameters, named by the modules that own them). One of
 them is RUNTIME.model: the trace holds one table.
 """
 
 from dsdiag import _core
-from dsdiag.torch._buffers import BufferProbe
 from dsdiag.torch._runtime import RUNTIME
 from dsdiag.torch._tensors import dtype_name, fingerprint_each
+from dsdiag.torch.ddp._buffers import BufferProbe
 
 
 class ModelProbe(object):
     """The table, the participation hooks and the parameter fingerprints of one model.
 
     `module` is what other probes know the model by: a checkpoint load into it is followed
-    by `resume` fingerprints (_checkpoint), its training flag tells a validation loop from
-    training (_data_loader). `buffers_of` is the module whose buffers are fingerprinted as
+    by `resume` fingerprints (dsdiag.torch.checkpoint), its training flag tells a validation
+    loop from training (dsdiag.torch.data). The probe, and through it the model and its
+    process group, lives until the trace ends: a probe let go of earlier may be freed last
+    by a callback on the backend's worker thread, whose process group then joins that very
+    thread in its destructor and aborts the process ("Resource deadlock avoided").
+    `buffers_of` is the module whose buffers are fingerprinted as
     its forward begins (None: no buffers). `buckets` is the `params` record's gradient-sync
     buckets ([] where nothing syncs the gradients). `hooked_late`: the participation hooks
     went in after this step's backward, so this step's `grad` record is left out."""
 
     def __init__(self, module, names, params, buckets, buffers_of=None, hooked_late=False):
-        self.ddp = module  # the name the other probes read (_checkpoint, _data_loader)
+        self.ddp = module  # the name the other probes read (checkpoint, data)
         self.names = list(names)
         self.params = list(params)
         self.index = {id(p): i for i, p in enumerate(self.params)}

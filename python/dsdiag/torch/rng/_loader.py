@@ -1,6 +1,6 @@
 """DataLoader workers' random streams: DataLoader.__init__ is wrapped (the original runs
 first, unchanged) so that a loader with workers gets dsdiag's worker_init_fn and collate_fn
-around its own (_rng_worker), and a pipe on which its workers report the streams their
+around its own (_worker), and a pipe on which its workers report the streams their
 dataset draws from. The rank's main process reads the pipes at each step's begin and end
 and writes the records.
 
@@ -27,21 +27,26 @@ import weakref
 
 from dsdiag import _core
 from dsdiag._warn import warn_once
-from dsdiag.torch import _rng_worker
+from dsdiag.torch._patches import Patches
 from dsdiag.torch._runtime import RUNTIME
+from dsdiag.torch.rng import _worker
 
-_ORIGINAL = {}
-_PROBES = []  # _LoaderProbe, in creation order
-_COUNT = [0]
+PATCHES = Patches("rng")
+
+
+class _Loaders(object):
+    def __init__(self):
+        self.probes = []  # _LoaderProbe, in creation order
+        self.count = 0  # loaders with workers built on this rank
+
+
+LOADERS = _Loaders()
 
 
 def install():
-    if _ORIGINAL:
-        return
     from torch.utils.data import DataLoader
 
-    _ORIGINAL["__init__"] = DataLoader.__init__
-    DataLoader.__init__ = _wrap_init(DataLoader.__init__)
+    PATCHES.replace(DataLoader, "__init__", _wrap_init(DataLoader.__init__))
 
 
 def _wrap_init(original):
@@ -56,7 +61,7 @@ def _wrap_init(original):
 def _attach(loader):
     # Not guard(): a loader is often built before init_process_group, probes not yet on.
     settings = RUNTIME.settings
-    if settings is None or settings.off or _rng_worker._WORKER[0] is not None:
+    if settings is None or settings.off or _worker.THIS_PROCESS.worker is not None:
         return
     try:
         if int(getattr(loader, "num_workers", 0) or 0) <= 0:
@@ -64,15 +69,15 @@ def _attach(loader):
         # A loader built from another one's attributes (worker_init_fn=old.worker_init_fn)
         # gets the job's own functions back, and a pipe of its own.
         init_fn, collate_fn = loader.worker_init_fn, loader.collate_fn
-        if isinstance(init_fn, _rng_worker.WorkerInit):
+        if isinstance(init_fn, _worker.WorkerInit):
             init_fn = init_fn.user_fn
-        if isinstance(collate_fn, _rng_worker.CollateProbe):
+        if isinstance(collate_fn, _worker.CollateProbe):
             collate_fn = collate_fn.collate_fn
-        probe = _LoaderProbe(_COUNT[0])
-        loader.worker_init_fn = _rng_worker.WorkerInit(init_fn, probe.writer, probe.index)
-        loader.collate_fn = _rng_worker.CollateProbe(collate_fn)
-        _COUNT[0] += 1
-        _PROBES.append(probe)
+        probe = _LoaderProbe(LOADERS.count)
+        loader.worker_init_fn = _worker.WorkerInit(init_fn, probe.writer, probe.index)
+        loader.collate_fn = _worker.CollateProbe(collate_fn)
+        LOADERS.count += 1
+        LOADERS.probes.append(probe)
         weakref.finalize(loader, probe.loader_gone)
     except Exception as e:
         warn_once("rng-loader", "DataLoader workers' RNG probe off: %r" % (e,))
@@ -106,14 +111,14 @@ class _LoaderProbe(object):
 
 def drain(runtime):
     """Step hook (begin and end): the workers' reports so far, as records."""
-    if not _PROBES:
+    if not LOADERS.probes:
         return
-    for probe in list(_PROBES):
+    for probe in list(LOADERS.probes):
         try:
             probe.drain(runtime.session)
         except (EOFError, OSError) as e:
             warn_once("rng-loader-read", "a DataLoader's RNG reports were lost: %r" % (e,))
             probe.gone = True
         if probe.gone:
-            _PROBES.remove(probe)
+            LOADERS.probes.remove(probe)
             probe.close()

@@ -6,8 +6,8 @@ and rank-died (the load that failed, and why) read.
 - torch.save / torch.load to or from a path (str, bytes, os.PathLike, or a file object
   opened on a named file): one `ckpt` record, `op` save / load, after the call returns: the
   real path (symlinks resolved: a stale `latest` link shows as the file it named), the
-  file's size and content digest (_checkpoint_digest), `ckpt_step` / `epoch` (what the
-  checkpoint holds, else dsdiag's step count: _checkpoint_loaded), and for a load its
+  file's size and content digest (_digest), `ckpt_step` / `epoch` (what the
+  checkpoint holds, else dsdiag's step count: _loaded), and for a load its
   map_location. A span record: `ts` is the start of the call, `dur` runs to the record
   (the call, then reading the file back for the digest).
 - In-memory file objects (io.BytesIO, ...) are not recorded: they cannot race, and they are
@@ -19,7 +19,7 @@ and rank-died (the load that failed, and why) read.
 - load_state_dict: the keys it left missing or unexpected (seen by a load_state_dict post
   hook, so also when strict loading raises): when there are any, one more `ckpt` load
   record, before the exception goes on, with `missing`, `unexpected`, `prefix_stripped`
-  (they differ only by DDP's `module.` prefix: _checkpoint_keys) and the path, digest,
+  (they differ only by DDP's `module.` prefix: _keys) and the path, digest,
   step and map_location of the torch.load its tensors came from ("<state dict>" and 0 when
   none). A load that matched writes nothing more. A load into the DDP model (the wrapper
   or its module) is followed by the parameters' `fp` record, `why` `resume`.
@@ -40,12 +40,13 @@ import time
 import torch
 
 from dsdiag import _core
-from dsdiag.torch._checkpoint_digest import file_digest
-from dsdiag.torch._checkpoint_keys import capped, differ_only_by_prefix
-from dsdiag.torch._checkpoint_loaded import Sources, describe_map_location, position
+from dsdiag.torch._patches import Patches
 from dsdiag.torch._runtime import NO_PHASE, RUNTIME, guard, phase
+from dsdiag.torch.checkpoint._digest import file_digest
+from dsdiag.torch.checkpoint._keys import capped, differ_only_by_prefix
+from dsdiag.torch.checkpoint._loaded import Sources, describe_map_location, position
 
-_ORIGINAL = {}
+PATCHES = Patches("checkpoint")
 _SOURCES = Sources()
 _LOCAL = threading.local()  # .depth: inside one of our wrappers on this thread
 UNKNOWN_SOURCE = "<state dict>"
@@ -53,22 +54,22 @@ MAX_MESSAGE = 1000
 
 
 def install():
-    if _ORIGINAL:
+    if PATCHES:
         return
-    _ORIGINAL["save"] = torch.save
-    _ORIGINAL["load"] = torch.load
-    _ORIGINAL["load_state_dict"] = torch.nn.Module.load_state_dict
     _replace("save", _save)
     _replace("load", _load)
-    torch.nn.Module.load_state_dict = _load_state_dict
+    PATCHES.replace(torch.nn.Module, "load_state_dict", _load_state_dict)
+
+
+def uninstall():
+    PATCHES.undo()
 
 
 def _replace(name, wrapper):
     """torch.save is torch.serialization.save: both names get the wrapper."""
-    original = getattr(torch, name)
-    setattr(torch, name, wrapper)
+    original = PATCHES.replace(torch, name, wrapper)
     if getattr(torch.serialization, name, None) is original:
-        setattr(torch.serialization, name, wrapper)
+        PATCHES.replace(torch.serialization, name, wrapper, key="serialization." + name)
 
 
 def _recording():
@@ -99,13 +100,13 @@ def _checkpoint_phase():
 
 def _save(obj, f, *args, **kwargs):
     if not _recording():
-        return _ORIGINAL["save"](obj, f, *args, **kwargs)
+        return PATCHES["save"](obj, f, *args, **kwargs)
     op = _begin("save", f)
     if op is None:
-        return _ORIGINAL["save"](obj, f, *args, **kwargs)
+        return PATCHES["save"](obj, f, *args, **kwargs)
     try:
         with _Inside(), _checkpoint_phase():
-            result = _ORIGINAL["save"](obj, f, *args, **kwargs)
+            result = PATCHES["save"](obj, f, *args, **kwargs)
     except BaseException as e:
         _failed(op, e)
         raise
@@ -115,14 +116,14 @@ def _save(obj, f, *args, **kwargs):
 
 def _load(f, *args, **kwargs):
     if not _recording():
-        return _ORIGINAL["load"](f, *args, **kwargs)
+        return PATCHES["load"](f, *args, **kwargs)
     op = _begin("load", f, kwargs["map_location"] if "map_location" in kwargs else
                 (args[0] if args else None))
     if op is None:
-        return _ORIGINAL["load"](f, *args, **kwargs)
+        return PATCHES["load"](f, *args, **kwargs)
     try:
         with _Inside(), _checkpoint_phase():
-            result = _ORIGINAL["load"](f, *args, **kwargs)
+            result = PATCHES["load"](f, *args, **kwargs)
     except BaseException as e:
         _failed(op, e)
         raise
@@ -189,11 +190,11 @@ def _failed(op, error):
 
 def _load_state_dict(self, state_dict, *args, **kwargs):
     if not _recording():
-        return _ORIGINAL["load_state_dict"](self, state_dict, *args, **kwargs)
+        return PATCHES["load_state_dict"](self, state_dict, *args, **kwargs)
     watch = _watch(self)
     try:
         with _Inside(), _checkpoint_phase():
-            result = _ORIGINAL["load_state_dict"](self, state_dict, *args, **kwargs)
+            result = PATCHES["load_state_dict"](self, state_dict, *args, **kwargs)
     except BaseException:
         _applied(watch, state_dict, None)
         raise

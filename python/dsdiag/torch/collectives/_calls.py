@@ -1,7 +1,7 @@
-"""torch.distributed: the probes start when the default process group does
+"""torch.distributed's calls: the probes start when the default process group does
 (init_process_group), and every collective the job issues itself becomes a `coll` record
 and a flight-recorder entry, numbered per process group as the backend numbers them.
-DDP's own gradient allreduces are recorded by its communication hook (_ddp.py)."""
+DDP's own gradient allreduces are recorded by its communication hook (dsdiag.torch.ddp)."""
 
 import functools
 import inspect
@@ -11,13 +11,12 @@ import torch
 import torch.distributed as dist
 
 from dsdiag.torch import _futures, _header
+from dsdiag.torch._patches import Patches
 from dsdiag.torch._runtime import RUNTIME, Suppress, guard, suppressed
 from dsdiag.torch._tensors import dtype_name
 
-_ORIGINAL = {}
-
 # name -> (op in the record, the argument holding the tensor or tensor list)
-_COLLECTIVES = {
+COLLECTIVES = {
     "all_reduce": ("allreduce", "tensor"),
     "broadcast": ("broadcast", "tensor"),
     "reduce": ("reduce", "tensor"),
@@ -28,35 +27,49 @@ _COLLECTIVES = {
 }
 
 
-def original(name):
-    """The unpatched torch.distributed function (our own hooks call these)."""
-    return _ORIGINAL.get(name) or getattr(dist, name)
+PATCHES = Patches("collectives")
 
 
 def install():
-    if _ORIGINAL:
+    """torch.distributed's functions replaced by ours, in torch.distributed and in
+    distributed_c10d where they are defined (a job may call either)."""
+    if PATCHES or not dist.is_available():
         return
-    _ORIGINAL["init_process_group"] = dist.init_process_group
-    dist.init_process_group = _init_process_group
-    dist.distributed_c10d.init_process_group = _init_process_group
-    _ORIGINAL["new_group"] = dist.new_group
-    dist.new_group = _new_group
-    for name, (op, tensor_arg) in _COLLECTIVES.items():
-        fn = getattr(dist, name, None)
-        if fn is None:
-            continue
-        _ORIGINAL[name] = fn
-        wrapped = _wrap_collective(fn, op, tensor_arg)
-        setattr(dist, name, wrapped)
-        if getattr(dist.distributed_c10d, name, None) is fn:
-            setattr(dist.distributed_c10d, name, wrapped)
+    _replace_both("init_process_group", _wrap_init_process_group)
+    _replace_both("new_group", _wrap_new_group)
+    for name, (op, tensor_arg) in COLLECTIVES.items():
+        if getattr(dist, name, None) is not None:
+            _replace_both(name, lambda fn, op=op, arg=tensor_arg: _wrap_collective(fn, op, arg))
 
 
-@functools.wraps(dist.init_process_group)
-def _init_process_group(*args, **kwargs):
-    result = _ORIGINAL["init_process_group"](*args, **kwargs)
-    _start_probes()
-    return result
+def uninstall():
+    PATCHES.undo()
+
+
+def original(name):
+    """torch.distributed's own function (dsdiag's hooks call these: nothing recorded twice)."""
+    try:
+        return PATCHES[name]
+    except KeyError:
+        return getattr(dist, name)
+
+
+def _replace_both(name, wrap):
+    fn = getattr(dist, name)
+    wrapped = wrap(fn)
+    PATCHES.replace(dist, name, wrapped)
+    if getattr(dist.distributed_c10d, name, None) is fn:
+        PATCHES.replace(dist.distributed_c10d, name, wrapped, key="distributed_c10d." + name)
+
+
+def _wrap_init_process_group(original):
+    @functools.wraps(original)
+    def init_process_group(*args, **kwargs):
+        result = original(*args, **kwargs)
+        _start_probes()
+        return result
+
+    return init_process_group
 
 
 def _start_probes():
@@ -76,14 +89,17 @@ def _start_probes():
         RUNTIME.switch_off("start", e)
 
 
-@functools.wraps(dist.new_group)
-def _new_group(*args, **kwargs):
-    group = _ORIGINAL["new_group"](*args, **kwargs)
-    try:
-        RUNTIME.group_id(group)  # numbered in creation order, the same on every rank
-    except Exception:
-        pass
-    return group
+def _wrap_new_group(original):
+    @functools.wraps(original)
+    def new_group(*args, **kwargs):
+        group = original(*args, **kwargs)
+        try:
+            RUNTIME.group_id(group)  # numbered in creation order, the same on every rank
+        except Exception:
+            pass
+        return group
+
+    return new_group
 
 
 def _wrap_collective(fn, op, tensor_arg):

@@ -6,12 +6,13 @@ torch.cpu.amp.GradScaler in torch 2.x) get their public methods wrapped — scal
 step, update — and their __init__, which wraps the same methods of any subclass when one
 is created (FSDP's ShardedGradScaler, a job's own). Only the outermost call of a method
 on a scaler is seen (a subclass's step() calling super().step() is one step). What each
-call tells the scaler's probe (_scaler_probe.py): scale(), a loss was scaled this
+call tells the scaler's probe (_probe.py): scale(), a loss was scaled this
 iteration; unscale_(optimizer), these parameters' gradients are unscaled; step(), whether
 the optimizer stepped; update(), the end of the iteration, where the record is written.
 
 A skipped step: GradScaler.step() does not call optimizer.step(), so the step record would
-never end; the step's end is then written here, as the optimizer probe writes it (_optim).
+never end; the step's end is then written here, as the optimizer probe writes it
+(dsdiag.torch.steps).
 
 A disabled scaler (enabled=False, or torch 1.13's without CUDA) is called through: nothing
 is scaled, nothing is recorded.
@@ -21,13 +22,16 @@ import functools
 import importlib
 import weakref
 
-from dsdiag.torch import _clip, _optim
+from dsdiag.torch._patches import Patches
 from dsdiag.torch._runtime import RUNTIME, guard
-from dsdiag.torch._scaler_probe import ScalerProbe
+from dsdiag.torch.scaler import _clip
+from dsdiag.torch.scaler._probe import ScalerProbe
+from dsdiag.torch.steps import _optimizer
 
 _METHODS = ("scale", "unscale_", "step", "update")
 _WRAPPED = "_dsdiag_wrapped"
-_BASES = []  # torch's GradScaler classes
+_BASES = []  # torch's GradScaler classes, while installed
+PATCHES = Patches("scaler")
 _PROBES = weakref.WeakKeyDictionary()  # scaler -> ScalerProbe (no attribute on the job's object)
 _ACTIVE = weakref.WeakKeyDictionary()  # scaler -> names of its methods running now
 
@@ -36,7 +40,7 @@ _MODULES = ("torch.cuda.amp", "torch.cuda.amp.grad_scaler", "torch.amp", "torch.
 
 
 def install():
-    if _BASES:
+    if PATCHES:
         return
     for name in _MODULES:
         try:
@@ -45,10 +49,16 @@ def install():
             continue
         if isinstance(cls, type) and cls not in _BASES:
             _BASES.append(cls)
+    PATCHES.on_undo(lambda: _BASES.clear())
     for cls in _BASES:
         _wrap_class(cls)
-    _clip.install()
-    _clip.UNSCALED_CHECK[0] = _clip_sees_unscaled
+    _clip.install(PATCHES)
+    _clip.STATE.unscaled_check = _clip_sees_unscaled
+    PATCHES.on_undo(lambda: setattr(_clip.STATE, "unscaled_check", None))
+
+
+def uninstall():
+    PATCHES.undo()
 
 
 def _wrap_class(cls):
@@ -58,7 +68,7 @@ def _wrap_class(cls):
             continue
         wrapped = _wrap_init(fn) if name == "__init__" else _wrap_method(name, fn)
         setattr(wrapped, _WRAPPED, True)
-        setattr(cls, name, wrapped)
+        PATCHES.replace(cls, name, wrapped, key=(cls, name))
 
 
 def _wrap_init(init):
@@ -139,7 +149,7 @@ def _after_scale(probe, scaler, args, kwargs, context, stock):
 @guard("scaler")
 def _before_unscale(probe, scaler, args, kwargs):
     # The gradients as the backward left them, before unscale_ divides them in place.
-    _optim.before_step_once()
+    _optimizer.before_step_once()
     return None
 
 
@@ -161,7 +171,7 @@ def _after_step(probe, scaler, args, kwargs, step_before, stock):
     if not ended and RUNTIME.in_step:
         # Skipped: optimizer.step() never ran, its probe did not end the step. The records
         # it writes around a step (gradients, participation, parameters) are written as if.
-        _optim.end_skipped_step()
+        _optimizer.end_skipped_step()
 
 
 @guard("scaler")

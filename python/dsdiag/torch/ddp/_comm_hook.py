@@ -1,4 +1,4 @@
-"""DistributedDataParallel: the model's probe (_model.py: the parameter table, which
+"""DistributedDataParallel's probe: the model's probe (_model.py: the parameter table, which
 parameters took part in each backward, the parameters every N steps) built on the wrapped
 module, the gradients at the allreduce's completion and again before the optimizer uses
 them — what missing-grad, grad-desync, init- and replica-divergence diff across ranks — and
@@ -18,28 +18,31 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from dsdiag import _core
-from dsdiag.torch import _dist, _futures
-from dsdiag.torch._model import ModelProbe
+from dsdiag.torch import _futures
+from dsdiag.torch._patches import Patches
 from dsdiag.torch._runtime import RUNTIME, Suppress, guard, phase
 from dsdiag.torch._tensors import dtype_name, fingerprint_each
+from dsdiag.torch.collectives import original
+from dsdiag.torch.ddp._model import ModelProbe
 
-_ORIGINAL = {}
+PATCHES = Patches("ddp")
 
 
 def install():
-    if _ORIGINAL:
+    if PATCHES:
         return
-    _ORIGINAL["__init__"] = DDP.__init__
-    DDP.__init__ = _ddp_init
-    _ORIGINAL["forward"] = DDP.forward
-    DDP.forward = _ddp_forward
-    _ORIGINAL["register_comm_hook"] = DDP.register_comm_hook
-    DDP.register_comm_hook = _register_comm_hook
+    PATCHES.replace(DDP, "__init__", _ddp_init)
+    PATCHES.replace(DDP, "forward", _ddp_forward)
+    PATCHES.replace(DDP, "register_comm_hook", _register_comm_hook)
+
+
+def uninstall():
+    PATCHES.undo()
 
 
 @functools.wraps(DDP.__init__)
 def _ddp_init(self, *args, **kwargs):
-    _ORIGINAL["__init__"](self, *args, **kwargs)
+    PATCHES["__init__"](self, *args, **kwargs)
     _attach(self)
 
 
@@ -50,7 +53,7 @@ def _attach(ddp):
         RUNTIME.model = probe
     ddp._dsdiag_probe = probe
     # Our hook, around the default allreduce until the job registers its own.
-    _ORIGINAL["register_comm_hook"](ddp, probe, _comm_hook)
+    PATCHES["register_comm_hook"](ddp, probe, _comm_hook)
 
 
 def _ddp_forward(self, *args, **kwargs):
@@ -58,10 +61,10 @@ def _ddp_forward(self, *args, **kwargs):
     # A forward without autograd (validation under no_grad / inference_mode) is no part of
     # a training step: it opens none and is not the step's forward phase.
     if probe is None or not RUNTIME.on or not torch.is_grad_enabled():
-        return _ORIGINAL["forward"](self, *args, **kwargs)
+        return PATCHES["forward"](self, *args, **kwargs)
     _before_forward()
     with phase("forward"):
-        return _ORIGINAL["forward"](self, *args, **kwargs)
+        return PATCHES["forward"](self, *args, **kwargs)
 
 
 @guard("ddp-forward")
@@ -73,7 +76,7 @@ def _before_forward():
 def _register_comm_hook(self, state, hook):
     probe = getattr(self, "_dsdiag_probe", None)
     if probe is None:
-        return _ORIGINAL["register_comm_hook"](self, state, hook)
+        return PATCHES["register_comm_hook"](self, state, hook)
     # DDP takes one hook: ours is in place, the job's runs inside it.
     if probe.user_hook is not None:
         raise RuntimeError("register_comm_hook must be called only once.")
@@ -88,7 +91,7 @@ def _default_allreduce(probe, bucket):
     tensor = bucket.buffer().div_(probe.world_size)
     if probe.group_object is not None:
         return probe.group_object.allreduce([tensor]).get_future()
-    work = _dist.original("all_reduce")(tensor, group=probe.process_group, async_op=True)
+    work = original("all_reduce")(tensor, group=probe.process_group, async_op=True)
     return work.get_future()
 
 

@@ -1,6 +1,6 @@
 """The training DataLoader: how long the loop waits for each batch (`loader` records, the
 step's `data` phase, the step record's samples), which epoch it is in (RUNTIME.epoch, the
-step record's epoch) and, at each epoch's first step, the sampler's shard (_data_sampler).
+step record's epoch) and, at each epoch's first step, the sampler's shard (_sampler).
 
 Each DataLoader.__iter__ call is one pass (a `_Feed`, kept on the iterator); the iterator's
 __next__ is timed. Only the loader feeding training counts:
@@ -32,7 +32,7 @@ from collections.abc import Mapping
 import torch
 
 from dsdiag import _core
-from dsdiag.torch import _data_sampler
+from dsdiag.torch.data import _sampler
 from dsdiag.torch._runtime import RUNTIME, guard, phase
 
 # What a fetch is, decided before it (_before).
@@ -51,7 +51,7 @@ class _Feed(object):
         self.loader = weakref.ref(loader)
         self.dataset = _weak(loader.dataset)
         self.dataset_id = id(loader.dataset)
-        self.sampler = _data_sampler.distributed_sampler(loader)
+        self.sampler = _sampler.distributed_sampler(loader)
         self.expected = _length(loader)
         self.yielded = 0  # batches the pass returned, counted or not
         self.counted = 0  # of them, trained on
@@ -173,7 +173,7 @@ def _write(feed, wait, produce, samples):
     if not feed.sampler_written:
         feed.sampler_written = True  # drawn by now: at __iter__ (workers) or this fetch
         if feed.sampler is not None:
-            _data_sampler.write_draw(feed.sampler, feed.epoch)
+            _sampler.write_draw(feed.sampler, feed.epoch)
     _core.write_loader(RUNTIME.session, wait, produce, samples)
     RUNTIME.samples += samples
     feed.counted += 1

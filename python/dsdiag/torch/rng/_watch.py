@@ -17,7 +17,7 @@ A stream "draws in training" when, within the watched steps, its state moved
   - between two steps in two consecutive gaps (noise drawn before the forward, every step).
 A single move between two steps is not use: a DataLoader draws its workers' base seed from
 the global generator once per pass (at iter(), outside any step), which is harmless for the
-main stream; the workers' own streams are probed themselves (_rng_loader). Nor is that draw
+main stream; the workers' own streams are probed themselves (_loader). Nor is that draw
 when the loop makes its iterator inside a step (Lightning's data fetcher does, at the first
 batch): DataLoader.__iter__ tells the watch (around_loader_iter), which moves the stream's
 observed state along with the draw. A gap in which
@@ -35,7 +35,7 @@ import sys
 
 from dsdiag import _core
 from dsdiag._warn import warn_once
-from dsdiag.torch import _rng_state
+from dsdiag.torch.rng import _state
 
 WINDOW = 8  # steps watched for a first use; then a stream never seen drawing is left alone
 
@@ -59,19 +59,19 @@ class _Stream(object):
 def _streams():
     """The streams this process has, decided once, at the first step (CUDA is initialised by
     then when the job uses it; never initialised here)."""
-    streams = [_Stream("torch-cpu", _rng_state.torch_cpu)]
+    streams = [_Stream("torch-cpu", _state.torch_cpu)]
     torch = sys.modules.get("torch")
     cuda = getattr(torch, "cuda", None)
     try:
         if cuda is not None and cuda.is_initialized():
             device = cuda.current_device()
             streams.append(_Stream("torch-cuda:%d" % device,
-                                   lambda: _rng_state.torch_cuda(device)))
+                                   lambda: _state.torch_cuda(device)))
     except Exception as e:
         warn_once("rng-cuda", "no CUDA RNG probe: %r" % (e,))
     if sys.modules.get("numpy") is not None:
-        streams.append(_Stream("numpy", _rng_state.numpy_global))
-    streams.append(_Stream("random", _rng_state.python_random))
+        streams.append(_Stream("numpy", _state.numpy_global))
+    streams.append(_Stream("random", _state.python_random))
     return streams
 
 
@@ -136,12 +136,16 @@ class Watch(object):
         _core.write_rng(runtime.session, s.name, why, seed, state_hash)
 
 
-WATCH = []  # the process's Watch, once _rng installed it
+class _Installed(object):
+    watch = None  # the process's Watch, once dsdiag.torch.rng installed it
+
+
+INSTALLED = _Installed()
 
 
 def around_loader_iter(make_iterator):
     """make_iterator() (DataLoader.__iter__), with its draw from torch-cpu forgiven."""
-    watch = WATCH[0] if WATCH else None
+    watch = INSTALLED.watch
     before = _torch_cpu_hash() if watch is not None and watch.streams is not None else None
     it = make_iterator()  # the job's own call: whatever it raises is the job's
     if before is not None:
@@ -153,7 +157,7 @@ def around_loader_iter(make_iterator):
 
 def _torch_cpu_hash():
     try:
-        return _rng_state.torch_cpu()[1]
+        return _state.torch_cpu()[1]
     except Exception as e:  # the watch reads it too, and switches itself off there
         warn_once("rng-loader-iter", "torch-cpu not read around DataLoader.__iter__: %r" % (e,))
         return None

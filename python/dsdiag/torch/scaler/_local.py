@@ -7,7 +7,7 @@ overflow came from. So a hook on each of the DDP model's parameters (a tensor ho
 the gradient autograd computed, before DDP copies it into its bucket) takes that gradient's
 max-abs, on the gradient's device: one reduction kernel per parameter and backward, no
 sync. The scaler probe reads whether they were all finite once per step, in the same
-transfer as the scaler's own flag (_scaler_probe.py).
+transfer as the scaler's own flag (_probe.py).
 
 The hooks go on only once an enabled GradScaler has scaled a loss: jobs without fp16
 scaling pay nothing.

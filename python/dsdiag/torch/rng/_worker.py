@@ -1,8 +1,8 @@
 """Inside a DataLoader worker process: which random streams the worker's dataset draws
-from, and their state when the worker began, sent to the rank's main process (_rng_loader
+from, and their state when the worker began, sent to the rank's main process (_loader
 writes the records; a worker writes nothing).
 
-Two picklable callables take the DataLoader's place (set by _rng_loader on the loader, so
+Two picklable callables take the DataLoader's place (set by _loader on the loader, so
 they reach the worker by fork, spawn or forkserver alike):
   - WorkerInit, the loader's worker_init_fn: runs the job's own worker_init_fn, then hashes
     the worker's torch, random and NumPy states — what the worker will draw from, after
@@ -17,10 +17,16 @@ stopped reading makes the worker drop the message, never wait. Nothing here rais
 worker; the job's functions run exactly as without dsdiag.
 """
 
-from dsdiag.torch import _rng_state
+from dsdiag.torch.rng import _state
 
 REPORT_BATCHES = 4  # batches of a worker looked at for draws; then it is left alone
-_WORKER = [None]  # this worker process's _WorkerState (None in the rank's main process)
+
+
+class _ThisProcess(object):
+    worker = None  # this worker process's _WorkerState (None in the rank's main process)
+
+
+THIS_PROCESS = _ThisProcess()
 
 
 def _spawning():
@@ -49,9 +55,9 @@ class WorkerInit(object):
         if self.conn is None:
             return
         try:
-            _WORKER[0] = _WorkerState(self.conn, worker_id)
+            THIS_PROCESS.worker = _WorkerState(self.conn, worker_id)
         except Exception:  # a stream we cannot read: no report from this worker
-            _WORKER[0] = None
+            THIS_PROCESS.worker = None
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -69,7 +75,7 @@ class CollateProbe(object):
 
     def __call__(self, batch):
         out = self.collate_fn(batch)
-        worker = _WORKER[0]
+        worker = THIS_PROCESS.worker
         if worker is not None and worker.batches_left > 0:
             worker.look()
         return out
@@ -77,8 +83,8 @@ class CollateProbe(object):
 
 def _states():
     """{stream: (seed, hash)} of the worker's generators."""
-    states = {"torch": _rng_state.torch_cpu(), "random": _rng_state.python_random()}
-    numpy = _rng_state.numpy_global()
+    states = {"torch": _state.torch_cpu(), "random": _state.python_random()}
+    numpy = _state.numpy_global()
     if numpy is not None:
         states["numpy"] = numpy
     return states

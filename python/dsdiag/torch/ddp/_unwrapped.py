@@ -20,44 +20,57 @@ import weakref
 
 import torch
 
-from dsdiag.torch import _model_owners
-from dsdiag.torch._model import ModelProbe
+from dsdiag.torch.ddp import _model_owners
+from dsdiag.torch.ddp._model import ModelProbe
 from dsdiag.torch._runtime import RUNTIME, guard
 
-_OPTIMIZERS = []  # weak references to the optimizers built so far, in order
-_DECIDED = [False]  # the model's probe is settled: this one, DDP's, or none
+
+
+class _Candidates(object):
+    """The optimizers built before the model's probe is settled."""
+
+    def __init__(self):
+        self.optimizers = []  # weak references to the optimizers built so far, in order
+        self.decided = False  # the model's probe is settled: this one, DDP's, or none
+
+    def decide(self):
+        self.decided = True
+        del self.optimizers[:]
+
+
+CANDIDATES = _Candidates()
 
 
 def remember(optimizer):
     """From Optimizer.__init__, probes on or not (a job may build its optimizer before
     init_process_group): a weak reference, nothing else."""
-    if not _DECIDED[0]:
-        _OPTIMIZERS.append(weakref.ref(optimizer))
+    if not CANDIDATES.decided:
+        CANDIDATES.optimizers.append(weakref.ref(optimizer))
 
 
 def at_step_begin(runtime):
     """A step-begin hook (RUNTIME.step_begin_hooks), run where the step begins: at the
     training loader's fetch or the backward, so the participation hooks go in before it."""
-    if not _DECIDED[0]:
+    if not CANDIDATES.decided:
         attach(hooked_late=False)
 
 
 def at_optimizer_step_first():
     """An optimizer step that begins its step (no loader fetch, no Tensor.backward seen:
     torch.autograd.backward): this step's backward is over, its participation unknown."""
-    if not _DECIDED[0]:
+    if not CANDIDATES.decided:
         attach(hooked_late=True)
 
 
 @guard("unwrapped-model")
 def attach(hooked_late):
     if RUNTIME.model is not None:  # DDP's probe covers the model
-        _decide()
+        CANDIDATES.decide()
         return
-    optimizers = [o for o in (ref() for ref in _OPTIMIZERS) if o is not None]
+    optimizers = [o for o in (ref() for ref in CANDIDATES.optimizers) if o is not None]
     if not optimizers:
         return  # none built yet: asked again at the next step
-    _decide()
+    CANDIDATES.decide()
     if _world_size() < 2:
         return  # no replicas to compare
     params = _trained_params(optimizers)
@@ -67,11 +80,6 @@ def attach(hooked_late):
     owned = _owned(params, owners)
     if owned:
         RUNTIME.model = UnwrappedModelProbe(owned, owners, hooked_late)
-
-
-def _decide():
-    _DECIDED[0] = True
-    del _OPTIMIZERS[:]
 
 
 def _world_size():

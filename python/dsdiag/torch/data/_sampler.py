@@ -6,7 +6,7 @@ DistributedSampler.__iter__ builds the epoch's index list and returns iter(list)
 wrapper keeps a reference to that very list (read back from the list iterator, which is
 returned untouched: the job iterates the same object) with the sampler's epoch, seed and
 dataset size, until the training loader's probe writes it at the first step of the epoch
-(_data_loader.py: only the training loader's sampler is written, never a validation one).
+(_loader.py: only the training loader's sampler is written, never a validation one).
 No per-sample Python work: the list is the sampler's own; hashing and the membership bitmap
 are done in C++ by the writer.
 
@@ -22,13 +22,22 @@ import weakref
 from torch.utils.data.distributed import DistributedSampler
 
 from dsdiag import _core
+from dsdiag.torch._patches import Patches
 from dsdiag.torch._runtime import RUNTIME, guard
 
-_ORIGINAL = {}
-_DRAWS = {}  # id(sampler) -> _Draw: the latest epoch each sampler drew, until written
+PATCHES = Patches("data.sampler")
+
 _MAX_DRAWS = 16  # validation samplers' draws are never taken: keep a few
 _LIST_ITERATOR = type(iter([]))
-_LAST_UNSHUFFLED = [None]  # the last unshuffled _Draw written
+
+
+class _Draws(object):
+    def __init__(self):
+        self.latest = {}  # id(sampler) -> _Draw: the latest epoch each sampler drew, until written
+        self.last_unshuffled = None  # the last unshuffled _Draw written
+
+
+DRAWS = _Draws()
 
 
 class _Draw(object):
@@ -36,15 +45,12 @@ class _Draw(object):
 
 
 def install():
-    if _ORIGINAL:
-        return
-    _ORIGINAL["__iter__"] = DistributedSampler.__iter__
-    DistributedSampler.__iter__ = _sampler_iter
+    PATCHES.replace(DistributedSampler, "__iter__", _sampler_iter)
 
 
 @functools.wraps(DistributedSampler.__iter__)
 def _sampler_iter(self):
-    it = _ORIGINAL["__iter__"](self)
+    it = PATCHES["__iter__"](self)
     if RUNTIME.on and type(it) is _LIST_ITERATOR and type(self).__iter__ is _sampler_iter:
         _keep(self, it)
     return it
@@ -66,10 +72,10 @@ def _keep(sampler, it):
     draw.seed = _int64(sampler.seed)
     draw.size = len(sampler.dataset)
     draw.shuffle = bool(getattr(sampler, "shuffle", True))
-    _DRAWS.pop(id(sampler), None)
-    _DRAWS[id(sampler)] = draw
-    while len(_DRAWS) > _MAX_DRAWS:
-        del _DRAWS[next(iter(_DRAWS))]
+    DRAWS.latest.pop(id(sampler), None)
+    DRAWS.latest[id(sampler)] = draw
+    while len(DRAWS.latest) > _MAX_DRAWS:
+        del DRAWS.latest[next(iter(DRAWS.latest))]
 
 
 def _int64(value):
@@ -90,13 +96,13 @@ def distributed_sampler(loader):
 def write_draw(sampler, epoch):
     """Writes the `sampler` record of the epoch `sampler` last drew, as training epoch
     `epoch` (once: the draw is consumed). Called with a step open."""
-    draw = _DRAWS.pop(id(sampler), None)
+    draw = DRAWS.latest.pop(id(sampler), None)
     if draw is None or (draw.ref is not None and draw.ref() is not sampler):
         return
     if not draw.shuffle:
-        last = _LAST_UNSHUFFLED[0]
+        last = DRAWS.last_unshuffled
         if last is not None and last.size == draw.size and last.indices == draw.indices:
             return  # the same shard again, by design
-        _LAST_UNSHUFFLED[0] = draw
+        DRAWS.last_unshuffled = draw
     _core.write_sampler(RUNTIME.session, epoch, draw.sampler_epoch, draw.seed, draw.indices,
                         draw.size)

@@ -11,18 +11,14 @@ import functools
 import signal
 
 from dsdiag.torch._runtime import RUNTIME, guard
+from dsdiag.torch.process._exit import PATCHES
 
 _WITNESSED = (signal.SIGTERM, signal.SIGINT)
-_ORIGINAL = {}
 
 
 def install():
-    if _ORIGINAL:
-        return
-    _ORIGINAL["signal"] = signal.signal
-    _ORIGINAL["getsignal"] = signal.getsignal
-    signal.signal = _signal
-    signal.getsignal = _getsignal
+    PATCHES.replace(signal, "signal", _signal)
+    PATCHES.replace(signal, "getsignal", _getsignal)
 
 
 class Recording(object):
@@ -41,15 +37,15 @@ class Recording(object):
 @functools.wraps(signal.signal)
 def _signal(signalnum, handler):
     if signalnum in _WITNESSED and callable(handler) and not isinstance(handler, Recording):
-        previous = _ORIGINAL["signal"](signalnum, Recording(signalnum, handler))
+        previous = PATCHES["signal"](signalnum, Recording(signalnum, handler))
     else:
-        previous = _ORIGINAL["signal"](signalnum, handler)
+        previous = PATCHES["signal"](signalnum, handler)
     return previous.handler if isinstance(previous, Recording) else previous
 
 
 @functools.wraps(signal.getsignal)
 def _getsignal(signalnum):
-    current = _ORIGINAL["getsignal"](signalnum)
+    current = PATCHES["getsignal"](signalnum)
     return current.handler if isinstance(current, Recording) else current
 
 

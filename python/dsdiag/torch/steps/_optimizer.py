@@ -3,7 +3,7 @@ the backward left (who took part, the gradients as synced and as about to be use
 step(closure), when the closure that runs the backward returns; the step itself is the
 `optimizer` phase; after it the step record is written. Every optimizer built is
 remembered: what it trains is the model the probe watches when no DDP wraps it
-(_unwrapped).
+(dsdiag.torch.ddp._unwrapped).
 
 torch 2.x has global optimizer step hooks (register_optimizer_step_pre_hook); torch 1.13 has
 none, so each optimizer class's step is wrapped once, the way its own profiling hook is."""
@@ -12,34 +12,32 @@ import functools
 
 import torch
 
-from dsdiag.torch import _unwrapped
+from dsdiag.torch._patches import Patches
 from dsdiag.torch._runtime import RUNTIME, guard, phase
+from dsdiag.torch.ddp import _unwrapped
 
 _WRAPPED = "_dsdiag_wrapped"
-_ORIGINAL = {}
+PATCHES = Patches("steps")  # with the backward's (_backward)
 
 
 def install():
-    if _ORIGINAL:
-        return
-    _ORIGINAL["__init__"] = torch.optim.Optimizer.__init__
-    torch.optim.Optimizer.__init__ = _optimizer_init
-    RUNTIME.step_begin_hooks.append(_unwrapped.at_step_begin)
+    PATCHES.replace(torch.optim.Optimizer, "__init__", _optimizer_init)
+    PATCHES.append(RUNTIME.step_begin_hooks, _unwrapped.at_step_begin)
 
 
 @functools.wraps(torch.optim.Optimizer.__init__)
 def _optimizer_init(self, *args, **kwargs):
-    _ORIGINAL["__init__"](self, *args, **kwargs)
+    PATCHES["__init__"](self, *args, **kwargs)
     _remember(self)
     cls = type(self)
     step = cls.__dict__.get("step") or cls.step
     if not getattr(step, _WRAPPED, False):
-        wrapped = _wrap_step(step)
-        cls.step = wrapped
+        # Each optimizer class's step, once (undone with the rest: uninstall).
+        PATCHES.replace(cls, "step", _wrap_step(step), key=cls)
 
 
 def _remember(optimizer):
-    """What it trains is the model's, when no DDP wraps it (_unwrapped)."""
+    """What it trains is the model's, when no DDP wraps it (dsdiag.torch.ddp._unwrapped)."""
     try:
         _unwrapped.remember(optimizer)
     except Exception:  # never into the job's constructor
@@ -86,15 +84,19 @@ def _after_closure(closure):
     return run_then_record
 
 
-_PRE_STEP = {"done": False}  # the pre-step records of the current step are written
+class _PreStep(object):
+    done = False  # the pre-step records of the current step are written
+
+
+PRE_STEP = _PreStep()
 
 
 def before_step_once():
     """What the backward left, recorded once per step: at the optimizer step, or earlier
     when GradScaler.unscale_ is about to change the gradients in place (the trainer takes
     its pre-step fingerprints before unscaling too)."""
-    if not _PRE_STEP["done"]:
-        _PRE_STEP["done"] = True
+    if not PRE_STEP.done:
+        PRE_STEP.done = True
         _before_step()
 
 
@@ -117,7 +119,7 @@ def _before_step():
 
 @guard("optimizer")
 def _after_step():
-    _PRE_STEP["done"] = False
+    PRE_STEP.done = False
     if RUNTIME.model is not None:
         RUNTIME.model.after_optimizer_step(RUNTIME.step)
     RUNTIME.end_step()

@@ -7,7 +7,7 @@ session still stamps it with that step):
   inf_global  the scaler's own found-inf flag: under DDP it is computed on the reduced
               gradients, so it is the flag reduced across ranks;
   inf_local   whether this rank's own gradients were non-finite before the allreduce
-              (_scaler_local.py; the scaler's flag when there is no DDP model);
+              (_local.py; the scaler's flag when there is no DDP model);
   skipped     the optimizer step was skipped (found inf; without the scaler's private
               state: its optimizer.step() never ran);
   event       growth / backoff / none: what update() does, from the documented rule
@@ -34,7 +34,7 @@ import math
 import torch
 
 from dsdiag import _core
-from dsdiag.torch import _clip, _scaler_local
+from dsdiag.torch.scaler import _clip, _local
 from dsdiag.torch._runtime import RUNTIME, finite_or_nan
 
 _FLOAT32_MAX = 3.4028234663852886e38
@@ -65,7 +65,7 @@ class ScalerProbe(object):
         if isinstance(outputs, torch.Tensor) and outputs.numel() == 1 \
                 and outputs.device.type == "cpu":
             self.loss = float(outputs.detach())
-        _scaler_local.LOCAL.attach()
+        _local.LOCAL.attach()
 
     def after_unscale(self, scaler, optimizer):
         for group in optimizer.param_groups:
@@ -163,7 +163,7 @@ class ScalerProbe(object):
                 for flag in flags:
                     want(flag, _accumulate(self.found, key))
                 self.found.setdefault(key, False)
-        local = _scaler_local.LOCAL.take()
+        local = _local.LOCAL.take()
         if local is not None:
             want(local, lambda v: setattr(self, "local_inf", bool(v) or bool(self.local_inf)))
         if not values:

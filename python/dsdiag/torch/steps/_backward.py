@@ -7,24 +7,20 @@ import math
 import torch
 
 from dsdiag.torch._runtime import RUNTIME, guard, phase
-
-_ORIGINAL = {}
+from dsdiag.torch.steps._optimizer import PATCHES
 
 
 def install():
-    if _ORIGINAL:
-        return
-    _ORIGINAL["backward"] = torch.Tensor.backward
-    torch.Tensor.backward = _backward
+    PATCHES.replace(torch.Tensor, "backward", _backward)
 
 
 @functools.wraps(torch.Tensor.backward)
 def _backward(self, *args, **kwargs):
     if not RUNTIME.on:
-        return _ORIGINAL["backward"](self, *args, **kwargs)
+        return PATCHES["backward"](self, *args, **kwargs)
     _enter(self)
     with phase("backward"):
-        return _ORIGINAL["backward"](self, *args, **kwargs)
+        return PATCHES["backward"](self, *args, **kwargs)
 
 
 @guard("backward")
