@@ -15,14 +15,21 @@ from dsdiag.torch._patches import Patches
 from dsdiag.torch._runtime import RUNTIME, Suppress, guard, suppressed
 from dsdiag.torch._tensors import dtype_name
 
-# name -> (op in the record, the argument holding the tensor or tensor list)
+# name -> (op in the record, the argument whose tensor (or tensors, summed) the record
+# counts). A collective of every rank of its group only: a send or recv is not one (its
+# sequence is its pair's, not the group's) and is not recorded as one.
 COLLECTIVES = {
     "all_reduce": ("allreduce", "tensor"),
     "broadcast": ("broadcast", "tensor"),
     "reduce": ("reduce", "tensor"),
-    "all_gather": ("allgather", "tensor"),
-    "reduce_scatter": ("reduce_scatter", "output"),
-    "all_to_all_single": ("alltoall", "output"),
+    "all_gather": ("allgather", "tensor"),  # what each rank sends
+    "all_gather_into_tensor": ("allgather", "input_tensor"),
+    "gather": ("gather", "tensor"),  # what each rank sends to the root
+    "scatter": ("scatter", "tensor"),  # what each rank receives from the root
+    "reduce_scatter": ("reduce_scatter", "output"),  # what each rank receives
+    "reduce_scatter_tensor": ("reduce_scatter", "output"),
+    "all_to_all_single": ("alltoall", "output"),  # what each rank receives, in all
+    "all_to_all": ("alltoall", "output_tensor_list"),
     "barrier": ("barrier", None),
 }
 
@@ -131,14 +138,14 @@ def _wrap_collective(fn, op, tensor_arg):
 def _begin(signature, op, tensor_arg, args, kwargs):
     bound = signature.bind_partial(*args, **kwargs)
     params = bound.arguments
-    tensor = params.get(tensor_arg) if tensor_arg else None
-    if isinstance(tensor, (list, tuple)):
-        tensor = tensor[0] if tensor else None
+    given = params.get(tensor_arg) if tensor_arg else None
+    tensors = [t for t in (given if isinstance(given, (list, tuple)) else [given])
+               if isinstance(t, torch.Tensor)]
     dtype, count, nbytes = "", 0, 0
-    if isinstance(tensor, torch.Tensor):
-        dtype = dtype_name(tensor.dtype)
-        count = tensor.numel()
-        nbytes = count * tensor.element_size()
+    if tensors:
+        dtype = dtype_name(tensors[0].dtype)
+        count = sum(t.numel() for t in tensors)
+        nbytes = sum(t.numel() * t.element_size() for t in tensors)
     pg = RUNTIME.group_id(params.get("group"))
     RUNTIME.begin_step_if_needed()
     record = RUNTIME.probes.collective(pg, op, dtype, count, nbytes, op)

@@ -1,0 +1,44 @@
+"""Every collective a job issues itself, on the default group and on a sub-group, is a
+`coll` record with its op, group, sequence, dtype and count (jobs/collectives_job.py, 2
+ranks, Gloo): all_reduce, broadcast, reduce, all_gather(_into_tensor), gather, scatter,
+reduce_scatter(_tensor), all_to_all(_single) and barrier. A clean job of them is clean.
+
+Run by ctest once per Python lane (DSDIAG_TEST_PYTHON)."""
+import json
+import os
+import re
+
+from dsdiag_jobs import JobTestCase, compare, read_trace, run_job, serious
+
+OPS = {"all_reduce": "allreduce", "broadcast": "broadcast", "reduce": "reduce",
+       "all_gather": "allgather", "all_gather_into_tensor": "allgather", "gather": "gather",
+       "scatter": "scatter", "reduce_scatter": "reduce_scatter",
+       "reduce_scatter_tensor": "reduce_scatter", "all_to_all_single": "alltoall",
+       "all_to_all": "alltoall", "barrier": "barrier"}
+GROUPS = {"default": 0, "sub": 1}
+
+
+class Collectives(JobTestCase):
+    def test_every_collective_is_recorded_with_its_group_and_count(self):
+        run = self.path("collectives")
+        status, out, err = run_job(run, "collectives_job.py", timeout=180)
+        self.assertEqual(status, 0, err)
+        self.assertEqual(serious(compare(run)), set())
+        issued = [l.split() for l in out.splitlines() if l.startswith("issued ")]
+        for rank in (0, 1):
+            expected = [(GROUPS[g], OPS[call], int(n)) for _, r, call, g, n in issued
+                        if int(r) == rank]
+            self.assertGreaterEqual(len(expected), 16, out)  # 8 a group even on torch 1.13
+            records = [json.loads(r) for r in
+                       read_trace(os.path.join(run, "rank-%05d.jsonl" % rank))]
+            colls = [r for r in records if r["type"] == "coll" and r["step"] == 0
+                     and not re.match("ddp-bucket", r.get("tag", ""))]
+            # In the order issued within each group, numbered per group: the sub-group's
+            # from 0 (the default group's also count DDP's constructor broadcast and buckets).
+            got = sorted(((r["pg"], r["seq"]), (r["pg"], r["op"], r["n"])) for r in colls)
+            in_group_order = sorted(expected, key=lambda e: e[0])  # stable: issue order kept
+            self.assertEqual([g for _, g in got], in_group_order, got)
+            sub_seqs = [seq for (pg, seq), _ in got if pg == 1]
+            self.assertEqual(sub_seqs, list(range(len(sub_seqs))))
+            for r in colls:
+                self.assertEqual(r["dtype"], "f32" if r["op"] != "barrier" else "", r)
