@@ -22,6 +22,7 @@
 #include <array>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -139,6 +140,7 @@ class CollectiveMismatchAnalyzer : public Analyzer {
         const Issued issued{d.rank, sigs_.Id(sig), tags_.Id(std::string_view(e.tag)),
                             e.step.value_or(0)};
         pending_.push_back({CollectiveKey{e.pg, e.seq}, issued});
+        pending_keys_.insert(CollectiveKey{e.pg, e.seq});
       }
     }
   }
@@ -183,6 +185,17 @@ class CollectiveMismatchAnalyzer : public Analyzer {
 
   void Check(const CollectiveKey& key, const CollectiveSlot<Issued>& slot, bool from_dump) {
     std::vector<Issued> issued = slot.entries;
+    // A collective only one rank's trace holds, which another rank's dump holds pending (the
+    // rank that died in it: Gloo aborts the receiver of a wrong size): compared with the
+    // dump's entries at the end, instead of dropped for want of a second rank.
+    if (!from_dump && issued.size() == 1 && pending_keys_.count(key)) {
+      lone_.emplace(key, issued.front());
+      return;
+    }
+    if (from_dump) {
+      if (auto lone = lone_.find(key); lone != lone_.end())
+        issued.insert(issued.begin(), lone->second);
+    }
     auto known = mismatches_.find(key.pg);
     const bool merge = from_dump && known != mismatches_.end() && known->second.key == key;
     if (issued.size() < 2 && !merge) return;
@@ -294,6 +307,8 @@ class CollectiveMismatchAnalyzer : public Analyzer {
   InternTable<Signature, SignatureLess> sigs_;
   InternTable<std::string, std::less<>> tags_;
   std::vector<PendingEntry> pending_;
+  std::set<CollectiveKey> pending_keys_;  // the (pg, seq) of every pending dump entry
+  std::map<CollectiveKey, Issued> lone_;  // one rank's record of a pending_keys_ collective
   std::map<int, PgMismatch> mismatches_;
 };
 

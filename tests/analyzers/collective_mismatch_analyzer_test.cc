@@ -204,6 +204,41 @@ TEST(CollectiveMismatchAnalyzerTest, ARankThatFailedInTheCollectiveCountsWithIts
       << findings[0].summary;
 }
 
+// Two ranks: rank 1 sends a wrong size, and rank 0, receiving it, dies in the collective
+// (Gloo's enforce aborts the receiver): the one trace record and the one pending dump entry
+// of that (pg, seq) are compared.
+TEST(CollectiveMismatchAnalyzerTest, ATraceRecordIsComparedWithThePeersPendingDumpEntry) {
+  TestRun run;
+  for (int r = 0; r < 2; ++r) {
+    WriteRank(&run, r, 2, 3, [r](int64_t step, std::vector<Call>* calls) {
+      if (step != 2) return;
+      if (r == 0) calls->clear();        // died in seq 6: no record from here on
+      if (r == 1) (*calls)[0].n = 1001;  // the wrong size, completed on the sender
+    });
+  }
+  run.WriteFile(trace::FlightDumpFileName(0),
+                "{\"schema\":\"dsdiag.flight/1\",\"run_id\":\"test-run\",\"rank\":0,"
+                "\"world_size\":2,\"reason\":\"terminate\",\"ts\":900000000000,\"entries\":["
+                "{\"pg\":0,\"seq\":6,\"op\":\"allreduce\",\"dtype\":\"f32\",\"n\":1000,"
+                "\"tag\":\"grad-bucket-0\",\"step\":2,\"state\":\"issued\",\"issued\":3}]}\n");
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].step, 2);
+  EXPECT_NE(findings[0].summary.find("seq 6"), std::string::npos) << findings[0].summary;
+}
+
+// Without the dump, one rank's record of a collective the other never recorded is no
+// mismatch (it died before, or the trace was cut).
+TEST(CollectiveMismatchAnalyzerTest, ALoneTraceRecordWithoutADumpIsNoMismatch) {
+  TestRun run;
+  for (int r = 0; r < 2; ++r) {
+    WriteRank(&run, r, 2, 3, [r](int64_t step, std::vector<Call>* calls) {
+      if (step == 2 && r == 0) calls->clear();
+    });
+  }
+  EXPECT_TRUE(Analyze(run).empty());
+}
+
 TEST(CollectiveMismatchAnalyzerTest, AMalformedDumpIsIgnoredHere) {
   TestRun run;
   for (int r = 0; r < 2; ++r) WriteRank(&run, r, 2, 2);
