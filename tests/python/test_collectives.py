@@ -2,13 +2,17 @@
 `coll` record with its op, group, sequence, dtype and count (jobs/collectives_job.py, 2
 ranks, Gloo): all_reduce, broadcast, reduce, all_gather(_into_tensor), gather, scatter,
 reduce_scatter(_tensor), all_to_all(_single) and barrier. A clean job of them is clean.
+A size one rank gets wrong (jobs/collective_size_mismatch.py) is collective-mismatch, though
+the receiving rank dies of it in C++ (Gloo's enforce, std::terminate) before it records the
+collective: its flight dump, written by the terminate handler, holds the pending entry, and
+its death is a follow-on with Gloo's message.
 
 Run by ctest once per Python lane (DSDIAG_TEST_PYTHON)."""
 import json
 import os
 import re
 
-from dsdiag_jobs import JobTestCase, compare, read_trace, run_job, serious
+from dsdiag_jobs import JobTestCase, compare, find, read_trace, run_job, serious
 
 OPS = {"all_reduce": "allreduce", "broadcast": "broadcast", "reduce": "reduce",
        "all_gather": "allgather", "all_gather_into_tensor": "allgather", "gather": "gather",
@@ -42,3 +46,20 @@ class Collectives(JobTestCase):
             self.assertEqual(sub_seqs, list(range(len(sub_seqs))))
             for r in colls:
                 self.assertEqual(r["dtype"], "f32" if r["op"] != "barrier" else "", r)
+
+    def test_a_wrong_size_is_a_mismatch_though_the_receiver_died_of_it(self):
+        run = self.path("size-mismatch")
+        status, _, err = run_job(run, "collective_size_mismatch.py", timeout=180,
+                                 extra=["--timeout", "30"])
+        self.assertNotEqual(status, 0, err)
+        findings = compare(run)
+        self.assertEqual({"collective-mismatch/error"}, {k for k in serious(findings)}, findings)
+        f = find(findings, "collective-mismatch")
+        self.assertEqual((f["ranks"], f["step"]), ([0, 1], 3), f)
+        self.assertIn("rank 1 issued allreduce f32 n=5", f["summary"])
+        deaths = [d for d in findings if d["kind"] == "rank-died"]
+        self.assertTrue(deaths, findings)
+        self.assertEqual({d["severity"] for d in deaths}, {"info"}, deaths)
+        died = [d for d in deaths if "enforce fail" in d["summary"]]
+        self.assertTrue(died, deaths)
+        self.assertIn("follow-on of the collective mismatch", died[0]["summary"])

@@ -60,6 +60,10 @@ class Runtime(object):
             # A hung collective ends the rank (and the launcher the job) within the
             # timeout, instead of Gloo's 30 minutes.
             "end_on_collective_timeout": True,
+            # A C++ exception nobody catches (Gloo's enforce on a worker thread: a size
+            # mismatch) ends the process in std::terminate, never in Python's excepthook:
+            # the error, the flight dump and the end record are written there.
+            "record_terminate": True,
             "header_config": header.get("config", {}),
             "versions": header.get("versions", {}),
             "sections": header.get("sections", {}),
