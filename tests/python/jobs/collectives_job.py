@@ -1,11 +1,12 @@
 """Every collective a job can issue itself, on the default group and on a sub-group of all
-ranks, between the backward and the optimizer step of a small DDP loop (Gloo, run under `dsdiag run --nproc 2`). Prints, per
-rank, the collectives it issued as `issued <rank> <name> <group> <count>`, where count is
-what dsdiag's `coll` record should count: what each rank sends (all_gather, gather), receives
-(scatter, reduce_scatter, all_to_all) or holds (all_reduce, broadcast, reduce).
+ranks, between the backward and the optimizer step of a small DDP loop (Gloo, run under
+`dsdiag run --nproc 2`). Prints, per rank, the collectives it issued as
+`issued <rank> <name> <group> <count>`, where count is what dsdiag's `coll` record should
+count: what each rank sends (all_gather, gather), receives (scatter, reduce_scatter,
+all_to_all) or holds (all_reduce, broadcast, reduce).
 
 Gloo on torch 1.13 lacks all_gather_into_tensor, reduce_scatter(_tensor) and all_to_all:
-they are left out there (JOB_LACKS lists them)."""
+they are left out there (`lacks`)."""
 import os
 
 import torch

@@ -24,10 +24,12 @@ COLLECTIVES = {
     "reduce": ("reduce", "tensor"),
     "all_gather": ("allgather", "tensor"),  # what each rank sends
     "all_gather_into_tensor": ("allgather", "input_tensor"),
+    "all_gather_single": ("allgather", "input_tensor"),  # torch 2.13's new name of it
     "gather": ("gather", "tensor"),  # what each rank sends to the root
     "scatter": ("scatter", "tensor"),  # what each rank receives from the root
     "reduce_scatter": ("reduce_scatter", "output"),  # what each rank receives
     "reduce_scatter_tensor": ("reduce_scatter", "output"),
+    "reduce_scatter_single": ("reduce_scatter", "output"),  # torch 2.13's new name of it
     "all_to_all_single": ("alltoall", "output"),  # what each rank receives, in all
     "all_to_all": ("alltoall", "output_tensor_list"),
     "barrier": ("barrier", None),
