@@ -54,6 +54,8 @@ class Session {
   ~Session();  // writes an `end` record with reason "destroyed" if End() was not called
 
   bool on() const noexcept { return writer_ != nullptr; }
+  // The `end` record is written: nothing more goes into this trace.
+  bool ended() const noexcept { return ended_.load(); }
   Mode mode() const noexcept { return mode_; }
   bool full() const noexcept { return mode_ == Mode::kFull; }
   int rank() const noexcept { return rank_; }

@@ -52,7 +52,9 @@ void TerminateRecorder::OnTerminate() {
   std::terminate_handler previous = self ? self->previous_ : nullptr;
   const bool first = !entered.exchange(true);
   if (self && !first) std::this_thread::sleep_for(std::chrono::seconds(2));
-  if (self && first) {
+  // A trace that ended already ended well: the process dies after it (torch's Gloo threads at
+  // interpreter shutdown, say), and the abort is no part of the run it recorded.
+  if (self && first && !self->session_->ended()) {
     const std::string what = CurrentExceptionText();
     Session* session = self->session_;
     session->RecordError("terminate", what);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <filesystem>
 #include <stdexcept>
 #include <string>
 
@@ -53,6 +54,31 @@ TEST(TerminateRecorderTest, AnUncaughtExceptionIsRecordedThenTheProcessAborts) {
   EXPECT_TRUE(Contains(end, "Connection reset by peer")) << end;
   EXPECT_TRUE(Contains(ReadFile(dir.path() + "/" + trace::FlightDumpFileName(0)),
                        R"("reason":"terminate")"));
+}
+
+TEST(TerminateRecorderTest, AnAbortAfterTheTraceEndedLeavesTheTraceAsItEnded) {
+  test_support::TempDir dir("terminate-after-end");
+  const pid_t pid = fork();
+  if (pid == 0) {
+    SessionConfig config;
+    config.run_dir = dir.path();
+    config.header.run_id = "terminate-after-end-test";
+    std::string error;
+    std::unique_ptr<Session> session = Session::Start(config, &error);
+    FlightRecorder recorder(config.header, dir.path());
+    auto on_terminate = TerminateRecorder::Install(session.get(), &recorder);
+    if (!on_terminate || !on_terminate->installed()) _exit(91);
+    session->End("ok", 0);
+    [&]() noexcept { ThrowFromHere(); }();
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "exit " << WEXITSTATUS(status);
+  EXPECT_EQ(WTERMSIG(status), SIGABRT);
+  const std::string trace = ReadFile(dir.path() + "/" + trace::RankTraceFileName(0));
+  EXPECT_FALSE(Contains(trace, R"("type":"error")")) << trace;
+  EXPECT_TRUE(Contains(SplitLines(trace).back(), R"("reason":"ok")")) << trace;
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/" + trace::FlightDumpFileName(0)));
 }
 
 }  // namespace

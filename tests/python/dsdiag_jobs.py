@@ -96,8 +96,26 @@ def find(findings, kind, severity="error"):
     return None
 
 
+# torch 2.x with Gloo, with or without dsdiag: a rank can abort at interpreter shutdown,
+# after its last line, when a Gloo worker thread still alive then drops the last work of a
+# backward (its at::ThreadLocalState holds a Python object: the GIL it needs is gone, the
+# thread is ended mid-C++) — pytorch#190489. Seen in about 1 of 15 runs of the --probes off
+# jobs here; freeing the DDP model first made it rarer, not gone.
+TORCH_EXIT_RACE = "terminate called without an active exception"
+
+
+def ran_to_its_end(status, err):
+    """The job exited 0, or its only failure was torch's exit race (SIGABRT, 134, with that
+    message): what a baseline run (--probes off) is for, comparing results, still holds."""
+    return status == 0 or (status == 134 and TORCH_EXIT_RACE in err)
+
+
 class JobTestCase(unittest.TestCase):
     """A test with its own temporary directory: self.path(name) is a run directory in it."""
+
+    def assertRanToItsEnd(self, status, err):
+        """For a run without dsdiag's probes (the baseline): exit 0, or torch's exit race."""
+        self.assertTrue(ran_to_its_end(status, err), "exit %d: %s" % (status, err))
 
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="dsdiag-py-")

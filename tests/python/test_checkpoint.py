@@ -52,7 +52,7 @@ class Checkpoints(JobTestCase):
                                       CKPT_DIR=self.path("clean-ckpt")),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              universal_newlines=True, timeout=120)
-        self.assertEqual(off.returncode, 0, off.stderr)
+        self.assertRanToItsEnd(off.returncode, off.stderr)
         def losses(text):
             return sorted(line for line in text.splitlines() if line.startswith("final loss"))
 

@@ -52,7 +52,7 @@ class DdpConfigs(JobTestCase):
                                       OMP_NUM_THREADS="1"),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              universal_newlines=True, timeout=240)
-        self.assertEqual(off.returncode, 0, off.stderr)
+        self.assertRanToItsEnd(off.returncode, off.stderr)
         self.assertEqual(final_losses(out), final_losses(off.stdout))
 
     def check_skip(self, config):

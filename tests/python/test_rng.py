@@ -100,7 +100,7 @@ class RngCollision(JobTestCase):
              PYTHON, os.path.join(JOBS, "rng_loader.py")],
             env=dict(os.environ, OMP_NUM_THREADS="1", **env), stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
-        self.assertEqual(off.returncode, 0, off.stderr)
+        self.assertRanToItsEnd(off.returncode, off.stderr)
         self.assertEqual(sorted(out.splitlines()), sorted(off.stdout.splitlines()))
         self.assertEqual(len(out.splitlines()), 4)
 

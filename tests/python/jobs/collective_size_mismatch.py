@@ -17,5 +17,4 @@ for step in range(6):
     n = 5 if (rank == 1 and step == 3) else 4
     dist.all_reduce(torch.ones(n))
     opt.step()
-model = None  # freed before the group goes (jobs/ddp_configs.py says why)
 dist.destroy_process_group()

@@ -33,9 +33,4 @@ for step in range(steps):
         with torch.no_grad():
             for p in model.parameters():
                 p.mul_(0.999)
-# torch 2.x with Gloo: a DDP model still alive when Python shuts down keeps its process
-# group's worker threads running, and one that lets go of backward's last allreduce then
-# aborts the process ("terminate called without an active exception"). Freed first, the
-# group joins them in destroy_process_group.
-model = None
 dist.destroy_process_group()

@@ -108,9 +108,4 @@ for step in range(steps):
 # One write(2) per line: the ranks share the test's stdout pipe.
 os.write(1, ("final loss %d %.17g\n" % (rank, loss.item())).encode())
 os.write(1, ("final scale %d %.17g\n" % (rank, scaler.get_scale())).encode())
-# torch 2.x with Gloo: a DDP model still alive when Python shuts down keeps its process
-# group's worker threads running, and one that lets go of backward's last allreduce then
-# aborts the process ("terminate called without an active exception"). Freed first, the
-# group joins them in destroy_process_group.
-model = None
 dist.destroy_process_group()

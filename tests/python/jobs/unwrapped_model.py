@@ -63,9 +63,4 @@ while step < steps:
         if step == steps:
             break
     epoch += 1
-# torch 2.x with Gloo: a DDP model still alive when Python shuts down keeps its process
-# group's worker threads running, and one that lets go of backward's last allreduce then
-# aborts the process ("terminate called without an active exception"). Freed first, the
-# group joins them in destroy_process_group.
-model = forward = None
 dist.destroy_process_group()
