@@ -8,6 +8,7 @@
 
 #include <csignal>
 #include <filesystem>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -24,8 +25,12 @@ using test_support::SplitLines;
 
 [[noreturn]] void ThrowFromHere() { throw std::runtime_error("Connection reset by peer"); }
 
-TEST(TerminateRecorderTest, AnUncaughtExceptionIsRecordedThenTheProcessAborts) {
-  test_support::TempDir dir("terminate");
+// Forks a child that starts a session and its TerminateRecorder in `dir`, runs `before` on
+// the session, then throws out of a noexcept frame (std::terminate: the test body itself
+// would catch it); waits for the child and expects it aborted. Returns its trace.
+std::string TraceOfAChildThatTerminates(const test_support::TempDir& dir,
+                                        const std::function<void(Session*)>& before,
+                                        bool check_one_per_process = false) {
   const pid_t pid = fork();
   if (pid == 0) {
     SessionConfig config;
@@ -36,16 +41,21 @@ TEST(TerminateRecorderTest, AnUncaughtExceptionIsRecordedThenTheProcessAborts) {
     FlightRecorder recorder(config.header, dir.path());
     auto on_terminate = TerminateRecorder::Install(session.get(), &recorder);
     if (!on_terminate || !on_terminate->installed()) _exit(91);
-    if (TerminateRecorder::Install(session.get(), &recorder)) _exit(92);  // one per process
-    session->BeginStep(4, 0);
-    // Out of a noexcept frame: std::terminate (the test body itself would catch it).
+    if (check_one_per_process && TerminateRecorder::Install(session.get(), &recorder)) _exit(92);
+    before(session.get());
     [&]() noexcept { ThrowFromHere(); }();
   }
   int status = 0;
   waitpid(pid, &status, 0);
-  ASSERT_TRUE(WIFSIGNALED(status)) << "exit " << WEXITSTATUS(status);
+  EXPECT_TRUE(WIFSIGNALED(status)) << "exit " << WEXITSTATUS(status);
   EXPECT_EQ(WTERMSIG(status), SIGABRT);
-  const std::string trace = ReadFile(dir.path() + "/" + trace::RankTraceFileName(0));
+  return ReadFile(dir.path() + "/" + trace::RankTraceFileName(0));
+}
+
+TEST(TerminateRecorderTest, AnUncaughtExceptionIsRecordedThenTheProcessAborts) {
+  test_support::TempDir dir("terminate");
+  const std::string trace = TraceOfAChildThatTerminates(
+      dir, [](Session* session) { session->BeginStep(4, 0); }, /*check_one_per_process=*/true);
   EXPECT_TRUE(Contains(trace, R"("type":"error")")) << trace;
   EXPECT_TRUE(Contains(trace, R"("where":"terminate")")) << trace;
   const std::string end = SplitLines(trace).back();
@@ -58,24 +68,8 @@ TEST(TerminateRecorderTest, AnUncaughtExceptionIsRecordedThenTheProcessAborts) {
 
 TEST(TerminateRecorderTest, AnAbortAfterTheTraceEndedLeavesTheTraceAsItEnded) {
   test_support::TempDir dir("terminate-after-end");
-  const pid_t pid = fork();
-  if (pid == 0) {
-    SessionConfig config;
-    config.run_dir = dir.path();
-    config.header.run_id = "terminate-after-end-test";
-    std::string error;
-    std::unique_ptr<Session> session = Session::Start(config, &error);
-    FlightRecorder recorder(config.header, dir.path());
-    auto on_terminate = TerminateRecorder::Install(session.get(), &recorder);
-    if (!on_terminate || !on_terminate->installed()) _exit(91);
-    session->End("ok", 0);
-    [&]() noexcept { ThrowFromHere(); }();
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  ASSERT_TRUE(WIFSIGNALED(status)) << "exit " << WEXITSTATUS(status);
-  EXPECT_EQ(WTERMSIG(status), SIGABRT);
-  const std::string trace = ReadFile(dir.path() + "/" + trace::RankTraceFileName(0));
+  const std::string trace =
+      TraceOfAChildThatTerminates(dir, [](Session* session) { session->End("ok", 0); });
   EXPECT_FALSE(Contains(trace, R"("type":"error")")) << trace;
   EXPECT_TRUE(Contains(SplitLines(trace).back(), R"("reason":"ok")")) << trace;
   EXPECT_FALSE(std::filesystem::exists(dir.path() + "/" + trace::FlightDumpFileName(0)));

@@ -100,7 +100,7 @@ def find(findings, kind, severity="error"):
 # after its last line, when a Gloo worker thread still alive then drops the last work of a
 # backward (its at::ThreadLocalState holds a Python object: the GIL it needs is gone, the
 # thread is ended mid-C++) — pytorch#190489. Seen in about 1 of 15 runs of the --probes off
-# jobs here; freeing the DDP model first made it rarer, not gone.
+# jobs here; freeing the DDP model first does not cure it (the group outlives it).
 TORCH_EXIT_RACE = "terminate called without an active exception"
 
 
