@@ -9,7 +9,8 @@
 namespace dsdiag::probes {
 
 CollectiveOp::CollectiveOp(CollectiveProbe* probe, int pg, std::string op, std::string dtype,
-                           int64_t count, int64_t bytes, std::string tag) noexcept
+                           int64_t count, int64_t bytes, std::string tag,
+                           trace::PeerCounts counts) noexcept
     : probe_(probe),
       pg_(pg),
       seq_(probe->seq_[CollectiveProbe::Group(pg)]++),
@@ -17,14 +18,15 @@ CollectiveOp::CollectiveOp(CollectiveProbe* probe, int pg, std::string op, std::
       dtype_(std::move(dtype)),
       tag_(std::move(tag)),
       count_(count),
-      bytes_(bytes) {
+      bytes_(bytes),
+      counts_(std::move(counts)) {
   Session* s = probe_->session_;
   if (!s->on()) return;
   ProbeTimer timer(s);
   enter_ns_ = trace::MonotonicNs();
   if (probe_->recorder_)
     handle_ = probe_->recorder_->Issue(pg_, seq_, op_, dtype_, count_, bytes_, tag_,
-                                       s->current_step(), s->current_phase());
+                                       s->current_step(), s->current_phase(), &counts_);
 }
 
 void CollectiveOp::Started() noexcept {
@@ -50,8 +52,8 @@ void CollectiveOp::Write() noexcept {
   int64_t done = done_ns_.load(std::memory_order_acquire);
   const bool failed = done == 0 || failed_.load(std::memory_order_relaxed);
   if (done == 0) done = trace::MonotonicNs();
-  records::WriteCollective(
-      s, {pg_, seq_, op_, dtype_, tag_, count_, bytes_, enter_ns_, started_ns_, done, failed});
+  records::WriteCollective(s, {pg_, seq_, op_, dtype_, tag_, count_, bytes_, enter_ns_, started_ns_,
+                               done, failed, &counts_});
 }
 
 }  // namespace dsdiag::probes

@@ -18,13 +18,16 @@
 #include <string>
 
 #include "probes/collective_probe.h"
+#include "trace/peer_counts.h"
 
 namespace dsdiag::probes {
 
 class CollectiveOp {
  public:
+  // `counts`: what the op sends to and receives from each peer, when that is uneven (an
+  // all_to_all with split sizes); empty otherwise.
   CollectiveOp(CollectiveProbe* probe, int pg, std::string op, std::string dtype, int64_t count,
-               int64_t bytes, std::string tag) noexcept;
+               int64_t bytes, std::string tag, trace::PeerCounts counts = {}) noexcept;
   CollectiveOp(const CollectiveOp&) = delete;
   CollectiveOp& operator=(const CollectiveOp&) = delete;
 
@@ -43,6 +46,7 @@ class CollectiveOp {
   int64_t seq_;
   std::string op_, dtype_, tag_;
   int64_t count_, bytes_;
+  trace::PeerCounts counts_;
   int64_t enter_ns_ = 0;
   int64_t started_ns_ = 0;
   int64_t handle_ = 0;

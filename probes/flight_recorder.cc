@@ -46,7 +46,25 @@ trace::FlightDumpEntry ToTrace(const FlightEntry& e) {
   out.issued = e.t_issued;
   if (e.t_started) out.started = e.t_started;
   if (e.t_completed) out.completed = e.t_completed;
+  for (int i = 0; i < e.peer_counts; ++i) {
+    if (e.peers_listed) out.counts.peers.push_back(e.peers[i]);
+    out.counts.send.push_back(e.send[i]);
+    out.counts.recv.push_back(e.recv[i]);
+  }
   return out;
+}
+
+void CopyCounts(const trace::PeerCounts* counts, FlightEntry* e) {
+  if (counts == nullptr || !counts->consistent() ||
+      counts->send.size() > static_cast<size_t>(kMaxPeerCounts))
+    return;
+  e->peer_counts = static_cast<int>(counts->send.size());
+  e->peers_listed = !counts->peers.empty();
+  for (size_t i = 0; i < counts->send.size(); ++i) {
+    if (e->peers_listed) e->peers[i] = counts->peers[i];
+    e->send[i] = counts->send[i];
+    e->recv[i] = counts->recv[i];
+  }
 }
 
 }  // namespace
@@ -57,7 +75,7 @@ FlightRecorder::FlightRecorder(const trace::TraceHeader& header, std::string run
 
 int64_t FlightRecorder::Issue(int pg, int64_t seq, std::string_view op, std::string_view dtype,
                               int64_t count, int64_t bytes, std::string_view tag, int64_t step,
-                              Phase phase) noexcept {
+                              Phase phase, const trace::PeerCounts* counts) noexcept {
   std::lock_guard<std::mutex> lock(mu_);
   const int64_t id = next_id_++;
   FlightEntry& e = ring_[id % ring_.size()];
@@ -72,6 +90,7 @@ int64_t FlightRecorder::Issue(int pg, int64_t seq, std::string_view op, std::str
   e.bytes = bytes;
   e.step = step;
   e.phase = phase;
+  CopyCounts(counts, &e);
   e.t_issued = trace::MonotonicNs();
   return id;
 }

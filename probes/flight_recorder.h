@@ -5,7 +5,8 @@
 // which collective and what everyone else was waiting in.
 //
 // Keeping it costs a short uncontended lock per collective event and no allocation: the
-// ring is preallocated and tags are copied into fixed buffers.
+// ring is preallocated and tags (and per-peer sizes, for groups of up to kMaxPeerCounts
+// ranks) are copied into fixed buffers.
 #pragma once
 
 #include <cstdint>
@@ -18,11 +19,16 @@
 
 #include "probes/phase.h"
 #include "trace/flight_dump.h"
+#include "trace/peer_counts.h"
 #include "trace/trace_header.h"
 
 namespace dsdiag::probes {
 
 enum class CollectiveState { kIssued, kStarted, kCompleted };
+
+// Per-peer sizes (trace/peer_counts.h) an entry keeps; a larger group's are left out of the
+// dump (its trace has them).
+inline constexpr int kMaxPeerCounts = 32;
 
 struct FlightEntry {
   int64_t id = 0;  // ring position ever written, to tell stale slots
@@ -39,6 +45,11 @@ struct FlightEntry {
   int64_t t_issued = 0;
   int64_t t_started = 0;
   int64_t t_completed = 0;
+  int peer_counts = 0;  // peers with a send and a recv count (0: none)
+  bool peers_listed = false;
+  int64_t peers[kMaxPeerCounts] = {};
+  int64_t send[kMaxPeerCounts] = {};
+  int64_t recv[kMaxPeerCounts] = {};
 };
 
 class FlightRecorder {
@@ -48,7 +59,8 @@ class FlightRecorder {
 
   // Returns a handle for the updates below.
   int64_t Issue(int pg, int64_t seq, std::string_view op, std::string_view dtype, int64_t count,
-                int64_t bytes, std::string_view tag, int64_t step, Phase phase) noexcept;
+                int64_t bytes, std::string_view tag, int64_t step, Phase phase,
+                const trace::PeerCounts* counts = nullptr) noexcept;
   void Start(int64_t handle) noexcept;
   void Complete(int64_t handle) noexcept;
 

@@ -32,6 +32,16 @@ void AppendEntry(JsonLine* l, const FlightDumpEntry& e) {
   if (e.issued) l->Field("issued", *e.issued);
   if (e.started) l->Field("started", *e.started);
   if (e.completed) l->Field("completed", *e.completed);
+  if (e.counts.consistent()) {
+    auto ints = [l](std::string_view key, const std::vector<int64_t>& values) {
+      l->BeginArray(key);
+      for (int64_t v : values) l->Add(v);
+      l->EndArray();
+    };
+    ints("send", e.counts.send);
+    ints("recv", e.counts.recv);
+    if (!e.counts.peers.empty()) ints("peers", e.counts.peers);
+  }
   l->EndObject();
 }
 
@@ -85,6 +95,35 @@ std::string OptStr(const dom::object& o, std::string_view key) {
   return {};
 }
 
+// An optional array of integers: absent is fine (true, *out empty), anything else is not.
+bool OptInts(const dom::object& o, std::string_view key, std::vector<int64_t>* out) {
+  out->clear();
+  dom::element e;
+  if (o.at_key(key).get(e) != simdjson::SUCCESS) return true;
+  dom::array a;
+  if (e.get_array().get(a) != simdjson::SUCCESS) return false;
+  for (dom::element v : a) {
+    int64_t i = 0;
+    if (v.get_int64().get(i) != simdjson::SUCCESS) return false;
+    out->push_back(i);
+  }
+  return true;
+}
+
+// The per-peer sizes of an entry (trace/peer_counts.h): none, or send and recv of one length.
+bool ParseCounts(const dom::object& o, PeerCounts* counts, std::string* problem) {
+  if (!OptInts(o, "send", &counts->send) || !OptInts(o, "recv", &counts->recv) ||
+      !OptInts(o, "peers", &counts->peers)) {
+    *problem = "\"send\", \"recv\" and \"peers\" as arrays of integers";
+    return false;
+  }
+  if (!counts->empty() && !counts->consistent()) {
+    *problem = "\"send\" and \"recv\" with one count per peer";
+    return false;
+  }
+  return true;
+}
+
 std::optional<FlightState> ParseState(std::string_view s) {
   if (s == "issued") return FlightState::kIssued;
   if (s == "started") return FlightState::kStarted;
@@ -126,6 +165,7 @@ std::optional<FlightDumpEntry> ParseEntry(dom::element element, std::string* pro
   e.issued = OptInt(o, "issued");
   e.started = OptInt(o, "started");
   e.completed = OptInt(o, "completed");
+  if (!ParseCounts(o, &e.counts, problem)) return std::nullopt;
   return e;
 }
 

@@ -11,6 +11,9 @@
 //    "stacks":[{"thread":"MainThread","frames":["train.py:40 in <module>",
 //                                                "train.py:12 in step"]}]}
 //
+// An entry with per-peer sizes (an all_to_all with split sizes) adds "send":[..] and
+// "recv":[..], and on a sub-group "peers" (trace/peer_counts.h).
+//
 // `entries` are the rank's last collectives, oldest first; an entry not "completed" is one
 // the rank entered and was still waiting in when it dumped. `stacks` (optional: Python jobs)
 // are the process's threads at dump time, each innermost frame last. Times are the rank's own
@@ -31,6 +34,7 @@
 
 #include "trace/clock_reference.h"
 #include "trace/located_issue.h"
+#include "trace/peer_counts.h"
 
 namespace dsdiag::trace {
 
@@ -53,6 +57,7 @@ struct FlightDumpEntry {
   std::optional<int64_t> issued;  // rank-local monotonic ns of each transition reached
   std::optional<int64_t> started;
   std::optional<int64_t> completed;
+  PeerCounts counts;  // per-peer sizes (an all_to_all with split sizes), or empty
 
   bool pending() const { return state != FlightState::kCompleted; }
 };

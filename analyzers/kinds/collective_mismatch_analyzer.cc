@@ -17,10 +17,16 @@
 // the one that matters. The tag (what the op is for) is shown but not compared: two buckets of
 // equal size may legitimately swap order between runs, never between ranks, but that is not visible
 // here.
+//
+// An all-to-all with per-peer sizes (`send`/`recv` on the record or dump entry) is compared on
+// op and dtype only — its total legitimately differs by rank — and then pair by pair: rank
+// i's send to j against j's recv from i (common/peer_count_pairs.h). The rank whose sizes
+// disagree with the most peers is named; with two ranks, both. Also error, one per group.
 
 #include <algorithm>
 #include <array>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -31,6 +37,7 @@
 #include "analyzers/framework/finding_kinds.h"
 #include "analyzers/kinds/common/collective_window.h"
 #include "analyzers/kinds/common/evidence_text.h"
+#include "analyzers/kinds/common/peer_count_pairs.h"
 #include "analyzers/kinds/common/rank_groups.h"
 #include "analyzers/kinds/common/split_verdict.h"
 #include "trace/record_types.h"
@@ -45,8 +52,11 @@ namespace {
 using trace::JsonValue;
 
 constexpr size_t kMaxGroupsListed = 4;
+constexpr size_t kMaxPairsListed = 8;
+constexpr int64_t kNotRecorded = -1;
+constexpr int64_t kPerPeer = -2;  // n of an op with per-peer sizes: compared pair by pair
 
-// What the backend pairs: op, dtype and element count (n; -1 when not recorded).
+// What the backend pairs: op, dtype and element count (n; kNotRecorded, kPerPeer).
 struct Signature {
   std::string op;
   std::string dtype;
@@ -76,6 +86,26 @@ struct Issued {
   int signature = 0;
   int tag = 0;
   int64_t step = 0;
+  std::shared_ptr<const trace::PeerCounts> counts;  // null: no per-peer sizes
+};
+
+// Per-peer sizes worth checking, or null.
+std::shared_ptr<const trace::PeerCounts> Shared(trace::PeerCounts counts) {
+  if (!counts.consistent()) return nullptr;
+  return std::make_shared<const trace::PeerCounts>(std::move(counts));
+}
+
+// The first all-to-all of a process group whose per-peer sizes disagree, and how many followed.
+struct PgCountMismatch {
+  CollectiveKey key;
+  int64_t step = 0;
+  int signature = 0;
+  std::vector<CountPair> pairs;
+  PairVerdict verdict;
+  int64_t count = 0;
+  int64_t last_seq = 0;
+  bool from_dump = false;
+  std::vector<Issued> issued;
 };
 
 // The first mismatch of a process group, and how many followed.
@@ -136,9 +166,10 @@ class CollectiveMismatchAnalyzer : public Analyzer {
     for (const RunFlightDump& d : run.flight_dumps) {
       for (const trace::FlightDumpEntry& e : d.dump.entries) {
         if (!e.pending()) continue;
-        const SignatureView sig{e.op, e.dtype, e.n.value_or(-1)};
+        auto counts = Shared(e.counts);
+        const SignatureView sig{e.op, e.dtype, counts ? kPerPeer : e.n.value_or(kNotRecorded)};
         const Issued issued{d.rank, sigs_.Id(sig), tags_.Id(std::string_view(e.tag)),
-                            e.step.value_or(0)};
+                            e.step.value_or(0), std::move(counts)};
         pending_.push_back({CollectiveKey{e.pg, e.seq}, issued});
         pending_keys_.insert(CollectiveKey{e.pg, e.seq});
       }
@@ -151,11 +182,13 @@ class CollectiveMismatchAnalyzer : public Analyzer {
     const auto pg = coll.pg();
     const auto seq = coll.seq();
     if (!pg || !seq) return;
+    std::shared_ptr<const trace::PeerCounts> counts;
+    if (trace::PeerCounts c; coll.counts(&c)) counts = Shared(std::move(c));
     const SignatureView sig{coll.op().value_or(""), coll.dtype().value_or(""),
-                            coll.n().value_or(-1)};
+                            counts ? kPerPeer : coll.n().value_or(kNotRecorded)};
     const std::string_view tag = coll.tag().value_or("");
     window_.Add({static_cast<int>(*pg), *seq}, r.step(),
-                {rank.rank, sigs_.Id(sig), tags_.Id(tag), r.step()});
+                {rank.rank, sigs_.Id(sig), tags_.Id(tag), r.step(), std::move(counts)});
   }
 
   void OnStepDone(int64_t step) override {
@@ -175,6 +208,7 @@ class CollectiveMismatchAnalyzer : public Analyzer {
     dumps.FlushAll(
         [this](const CollectiveKey& k, const CollectiveSlot<Issued>& s) { Check(k, s, true); });
     for (const auto& [pg, m] : mismatches_) findings->push_back(MakeFinding(m));
+    for (const auto& [pg, m] : count_mismatches_) findings->push_back(MakeFinding(m));
   }
 
  private:
@@ -211,7 +245,10 @@ class CollectiveMismatchAnalyzer : public Analyzer {
     std::vector<std::pair<int, int>> values;
     for (const Issued& i : issued) values.emplace_back(i.rank, i.signature);
     std::vector<RankGroup<int>> groups = GroupRanks(values);
-    if (groups.size() < 2) return;
+    if (groups.size() < 2) {
+      CheckPeerCounts(key, std::move(issued), from_dump);
+      return;
+    }
 
     auto [it, fresh] = mismatches_.try_emplace(key.pg);
     PgMismatch& m = it->second;
@@ -236,10 +273,115 @@ class CollectiveMismatchAnalyzer : public Analyzer {
     m.groups = std::move(groups);
   }
 
+  // The same op and dtype on every rank: now what each sends to each peer against what that
+  // peer expects from it.
+  void CheckPeerCounts(const CollectiveKey& key, std::vector<Issued> issued, bool from_dump) {
+    auto known = count_mismatches_.find(key.pg);
+    const bool merge = from_dump && known != count_mismatches_.end() && known->second.key == key;
+    if (merge) {  // the traces' records of this collective, then the dumps' pending entries
+      std::vector<Issued> all = known->second.issued;
+      for (Issued& i : issued) {
+        const bool seen =
+            std::any_of(all.begin(), all.end(), [&](const Issued& a) { return a.rank == i.rank; });
+        if (!seen) all.push_back(std::move(i));
+      }
+      std::sort(all.begin(), all.end(),
+                [](const Issued& a, const Issued& b) { return a.rank < b.rank; });
+      issued = std::move(all);
+    }
+    std::map<int, const trace::PeerCounts*> counts;
+    for (const Issued& i : issued)
+      if (i.counts) counts.emplace(i.rank, i.counts.get());
+    if (counts.size() < 2) return;
+    std::vector<CountPair> pairs = DisagreeingPairs(counts);
+    if (pairs.empty()) return;
+
+    auto [it, fresh] = count_mismatches_.try_emplace(key.pg);
+    PgCountMismatch& m = it->second;
+    if (!merge) {
+      ++m.count;
+      m.last_seq = std::max(m.last_seq, key.seq);
+    }
+    if (!fresh && !merge && m.key.seq <= key.seq) return;
+    m.key = key;
+    m.from_dump = from_dump && !merge;
+    m.signature = issued.front().signature;
+    m.step = issued.front().step;
+    for (const Issued& i : issued) m.step = std::min(m.step, i.step);
+    m.verdict = JudgePairs(pairs);
+    m.pairs = std::move(pairs);
+    m.issued = std::move(issued);
+  }
+
+  Finding MakeFinding(const PgCountMismatch& m) const {
+    Finding f;
+    f.kind = std::string(kind::kCollectiveMismatch);
+    f.severity = Severity::kError;
+    f.ranks = m.verdict.named;
+    f.step = m.step;
+    f.subject = "pg " + std::to_string(m.key.pg) + " seq " + std::to_string(m.key.seq);
+    const Signature& s = sigs_[m.signature];
+    const CountPair& first = m.pairs.front();
+    std::string what =
+        first.from == first.to
+            ? "rank " + std::to_string(first.from) + " sends itself " + std::to_string(first.sent) +
+                  " elements but expects " + std::to_string(first.expected)
+            : "rank " + std::to_string(first.from) + " sends " + std::to_string(first.sent) +
+                  " elements to rank " + std::to_string(first.to) + ", which expects " +
+                  std::to_string(first.expected) + " from it";
+    f.summary = "at " + *f.subject + " (step " + std::to_string(m.step) + ") " + s.op +
+                (s.dtype.empty() ? "" : " " + s.dtype) + " with per-peer sizes: " + what;
+    if (m.pairs.size() > 1)
+      f.summary += "; " + std::to_string(m.pairs.size() - 1) + " more pair" +
+                   (m.pairs.size() > 2 ? "s disagree" : " disagrees");
+    f.summary += m.verdict.majority
+                     ? "; " + OnRanks(m.verdict.named) + " disagree" +
+                           (m.verdict.named.size() == 1 ? "s" : "") + " with the most peers"
+                     : " (no majority: every rank in a disagreeing pair is in as many, and "
+                       "nothing in the traces says which side computed its sizes wrong)";
+    if (m.count > 1) {
+      f.summary += "; " + std::to_string(m.count - 1) + " later collective" +
+                   (m.count > 2 ? "s" : "") + " of pg " + std::to_string(m.key.pg) + " differ too";
+    }
+    JsonValue pairs = JsonValue::Array();
+    for (size_t i = 0; i < m.pairs.size() && i < kMaxPairsListed; ++i) {
+      JsonValue p = JsonValue::Object();
+      p.Set("from", static_cast<int64_t>(m.pairs[i].from));
+      p.Set("to", static_cast<int64_t>(m.pairs[i].to));
+      p.Set("sent", m.pairs[i].sent);
+      p.Set("expected", m.pairs[i].expected);
+      pairs.Push(std::move(p));
+    }
+    JsonValue& e = f.evidence;
+    e.Set("pg", m.key.pg);
+    e.Set("seq", m.key.seq);
+    e.Set("step", m.step);
+    e.Set("op", s.op);
+    e.Set("dtype", s.dtype);
+    e.Set("pairs", std::move(pairs));
+    e.Set("disagreeing_pairs", static_cast<int64_t>(m.pairs.size()));
+    e.Set("mismatched_collectives", m.count);
+    e.Set("last_mismatched_seq", m.last_seq);
+    e.Set("source", m.from_dump ? "flight-dump" : "trace");
+    e.Set("majority", m.verdict.majority);
+    f.hint =
+        "The ranks disagree on how many elements go from one to another in this all-to-all: "
+        "each rank's input split sizes must equal, peer by peer, what the peers pass as their "
+        "output split sizes. The sizes usually come from a count exchanged one collective "
+        "earlier (an MoE router's tokens per expert): look at how the named ranks computed "
+        "theirs at step " +
+        std::to_string(m.step) +
+        " (a stale count, a capacity clamp applied on one side only, "
+        "a dropped token not subtracted).";
+    return f;
+  }
+
   std::string SignatureText(int id, const std::vector<int>& tags) const {
     const Signature& s = sigs_[id];
     std::string text = (s.op.empty() ? "(no op)" : s.op) + (s.dtype.empty() ? "" : " " + s.dtype) +
-                       " n=" + (s.n < 0 ? std::string("?") : std::to_string(s.n));
+                       (s.n == kPerPeer       ? std::string(" (per-peer sizes)")
+                        : s.n == kNotRecorded ? std::string(" n=?")
+                                              : " n=" + std::to_string(s.n));
     if (!tags.empty() && !tags_[tags.front()].empty())
       text += " (" + tags_[tags.front()] + (tags.size() > 1 ? ", ..." : "") + ")";
     return text;
@@ -276,6 +418,7 @@ class CollectiveMismatchAnalyzer : public Analyzer {
       v.Set("op", s.op);
       v.Set("dtype", s.dtype);
       v.Set("n", s.n < 0 ? JsonValue() : JsonValue(s.n));
+      if (s.n == kPerPeer) v.Set("per_peer", true);
       JsonValue tags = JsonValue::Array();
       for (int t : m.group_tags[g]) tags.Push(tags_[t]);
       v.Set("tags", std::move(tags));
@@ -310,6 +453,7 @@ class CollectiveMismatchAnalyzer : public Analyzer {
   std::set<CollectiveKey> pending_keys_;  // the (pg, seq) of every pending dump entry
   std::map<CollectiveKey, Issued> lone_;  // one rank's record of a pending_keys_ collective
   std::map<int, PgMismatch> mismatches_;
+  std::map<int, PgCountMismatch> count_mismatches_;
 };
 
 }  // namespace

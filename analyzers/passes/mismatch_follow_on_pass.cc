@@ -29,6 +29,7 @@ struct Mismatch {
   int64_t step = 0;
   Cause cause;
   bool majority = true;  // false: the culprits are every rank of a split with no odd side
+  bool per_peer = false;  // an all-to-all's per-peer sizes disagree (evidence `pairs`)
 };
 
 std::optional<Mismatch> MismatchOf(const Finding& f) {
@@ -40,7 +41,8 @@ std::optional<Mismatch> MismatchOf(const Finding& f) {
   return Mismatch{
       *pg, *seq, f.step.value_or(0),
       Cause{std::string(kind::kCollectiveMismatch), f.subject.value_or(""), f.ranks},
-      !(majority && majority->kind() == trace::JsonValue::Kind::kBool && !majority->as_bool())};
+      !(majority && majority->kind() == trace::JsonValue::Kind::kBool && !majority->as_bool()),
+      f.evidence.Find("pairs") != nullptr};
 }
 
 bool InOrAfter(const Mismatch& m, int64_t pg, int64_t seq) { return pg == m.pg && seq >= m.seq; }
@@ -81,10 +83,14 @@ class MismatchFollowOnPass : public FindingsPass {
     const bool one = m.cause.culprits.size() == 1;
     const std::string who = (one ? "rank " : "ranks ") + FormatRankRanges(m.cause.culprits);
     // With no majority nobody issued "another" collective: the ranks split.
-    const std::string what = m.majority
-                                 ? who + " issued another collective there"
-                                 : "ranks " + FormatRankRanges(m.cause.culprits) +
-                                       " issued different collectives there, with no majority";
+    const std::string ranks = "ranks " + FormatRankRanges(m.cause.culprits);
+    std::string what;
+    if (m.per_peer)
+      what = m.majority ? who + " sent sizes its peers did not expect there"
+                        : ranks + " disagree on their per-peer sizes there, with no majority";
+    else
+      what = m.majority ? who + " issued another collective there"
+                        : ranks + " issued different collectives there, with no majority";
     follow_on::MarkFollowOn(
         m.cause,
         "a follow-on of the collective mismatch at " + m.cause.subject + ": " + why + " (" + what +

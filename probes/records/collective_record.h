@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "probes/records/session_fwd.h"
+#include "trace/peer_counts.h"
 
 namespace dsdiag::probes::records {
 
@@ -21,6 +22,7 @@ struct CollectiveRecord {
   int64_t started_ns = 0;  // 0: never started (the wait is then the whole duration)
   int64_t done_ns = 0;
   bool failed = false;
+  const trace::PeerCounts* counts = nullptr;  // per-peer sizes, or null
 };
 void WriteCollective(probes::Session* session, const CollectiveRecord& r) noexcept;
 

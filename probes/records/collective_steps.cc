@@ -18,7 +18,10 @@ int64_t RoundToUs(int64_t ns) { return (ns + 500) / 1000; }
 }  // namespace
 
 bool CollectiveSteps::Holds(const CollectiveRecord& r) const {
-  return compact_ && !r.failed && loop_thread_ == std::this_thread::get_id();
+  // An op with per-peer sizes is written at once: its sizes move from step to step (an MoE's
+  // routing), so it never repeats the previous step's, and no template needs to hold them.
+  const bool has_counts = r.counts != nullptr && !r.counts->empty();
+  return compact_ && !r.failed && !has_counts && loop_thread_ == std::this_thread::get_id();
 }
 
 void CollectiveSteps::BeginStep(probes::Session* session) {
@@ -39,7 +42,7 @@ void CollectiveSteps::Write(probes::Session* session, const CollectiveRecord& r)
     for (const HeldOp& h : it->second) WriteFull(session, r.pg, h, false);
     held_.erase(it);
   }
-  WriteFull(session, r.pg, op, r.failed);
+  WriteFull(session, r.pg, op, r.failed, r.counts);
 }
 
 int64_t CollectiveSteps::EndStep(probes::Session* session) {
@@ -61,7 +64,8 @@ void CollectiveSteps::FlushHeldLocked(probes::Session* session) {
   held_.clear();
 }
 
-void CollectiveSteps::WriteFull(probes::Session* session, int pg, const HeldOp& op, bool failed) {
+void CollectiveSteps::WriteFull(probes::Session* session, int pg, const HeldOp& op, bool failed,
+                                const trace::PeerCounts* counts) {
   trace::records::CollRecord r;
   r.pg = pg;
   r.seq = op.seq;
@@ -72,6 +76,7 @@ void CollectiveSteps::WriteFull(probes::Session* session, int pg, const HeldOp& 
   r.dur = op.done_ns - op.enter_ns;
   r.tag = op.what.tag;
   r.failed = failed;
+  r.counts = counts;
   {
     auto record = session->writer()->BeginAt(r.kType, op.enter_ns);
     AppendFields(r, &record.line());

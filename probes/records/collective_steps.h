@@ -6,9 +6,9 @@
 // step ends; then, per process group, either one `colls` record (same ops as the group's
 // previous step, consecutive sequence numbers) or their `coll` records as in v1. Anything
 // else is written at once, as a `coll` record: an op that failed, one completed on another
-// thread (a backend's callback), every op in full mode. Held ops are written whole whenever
-// the trace must be complete up to now — an error, a signal, a dump, the end — so a hang or
-// a crash reads as it did in v1. Torch-free; thread-safe.
+// thread (a backend's callback), one with per-peer sizes, every op in full mode. Held ops are
+// written whole whenever the trace must be complete up to now — an error, a signal, a dump, the end
+// — so a hang or a crash reads as it did in v1. Torch-free; thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -45,7 +45,8 @@ class CollectiveSteps {
     int64_t seq = 0, enter_ns = 0, done_ns = 0;
   };
   bool Holds(const CollectiveRecord& r) const;
-  void WriteFull(probes::Session* session, int pg, const HeldOp& op, bool failed);
+  void WriteFull(probes::Session* session, int pg, const HeldOp& op, bool failed,
+                 const trace::PeerCounts* counts = nullptr);
   // Returns the ops written as one `colls` record (0: as `coll` records).
   int64_t WriteGroup(probes::Session* session, int pg, const std::vector<HeldOp>& ops);
   bool Repeats(int pg, int64_t step, const std::vector<HeldOp>& ops) const;

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "probes/collective_op.h"
 #include "probes/phase.h"
@@ -21,6 +22,7 @@
 #include "python/core/json_convert.h"
 #include "python/core/python_store.h"
 #include "trace/flight_dump.h"
+#include "trace/peer_counts.h"
 
 namespace dsdiag::python {
 
@@ -222,10 +224,21 @@ void BindProbes(py::module_& m) {
       .def(
           "collective",
           [](RankProbes& p, int pg, std::string op, std::string dtype, int64_t count, int64_t bytes,
-             std::string tag) {
-            return std::make_unique<probes::CollectiveOp>(
-                p.collectives(), pg, std::move(op), std::move(dtype), count, bytes, std::move(tag));
+             std::string tag, std::vector<int64_t> send, std::vector<int64_t> recv,
+             std::vector<int64_t> peers) {
+            trace::PeerCounts counts{std::move(peers), std::move(send), std::move(recv)};
+            if (!counts.empty() && !counts.consistent())
+              throw py::value_error("send and recv need one count per peer");
+            return std::make_unique<probes::CollectiveOp>(p.collectives(), pg, std::move(op),
+                                                          std::move(dtype), count, bytes,
+                                                          std::move(tag), std::move(counts));
           },
+          py::arg("pg"), py::arg("op"), py::arg("dtype"), py::arg("count"), py::arg("bytes"),
+          py::arg("tag"), py::arg("send") = std::vector<int64_t>{},
+          py::arg("recv") = std::vector<int64_t>{}, py::arg("peers") = std::vector<int64_t>{},
+          "One collective issued; send/recv: the elements it sends to and receives from each "
+          "rank of its group (an all_to_all with split sizes), peers: the group's global ranks "
+          "when it is not the default group.",
           py::keep_alive<0, 1>())
       .def("next_seq", [](RankProbes& p, int pg) { return p.collectives()->next_seq(pg); })
       .def(

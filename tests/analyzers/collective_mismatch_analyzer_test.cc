@@ -29,6 +29,7 @@ struct Call {
   std::string dtype = "f32";
   int64_t n = 4096;
   std::string tag = "grad-bucket-0";
+  trace::PeerCounts counts;  // an all-to-all's per-peer sizes
 };
 
 // `steps` steps of three allreduces (pg 0, seq = step*3 + k, n = 1000*(k+1)); `edit` may
@@ -42,11 +43,17 @@ void WriteRank(TestRun* run, int rank, int world, int steps,
     w->BeginAt(trace::rec::kStepBegin, t).line().Field("epoch", 0);
     std::vector<Call> calls;
     for (int k = 0; k < 3; ++k)
-      calls.push_back(
-          {0, s * 3 + k, "allreduce", "f32", 1000 * (k + 1), "grad-bucket-" + std::to_string(k)});
+      calls.push_back({0,
+                       s * 3 + k,
+                       "allreduce",
+                       "f32",
+                       1000 * (k + 1),
+                       "grad-bucket-" + std::to_string(k),
+                       {}});
     if (edit) edit(s, &calls);
     for (const Call& c : calls)
-      WriteColl(w.get(), t += kMs, c.pg, c.seq, c.op, c.dtype, c.n, c.tag);
+      WriteColl(w.get(), t += kMs, c.pg, c.seq, c.op, c.dtype, c.n, c.tag, kMs,
+                c.counts.empty() ? nullptr : &c.counts);
     w->BeginAt(trace::rec::kStep, t).line().Field("dur", 5 * kMs);
     t += 10 * kMs;
   }
@@ -97,7 +104,7 @@ TEST(CollectiveMismatchAnalyzerTest, AnExtraCollectiveShiftsTheRestOnlyTheFirstI
       // From step 2 on, rank 1 issues a barrier first: every later seq is off by one.
       if (r != 1) return;
       for (Call& c : *calls) c.seq += step >= 2 ? 1 : 0;
-      if (step == 2) calls->insert(calls->begin(), Call{0, 6, "barrier", "u8", 1, "barrier"});
+      if (step == 2) calls->insert(calls->begin(), Call{0, 6, "barrier", "u8", 1, "barrier", {}});
     });
   }
   const auto findings = Analyze(run);
@@ -135,7 +142,7 @@ TEST(CollectiveMismatchAnalyzerTest, OneFindingPerProcessGroup) {
   TestRun run;
   for (int r = 0; r < 4; ++r) {
     WriteRank(&run, r, 4, 3, [r](int64_t step, std::vector<Call>* calls) {
-      calls->push_back(Call{1, step, "broadcast", "f32", 64, "health"});
+      calls->push_back(Call{1, step, "broadcast", "f32", 64, "health", {}});
       if (r == 3 && step == 1) calls->back().n = 65;
     });
   }
@@ -237,6 +244,98 @@ TEST(CollectiveMismatchAnalyzerTest, ALoneTraceRecordWithoutADumpIsNoMismatch) {
     });
   }
   EXPECT_TRUE(Analyze(run).empty());
+}
+
+// An MoE layer's all_to_all_single: rank i sends 10*(i+1)+j elements to rank j, so each
+// rank's total differs; `send_delta` is added to what `odd` sends to every peer but itself.
+Call AllToAll(int rank, int world, int64_t step, int odd = -1, int64_t send_delta = 0) {
+  Call c{0, step * 3 + 1, "alltoall", "f32", 0, "alltoall", {}};
+  for (int j = 0; j < world; ++j) {
+    c.counts.send.push_back(10 * (rank + 1) + j + (rank == odd && j != rank ? send_delta : 0));
+    c.counts.recv.push_back(10 * (j + 1) + rank);
+  }
+  for (int64_t v : c.counts.recv) c.n += v;
+  return c;
+}
+
+TEST(CollectiveMismatchAnalyzerTest, AnAllToAllWhosePeersAgreeIsNoMismatchThoughTotalsDiffer) {
+  TestRun run;
+  for (int r = 0; r < 4; ++r) {
+    WriteRank(&run, r, 4, 4,
+              [r](int64_t step, std::vector<Call>* calls) { (*calls)[1] = AllToAll(r, 4, step); });
+  }
+  EXPECT_TRUE(Analyze(run).empty());
+}
+
+TEST(CollectiveMismatchAnalyzerTest, TheRankWhoseSendSizesDisagreeWithEveryPeerIsNamed) {
+  TestRun run;
+  for (int r = 0; r < 4; ++r) {
+    WriteRank(&run, r, 4, 4, [r](int64_t step, std::vector<Call>* calls) {
+      (*calls)[1] = AllToAll(r, 4, step, step == 2 ? 2 : -1, 8);
+    });
+  }
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  const Finding& f = findings[0];
+  EXPECT_EQ(f.kind, kind::kCollectiveMismatch);
+  EXPECT_EQ(f.ranks, std::vector<int>{2});
+  EXPECT_EQ(f.step, 2);
+  EXPECT_EQ(f.subject, "pg 0 seq 7");
+  EXPECT_EQ(f.summary,
+            "at pg 0 seq 7 (step 2) alltoall f32 with per-peer sizes: rank 2 sends 38 elements "
+            "to rank 0, which expects 30 from it; 2 more pairs disagree; rank 2 disagrees with "
+            "the most peers");
+  EXPECT_EQ(Evidence(f, "disagreeing_pairs"), "3");
+  EXPECT_EQ(Evidence(f, "majority"), "true");
+}
+
+TEST(CollectiveMismatchAnalyzerTest, OnASubGroupPeersAreNamedByTheirGlobalRanks) {
+  TestRun run;
+  for (int r = 0; r < 4; ++r) {
+    WriteRank(&run, r, 4, 2, [r](int64_t step, std::vector<Call>* calls) {
+      if (r != 1 && r != 3) return;
+      Call c{1, step, "alltoall", "f32", 8, "moe", {}};
+      c.counts.peers = {1, 3};
+      c.counts.send = {4, r == 3 && step == 1 ? 5 : 4};  // rank 3 sends rank 1 one too many
+      c.counts.recv = {4, 4};
+      if (r == 3) std::swap(c.counts.send[0], c.counts.send[1]);
+      calls->push_back(c);
+    });
+  }
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].ranks, (std::vector<int>{1, 3}));  // two ranks: no majority
+  EXPECT_EQ(findings[0].subject, "pg 1 seq 1");
+  EXPECT_NE(findings[0].summary.find("rank 3 sends 5 elements to rank 1, which expects 4"),
+            std::string::npos)
+      << findings[0].summary;
+  EXPECT_EQ(Evidence(findings[0], "majority"), "false");
+}
+
+// The receiver of the wrong sizes dies in the all-to-all (Gloo aborts it): its dump's pending
+// entry holds its sizes, and the sender's trace record is checked against them.
+TEST(CollectiveMismatchAnalyzerTest, PerPeerSizesOfAPendingDumpEntryAreChecked) {
+  TestRun run;
+  for (int r = 0; r < 2; ++r) {
+    WriteRank(&run, r, 2, 3, [r](int64_t step, std::vector<Call>* calls) {
+      if (step != 2) return;
+      if (r == 0) calls->clear();                          // died in seq 7
+      if (r == 1) (*calls)[1] = AllToAll(1, 2, 2, 1, 32);  // sends rank 0 32 too many
+    });
+  }
+  run.WriteFile(trace::FlightDumpFileName(0),
+                "{\"schema\":\"dsdiag.flight/1\",\"run_id\":\"test-run\",\"rank\":0,"
+                "\"world_size\":2,\"reason\":\"terminate\",\"ts\":900000000000,\"entries\":["
+                "{\"pg\":0,\"seq\":7,\"op\":\"alltoall\",\"dtype\":\"f32\",\"n\":30,"
+                "\"tag\":\"alltoall\",\"step\":2,\"state\":\"started\",\"issued\":3,"
+                "\"send\":[10,11],\"recv\":[10,20]}]}\n");
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].ranks, (std::vector<int>{0, 1}));
+  EXPECT_NE(findings[0].summary.find("rank 1 sends 52 elements to rank 0, which expects 20"),
+            std::string::npos)
+      << findings[0].summary;
+  EXPECT_EQ(Evidence(findings[0], "source"), "\"flight-dump\"");
 }
 
 TEST(CollectiveMismatchAnalyzerTest, AMalformedDumpIsIgnoredHere) {

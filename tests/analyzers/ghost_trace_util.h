@@ -82,7 +82,7 @@ struct RankSpec {
 inline void WriteColl(trace::TraceWriter* w, int64_t ts, int pg, int64_t seq,
                       std::string_view op = "allreduce", std::string_view dtype = "f32",
                       int64_t n = 65536, std::string_view tag = "grad-bucket-0",
-                      int64_t dur = 1 * kMs) {
+                      int64_t dur = 1 * kMs, const trace::PeerCounts* counts = nullptr) {
   trace::records::CollRecord c;
   c.pg = pg;
   c.seq = seq;
@@ -92,6 +92,7 @@ inline void WriteColl(trace::TraceWriter* w, int64_t ts, int pg, int64_t seq,
   c.bytes = 4 * n;
   c.dur = dur;
   c.tag = tag;
+  c.counts = counts;
   AppendFields(c, &w->BeginAt(c.kType, ts).line());
 }
 

@@ -72,6 +72,23 @@ TEST(FlightRecorderTest, DumpListsEntriesOldestFirstWithStates) {
   EXPECT_EQ(pending.seq, 5);
 }
 
+// An all-to-all's per-peer sizes go into its entry (and into the dump), up to kMaxPeerCounts.
+TEST(FlightRecorderTest, AnEntryKeepsPerPeerSizesOfGroupsUpToTheLimit) {
+  FlightRecorder rec(Header(1), "/tmp", 4);
+  const trace::PeerCounts counts{{}, {3, 4}, {5, 6}};
+  rec.Issue(0, 0, "alltoall", "f32", 11, 44, "alltoall", 0, Phase::kForward, &counts);
+  trace::PeerCounts large;
+  large.send.assign(kMaxPeerCounts + 1, 1);
+  large.recv.assign(kMaxPeerCounts + 1, 1);
+  rec.Issue(0, 1, "alltoall", "f32", 33, 132, "alltoall", 0, Phase::kForward, &large);
+  trace::LocatedIssue issue;
+  const auto dump = trace::ParseFlightDump(rec.DumpJson("test", 0, Phase::kForward), "d", &issue);
+  ASSERT_TRUE(dump.has_value()) << issue.ToString();
+  ASSERT_EQ(dump->entries.size(), 2u);
+  EXPECT_EQ(dump->entries[0].counts, counts);
+  EXPECT_TRUE(dump->entries[1].counts.empty());  // the trace's record has them
+}
+
 // An exception's dump and a SIGTERM's can coincide on two threads: every dump left on disk
 // is a whole one (they are written one at a time), the later replacing the earlier.
 TEST(FlightRecorderTest, DumpsFromTwoThreadsAtOnceLeaveAWholeDump) {

@@ -5,7 +5,10 @@ reduce_scatter(_tensor), all_to_all(_single) and barrier. A clean job of them is
 A size one rank gets wrong (jobs/collective_size_mismatch.py) is collective-mismatch, though
 the receiving rank dies of it in C++ (Gloo's enforce, std::terminate) before it records the
 collective: its flight dump, written by the terminate handler, holds the pending entry, and
-its death is a follow-on with Gloo's message.
+its death is a follow-on with Gloo's message. An MoE-style all_to_all_single with uneven
+split sizes (jobs/alltoall_split_mismatch.py, 3 ranks) records what each rank sends to and
+receives from each peer; a clean job of it is clean, and the rank that sends its peers more
+than they expect is named, though the receivers are the ones Gloo aborts.
 
 Run by ctest once per Python lane (DSDIAG_TEST_PYTHON)."""
 import json
@@ -63,3 +66,43 @@ class Collectives(JobTestCase):
         died = [d for d in deaths if "enforce fail" in d["summary"]]
         self.assertTrue(died, deaths)
         self.assertIn("follow-on of the collective mismatch", died[0]["summary"])
+
+    def test_uneven_all_to_all_splits_are_recorded_per_peer_and_a_clean_job_is_clean(self):
+        run = self.path("alltoall-clean")
+        status, _, err = run_job(run, "alltoall_split_mismatch.py", nproc=3, timeout=180)
+        self.assertEqual(status, 0, err)
+        self.assertEqual(serious(compare(run)), set())
+        for rank in range(3):
+            records = [json.loads(r) for r in
+                       read_trace(os.path.join(run, "rank-%05d.jsonl" % rank))]
+            a2a = [r for r in records if r["type"] == "coll" and r["op"] == "alltoall"]
+            self.assertEqual(len(a2a), 5, a2a)
+            # rank i sends i + j + 1 rows of 4 values to rank j, and receives as many
+            expected = [4 * (rank + j + 1) for j in range(3)]
+            for r in a2a:
+                self.assertEqual((r["send"], r["recv"], r["n"]),
+                                 (expected, expected, sum(expected)), r)
+                self.assertNotIn("peers", r)  # the default group: group ranks are global
+
+    def test_the_rank_whose_split_sizes_its_peers_do_not_expect_is_named(self):
+        run = self.path("alltoall-wrong")
+        status, _, err = run_job(run, "alltoall_split_mismatch.py", nproc=3, timeout=180,
+                                 env={"DSDIAG_TEST_WRONG_SPLITS": "1"},
+                                 extra=["--timeout", "30"])
+        self.assertNotEqual(status, 0, err)
+        findings = compare(run)
+        self.assertEqual({"collective-mismatch/error"}, serious(findings), findings)
+        f = find(findings, "collective-mismatch")
+        self.assertEqual((f["ranks"], f["step"]), ([1], 2), f)
+        self.assertIn("rank 1 sends 12 elements to rank 0, which expects 8 from it",
+                      f["summary"])
+        self.assertEqual(f["evidence"]["disagreeing_pairs"], 2, f)
+        # The receivers die of it in Gloo (the launcher may stop the slower one first):
+        # follow-ons, the first to die carrying Gloo's message.
+        deaths = [d for d in findings if d["kind"] == "rank-died"]
+        self.assertEqual({d["severity"] for d in deaths}, {"info"}, deaths)
+        aborted = [d for d in deaths if "op.nbytes" in d["evidence"].get("error", "")]
+        self.assertTrue(aborted, deaths)
+        for d in aborted:
+            self.assertIn(d["ranks"][0], (0, 2), d)
+            self.assertIn("rank 1 sent sizes its peers did not expect", d["summary"])

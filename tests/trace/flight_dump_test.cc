@@ -149,6 +149,37 @@ TEST(FlightDumpTest, BadEntriesAreSkippedAndCounted) {
   EXPECT_EQ(d->first_entry_problem, "entries[0]: expected an object");
 }
 
+TEST(FlightDumpTest, PerPeerSizesReadBackAndMustHaveOneCountPerPeer) {
+  FlightDump d;
+  d.rank = 1;
+  d.world_size = 4;
+  FlightDumpEntry e;
+  e.pg = 1;
+  e.seq = 3;
+  e.op = "alltoall";
+  e.counts = PeerCounts{{1, 3}, {4, 6}, {5, 5}};
+  d.entries.push_back(e);
+  const std::string text = FlightDumpJson(d);
+  EXPECT_NE(text.find("\"send\":[4,6],\"recv\":[5,5],\"peers\":[1,3]"), std::string::npos)
+      << text;
+  LocatedIssue issue;
+  const auto back = ParseFlightDump(text, "f.json", &issue);
+  ASSERT_TRUE(back.has_value()) << issue.ToString();
+  ASSERT_EQ(back->entries.size(), 1u);
+  EXPECT_EQ(back->entries[0].counts, e.counts);
+
+  const auto bad = ParseFlightDump(
+      "{\"schema\":\"dsdiag.flight/1\",\"rank\":1,\"ts\":1,\"entries\":["
+      "{\"pg\":0,\"seq\":1,\"state\":\"issued\",\"send\":[1,2],\"recv\":[1]},"
+      "{\"pg\":0,\"seq\":2,\"state\":\"issued\",\"send\":\"x\",\"recv\":[1]}]}",
+      "p", &issue);
+  ASSERT_TRUE(bad.has_value()) << issue.ToString();
+  EXPECT_TRUE(bad->entries.empty());
+  EXPECT_EQ(bad->entries_skipped, 2);
+  EXPECT_EQ(bad->first_entry_problem,
+            "entries[0]: expected \"send\" and \"recv\" with one count per peer");
+}
+
 TEST(FlightDumpTest, AMissingFileIsAnIssueNotAnException) {
   LocatedIssue issue;
   EXPECT_FALSE(ReadFlightDumpFile("/nonexistent/flight-rank-00001.json", &issue).has_value());

@@ -6,6 +6,10 @@
 //
 //   {"type":"coll","ts":7000,"step":3,"pg":0,"seq":17,"op":"allreduce","dtype":"f32",
 //    "n":12288,"bytes":49152,"dur":2100000,"tag":"grad-bucket-2"}
+//
+// An op with per-peer sizes (an all_to_all with split sizes) adds what it sent to and
+// received from each rank of its group (trace/peer_counts.h), `peers` only on a sub-group:
+//   ..."op":"alltoall","n":288,...,"send":[64,96,32],"recv":[96,96,96],"peers":[0,2,4]
 #pragma once
 
 #include <cstdint>
@@ -13,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "trace/peer_counts.h"
 #include "trace/record.h"
 #include "trace/records/span.h"
 
@@ -32,6 +37,9 @@ struct CollKeys {
   static constexpr FieldKey dur = SpanKeys::dur;  // ns from issue to completion
   static constexpr FieldKey tag{"tag"};           // what the op is for: grad-bucket-2, ...
   static constexpr FieldKey failed{"failed"};     // true: the backend threw, the op never completed
+  static constexpr FieldKey send{"send"};         // elements sent to each rank of the group
+  static constexpr FieldKey recv{"recv"};         // elements received from each rank of it
+  static constexpr FieldKey peers{"peers"};       // the group's global ranks (sub-groups only)
 };
 
 struct CollRecord {
@@ -44,7 +52,8 @@ struct CollRecord {
   int64_t bytes = 0;
   int64_t dur = 0;
   std::string_view tag;
-  bool failed = false;  // written only when true
+  bool failed = false;                 // written only when true
+  const PeerCounts* counts = nullptr;  // null, or empty: no per-peer sizes
 };
 void AppendFields(const CollRecord& r, JsonLine* line);
 
@@ -60,6 +69,8 @@ class CollView {
   std::optional<int64_t> dur() const { return r_.Int(CollKeys::dur); }
   std::optional<std::string_view> tag() const { return r_.Str(CollKeys::tag); }
   bool failed() const { return r_.Bool(CollKeys::failed).value_or(false); }
+  // The per-peer sizes, when the record has them (false and *out empty otherwise).
+  bool counts(PeerCounts* out) const;
 
  private:
   const Record& r_;

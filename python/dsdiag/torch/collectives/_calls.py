@@ -148,10 +148,61 @@ def _begin(signature, op, tensor_arg, args, kwargs):
         dtype = dtype_name(tensors[0].dtype)
         count = sum(t.numel() for t in tensors)
         nbytes = sum(t.numel() * t.element_size() for t in tensors)
-    pg = RUNTIME.group_id(params.get("group"))
+    group = params.get("group")
+    pg = RUNTIME.group_id(group)
     RUNTIME.begin_step_if_needed()
-    record = RUNTIME.probes.collective(pg, op, dtype, count, nbytes, op)
+    send, recv = _peer_counts(op, params)
+    peers = _group_peers(group) if send else []
+    record = RUNTIME.probes.collective(pg, op, dtype, count, nbytes, op, send, recv, peers)
     return (record, bool(params.get("async_op", False)))
+
+
+def _peer_counts(op, params):
+    """What an all-to-all sends to and receives from each rank of its group, in elements,
+    when that may be uneven: all_to_all_single given split sizes, all_to_all's lists. The
+    backend pairs rank i's send to j with j's recv from i; when they differ one rank computed
+    its sizes wrong, and only both sides' counts say which (collective-mismatch). Even
+    splits (no sizes given) are counted too: one rank may give sizes where another does not.
+    ([], []) for every other op."""
+    if op != "alltoall":
+        return [], []
+    if "output_tensor_list" in params:  # all_to_all
+        outputs, inputs = params.get("output_tensor_list"), params.get("input_tensor_list")
+        if not isinstance(outputs, (list, tuple)) or not isinstance(inputs, (list, tuple)):
+            return [], []
+        return [t.numel() for t in inputs], [t.numel() for t in outputs]
+    output, input_ = params.get("output"), params.get("input")
+    out_splits, in_splits = params.get("output_split_sizes"), params.get("input_split_sizes")
+    if not isinstance(output, torch.Tensor) or not isinstance(input_, torch.Tensor):
+        return [], []
+    given = out_splits if out_splits is not None else in_splits
+    peers = len(given) if given is not None else _group_size(params.get("group"))
+    return _split_counts(input_, in_splits, peers), _split_counts(output, out_splits, peers)
+
+
+def _split_counts(tensor, splits, peers):
+    """Elements per peer of a tensor split along dim 0 (even when no sizes are given)."""
+    rows = tensor.shape[0] if tensor.dim() > 0 else 0
+    per_row = tensor.numel() // rows if rows else 0
+    if splits is None:
+        return [rows // peers * per_row] * peers
+    return [int(s) * per_row for s in splits]
+
+
+def _group_size(group):
+    return dist.get_world_size(group) if group is not None else dist.get_world_size()
+
+
+def _group_peers(group):
+    """The global rank of each rank of `group`, in group-rank order; [] for the default
+    group (its ranks are the global ones)."""
+    if group is None or RUNTIME.group_id(group) == 0:
+        return []
+    ranks = getattr(dist, "get_process_group_ranks", None)  # torch 2.x
+    if ranks is not None:
+        return list(ranks(group))
+    by_global = dist.distributed_c10d._pg_group_ranks[group]  # torch 1.13: global -> group
+    return [g for g, _ in sorted(by_global.items(), key=lambda item: item[1])]
 
 
 @guard("collective")
