@@ -330,6 +330,24 @@ TEST(RankDiedAnalyzerTest, ASignalRecordedBeforeAKillIsNamedWithThePhaseFromTheD
             "\"from\":\"flight dump\"}");
 }
 
+// A C++ exception nobody caught (Gloo's enforce on its own thread): the terminate handler's
+// dump is the rank's last word, and the hint follows the message, not Python's case.
+TEST(RankDiedAnalyzerTest, ADeathInStdTerminateSaysSoAndFollowsItsMessage) {
+  TestRun run;
+  run.WriteCleanRank(TestRun::Header(0, 2), 5);
+  WriteEndedRank(&run, 1, 2, 3, "error", 134, "error",
+                 "[enforce fail at pair.cc:456] op.preamble.length <= op.nbytes. 48 vs 32");
+  WriteDump(&run, 1, 2, "terminate", DumpTs(true), 2, "backward", 9);
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  const Finding& f = findings[0];
+  EXPECT_EQ(f.severity, Severity::kError);
+  EXPECT_EQ(Evidence(f, "died_by"), "\"std::terminate\"");
+  EXPECT_NE(f.hint.find("The rank died in C++"), std::string::npos) << f.hint;
+  EXPECT_NE(f.hint.find("a Gloo check"), std::string::npos) << f.hint;
+  EXPECT_EQ(f.hint.find("an error it caught"), std::string::npos) << f.hint;
+}
+
 TEST(RankDiedAnalyzerTest, ASilentDeathNamesThePhaseItDiedInFromALateDump) {
   TestRun run;
   run.WriteCleanRank(TestRun::Header(0, 2), 5);

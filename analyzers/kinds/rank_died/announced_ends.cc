@@ -22,6 +22,33 @@ bool IsStopSignal(const std::string& name) {
   return name == "SIGTERM" || name == "SIGINT" || name == "SIGHUP";
 }
 
+// The rank's last word was its terminate handler's (probes/terminate_recorder.h): a C++
+// exception nobody caught, or std::terminate called outright, then SIGABRT.
+bool DiedInTerminate(const DeathView& view, const RankState& s) {
+  const trace::FlightDump* d = view.LastWord(s);
+  return d != nullptr && d->reason == "terminate";
+}
+
+// What a death by std::terminate says, following its message where there is one.
+std::string TerminateHint(const std::string& message) {
+  std::string hint =
+      "The rank died in C++, not in Python: an exception nobody caught (std::terminate, then "
+      "SIGABRT), usually thrown on a backend's own thread (Gloo's or NCCL's), where no "
+      "try/except of the script can see it. ";
+  if (message.empty() || message == "std::terminate without an active exception")
+    return hint +
+           "No exception was active: something called std::terminate itself (a thread "
+           "destroyed while joinable, a noexcept function that threw).";
+  if (message.find("enforce fail") != std::string::npos)
+    return hint +
+           "The message is a Gloo check (evidence.error): what it compares is what this rank "
+           "expected against what a peer sent it. Look for a collective-mismatch finding, "
+           "else compare the sizes this collective got on every rank.";
+  return hint +
+         "evidence.error is the exception's message; the flight dump (evidence."
+         "flight_dump) holds the collective the rank was in when it was thrown.";
+}
+
 }  // namespace
 
 // Ranks that stopped without a word (or left no trace): when one did, a polite stop
@@ -108,6 +135,10 @@ Finding Announced(const DeathView& view, const RankState& s, const std::vector<i
     f.hint =
         "The rank stopped on an error it caught: the message is in evidence.error and "
         "the trace's `error` records say in which phase it was raised.";
+    if (DiedInTerminate(view, s)) {
+      f.evidence.Set("died_by", "std::terminate");
+      f.hint = TerminateHint(s.end.detail);
+    }
     if (auto known = RecogniseKnownError(s.end.detail)) {
       f.evidence.Set("known_cause", known->cause);
       f.hint = known->hint;
