@@ -28,7 +28,7 @@ struct Mismatch {
   int64_t seq = 0;
   int64_t step = 0;
   Cause cause;
-  bool majority = true;  // false: the culprits are every rank of a split with no odd side
+  bool majority = true;   // false: the culprits are every rank of a split with no odd side
   bool per_peer = false;  // an all-to-all's per-peer sizes disagree (evidence `pairs`)
 };
 
@@ -39,7 +39,9 @@ std::optional<Mismatch> MismatchOf(const Finding& f) {
   if (!pg || !seq) return std::nullopt;
   const trace::JsonValue* majority = f.evidence.Find("majority");
   return Mismatch{
-      *pg, *seq, f.step.value_or(0),
+      *pg,
+      *seq,
+      f.step.value_or(0),
       Cause{std::string(kind::kCollectiveMismatch), f.subject.value_or(""), f.ranks},
       !(majority && majority->kind() == trace::JsonValue::Kind::kBool && !majority->as_bool()),
       f.evidence.Find("pairs") != nullptr};

@@ -160,8 +160,7 @@ TEST(FlightDumpTest, PerPeerSizesReadBackAndMustHaveOneCountPerPeer) {
   e.counts = PeerCounts{{1, 3}, {4, 6}, {5, 5}};
   d.entries.push_back(e);
   const std::string text = FlightDumpJson(d);
-  EXPECT_NE(text.find("\"send\":[4,6],\"recv\":[5,5],\"peers\":[1,3]"), std::string::npos)
-      << text;
+  EXPECT_NE(text.find("\"send\":[4,6],\"recv\":[5,5],\"peers\":[1,3]"), std::string::npos) << text;
   LocatedIssue issue;
   const auto back = ParseFlightDump(text, "f.json", &issue);
   ASSERT_TRUE(back.has_value()) << issue.ToString();
