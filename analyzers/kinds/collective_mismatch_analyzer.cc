@@ -120,6 +120,27 @@ struct PgMismatch {
   std::vector<Issued> issued;  // every rank's record of `key`, by rank
 };
 
+// One record per rank, by rank: the first of a rank's kept (the traces' come before the dumps').
+std::vector<Issued> OnePerRank(std::vector<Issued> issued) {
+  std::stable_sort(issued.begin(), issued.end(),
+                   [](const Issued& a, const Issued& b) { return a.rank < b.rank; });
+  issued.erase(std::unique(issued.begin(), issued.end(),
+                           [](const Issued& a, const Issued& b) { return a.rank == b.rank; }),
+               issued.end());
+  return issued;
+}
+
+// Counts one more mismatch of a group (PgMismatch, PgCountMismatch) unless it merges dump
+// entries into the known one; true when its details are to be kept: the group's first.
+template <typename M>
+bool CountKeepingFirst(M* m, bool fresh, bool merge, const CollectiveKey& key) {
+  if (!merge) {
+    ++m->count;
+    m->last_seq = std::max(m->last_seq, key.seq);
+  }
+  return fresh || merge || key.seq < m->key.seq;
+}
+
 // What the intern maps keep of a key that points into a record.
 Signature ToOwned(const SignatureView& v) { return {std::string(v.op), std::string(v.dtype), v.n}; }
 std::string ToOwned(std::string_view v) { return std::string(v); }
@@ -237,11 +258,7 @@ class CollectiveMismatchAnalyzer : public Analyzer {
     // the dump entries of ranks that never completed the collective.
     if (merge)
       issued.insert(issued.begin(), known->second.issued.begin(), known->second.issued.end());
-    std::stable_sort(issued.begin(), issued.end(),
-                     [](const Issued& a, const Issued& b) { return a.rank < b.rank; });
-    issued.erase(std::unique(issued.begin(), issued.end(),
-                             [](const Issued& a, const Issued& b) { return a.rank == b.rank; }),
-                 issued.end());
+    issued = OnePerRank(std::move(issued));
     std::vector<std::pair<int, int>> values;
     for (const Issued& i : issued) values.emplace_back(i.rank, i.signature);
     std::vector<RankGroup<int>> groups = GroupRanks(values);
@@ -252,11 +269,7 @@ class CollectiveMismatchAnalyzer : public Analyzer {
 
     auto [it, fresh] = mismatches_.try_emplace(key.pg);
     PgMismatch& m = it->second;
-    if (!merge) {
-      ++m.count;
-      m.last_seq = std::max(m.last_seq, key.seq);
-    }
-    if (!fresh && !merge && m.key.seq <= key.seq) return;
+    if (!CountKeepingFirst(&m, fresh, merge, key)) return;
     m.key = key;
     m.from_dump = from_dump && !merge;
     m.issued = issued;
@@ -279,15 +292,8 @@ class CollectiveMismatchAnalyzer : public Analyzer {
     auto known = count_mismatches_.find(key.pg);
     const bool merge = from_dump && known != count_mismatches_.end() && known->second.key == key;
     if (merge) {  // the traces' records of this collective, then the dumps' pending entries
-      std::vector<Issued> all = known->second.issued;
-      for (Issued& i : issued) {
-        const bool seen =
-            std::any_of(all.begin(), all.end(), [&](const Issued& a) { return a.rank == i.rank; });
-        if (!seen) all.push_back(std::move(i));
-      }
-      std::sort(all.begin(), all.end(),
-                [](const Issued& a, const Issued& b) { return a.rank < b.rank; });
-      issued = std::move(all);
+      issued.insert(issued.begin(), known->second.issued.begin(), known->second.issued.end());
+      issued = OnePerRank(std::move(issued));
     }
     std::map<int, const trace::PeerCounts*> counts;
     for (const Issued& i : issued)
@@ -298,11 +304,7 @@ class CollectiveMismatchAnalyzer : public Analyzer {
 
     auto [it, fresh] = count_mismatches_.try_emplace(key.pg);
     PgCountMismatch& m = it->second;
-    if (!merge) {
-      ++m.count;
-      m.last_seq = std::max(m.last_seq, key.seq);
-    }
-    if (!fresh && !merge && m.key.seq <= key.seq) return;
+    if (!CountKeepingFirst(&m, fresh, merge, key)) return;
     m.key = key;
     m.from_dump = from_dump && !merge;
     m.signature = issued.front().signature;

@@ -152,8 +152,11 @@ def _begin(signature, op, tensor_arg, args, kwargs):
     pg = RUNTIME.group_id(group)
     RUNTIME.begin_step_if_needed()
     send, recv = _peer_counts(op, params)
-    peers = _group_peers(group) if send else []
-    record = RUNTIME.probes.collective(pg, op, dtype, count, nbytes, op, send, recv, peers)
+    if send:  # an all-to-all: what it sends to and receives from each peer
+        record = RUNTIME.probes.collective(pg, op, dtype, count, nbytes, op, send, recv,
+                                           _group_peers(group))
+    else:
+        record = RUNTIME.probes.collective(pg, op, dtype, count, nbytes, op)
     return (record, bool(params.get("async_op", False)))
 
 
