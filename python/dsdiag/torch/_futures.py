@@ -10,11 +10,16 @@ holds its callback's return value as a Python object, freed under the GIL by who
 the future last — the worker thread, when the parent future's callback list goes.
 
 So every callback we attach carries a token whose release we count, and at exit `drain()`
-waits (GIL released, bounded) until the worker threads let go of all of them; and the
+waits (GIL released, bounded) until the worker threads let go of all of them. That exit
+hook is registered here, at the first callback, and never taken out: the callbacks outlive
+`uninstrument()` (a worker thread may still hold the last backward's when the hooks go, and
+a DDP keeps the comm hook it was given), so the process area's exit handler, which
+uninstrument() removes, cannot be the one that waits for them. And the
 futures of the last callbacks are kept here (a bounded deque), so that the worker thread's
 release of them is never the last one: the main thread frees them, with the GIL.
 """
 
+import atexit
 import collections
 import threading
 import time
@@ -23,11 +28,13 @@ _RECENT = collections.deque(maxlen=4096)  # (parent, child) futures of the last 
 
 
 class _LiveCallbacks(object):
-    """How many of our callbacks a worker thread still holds."""
+    """How many of our callbacks a worker thread still holds; whether drain() waits for
+    them at exit."""
 
     def __init__(self):
         self.lock = threading.Lock()
         self.count = 0
+        self.drain_at_exit = False
 
 
 LIVE = _LiveCallbacks()
@@ -47,6 +54,9 @@ class _Token(object):
 
 def then(future, callback):
     """future.then(callback), counted until the worker thread releases the callback."""
+    if not LIVE.drain_at_exit:
+        LIVE.drain_at_exit = True
+        atexit.register(drain)
     token = _Token()
 
     def counted(f):

@@ -8,7 +8,6 @@ import atexit
 import sys
 import traceback
 
-from dsdiag.torch import _futures
 from dsdiag.torch._patches import Patches
 from dsdiag.torch._runtime import RUNTIME
 
@@ -36,8 +35,8 @@ def _excepthook(kind, value, tb):
 
 
 def _at_exit():
-    # Before Python shuts down: the worker threads must let go of our future callbacks.
-    _futures.drain()
+    # The worker threads let go of our future callbacks in _futures' own exit hook, which
+    # atexit runs before this one (registered at the first callback, after this).
     try:
         if RUNTIME.on and not RUNTIME.ended:
             RUNTIME.write_pending_ops()
