@@ -1,4 +1,6 @@
-// loader-starvation: a rank whose training loop spends its time waiting for data.
+// loader-starvation: training loops that spend their time waiting for data — the whole
+// job's (every rank's loader is too slow), or one rank's (its loader is slower than its
+// peers', and they wait for it in the gradient allreduce).
 //
 // Input: the `loader` records (one per batch, `wait` = ns the loop blocked on it) and the
 // `step` records (`dur` = the step's wall time):
@@ -6,15 +8,20 @@
 //   {"type":"step","step":3,"dur":41000000,...}
 // Per rank and step, wait fraction = sum of the step's waits / its duration. The first
 // step each rank measures is left out: it includes starting the loader's workers (what
-// `dsdiag loader-sweep` reports as time to first batch). Over the remaining steps a rank
-// is starved when (medians over steps):
-//  - its wait fraction exceeds kMaxWaitFraction (30%): the loader cannot keep up; or
-//  - its wait exceeds kOutlierFactor (3x) the median rank's wait by more than
+// `dsdiag loader-sweep` reports as time to first batch). Over the remaining steps (medians
+// over steps per rank), two verdicts, each one finding:
+//  - the job: the median rank's wait fraction exceeds kMaxWaitFraction (30%), the lower
+//    median (with two ranks, the faster one: both wait). Every rank waits, so this is a fact
+//    about the job's input pipeline, named once with every measured rank. Judging each rank
+//    against the line instead would pin the warning on whichever rank a noisy host pushed
+//    over it (29% and 31% are the same job, and neither is named);
+//  - a slow rank: its wait exceeds kOutlierFactor (3x) the median rank's wait by more than
 //    kOutlierMinNs (5 ms): this rank's loader is slower than its peers' (the others then
 //    wait for it in the gradient allreduce, so their own fractions stay low).
-// The median rank is the lower median of the ranks' medians (with two ranks, the faster).
-// Severity: warning. At least kMinSteps measured steps are needed. One finding for all
-// starved ranks; evidence lists the top ranks by wait fraction and the median rank.
+// The lower median, not the mean of the middle two: a slow rank must not drag its own
+// reference along (two ranks at 72% and 0% are one slow rank, not a starved job).
+// Severity: warning. At least kMinSteps measured steps are needed. Evidence lists the top
+// ranks by wait fraction and the median rank, and `scope` ("job" or "rank").
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -43,6 +50,7 @@ constexpr int64_t kOutlierMinNs = 5'000'000;
 constexpr size_t kMinSteps = 3;
 constexpr size_t kTopRanks = 8;
 
+// The lower median: with two values, the smaller.
 double Median(std::vector<double> v) {
   if (v.empty()) return 0;
   const size_t mid = (v.size() - 1) / 2;
@@ -106,33 +114,77 @@ class LoaderStarvationAnalyzer : public Analyzer {
       if (w.fractions.size() >= kMinSteps)
         summaries.push_back({rank, Median(w.fractions), Median(w.waits), w.fractions.size()});
     if (summaries.empty()) return;
+    Typical typical;
     std::vector<double> waits, fractions;
     for (const RankSummary& s : summaries) {
       waits.push_back(s.wait);
       fractions.push_back(s.fraction);
     }
-    const double median_wait = Median(waits);
-    const double median_fraction = Median(fractions);
-    std::vector<int> starved;
-    for (const RankSummary& s : summaries) {
-      const bool slow = s.fraction > kMaxWaitFraction;
-      const bool outlier = summaries.size() >= 2 && s.wait > kOutlierFactor * median_wait &&
-                           s.wait - median_wait > static_cast<double>(kOutlierMinNs);
-      if (slow || outlier) starved.push_back(s.rank);
+    typical.wait = Median(waits);
+    typical.fraction = Median(fractions);
+    if (typical.fraction > kMaxWaitFraction) {
+      std::vector<int> all;
+      for (const RankSummary& s : summaries) all.push_back(s.rank);
+      findings->push_back(MakeFinding(summaries, all, typical, Scope::kJob));
+      return;  // every rank waits: a slower one among them is the same pipeline's story
     }
-    if (starved.empty()) return;
-    findings->push_back(MakeFinding(summaries, starved, median_wait, median_fraction));
+    std::vector<int> slow;
+    for (const RankSummary& s : summaries) {
+      const bool outlier = summaries.size() >= 2 && s.wait > kOutlierFactor * typical.wait &&
+                           s.wait - typical.wait > static_cast<double>(kOutlierMinNs);
+      if (outlier) slow.push_back(s.rank);
+    }
+    if (!slow.empty()) findings->push_back(MakeFinding(summaries, slow, typical, Scope::kRank));
   }
 
  private:
-  Finding MakeFinding(std::vector<RankSummary> summaries, const std::vector<int>& starved,
-                      double median_wait, double median_fraction) const {
+  enum class Scope { kJob, kRank };
+  struct Typical {  // the median rank's (the lower median)
+    double wait = 0, fraction = 0;
+  };
+
+  static std::string Percent(double x) {
+    return std::to_string(static_cast<int>(x * 100 + 0.5)) + "%";
+  }
+  static std::string Ms(double ns) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f ms", ns / 1e6);
+    return std::string(buf);
+  }
+
+  // The summary line: the job's wait (spread over the ranks), or the slow ranks' against
+  // the median rank's. `summaries` sorted by wait fraction, highest first.
+  static std::string Summary(const std::vector<RankSummary>& summaries,
+                             const std::vector<int>& ranks, const Typical& typical, Scope scope) {
+    const RankSummary& worst = summaries.front();
+    if (scope == Scope::kJob) {
+      const RankSummary& least = summaries.back();
+      const std::string who = summaries.size() == 1
+                                  ? "Rank " + std::to_string(worst.rank) + " waits"
+                                  : "Every rank waits (" + FormatRankRanges(ranks) + ")";
+      std::string spread;
+      if (summaries.size() > 1 && Percent(least.fraction) != Percent(worst.fraction))
+        spread = ", from " + Percent(least.fraction) + " on rank " + std::to_string(least.rank) +
+                 " to " + Percent(worst.fraction) + " on rank " + std::to_string(worst.rank);
+      return who + " for data: the job's input pipeline cannot keep up; the median rank spends " +
+             Percent(typical.fraction) + " of a step (" + Ms(typical.wait) +
+             ") blocked on its loader" + spread;
+    }
+    return (ranks.size() == 1 ? "Rank " : "Ranks ") + FormatRankRanges(ranks) +
+           (ranks.size() == 1 ? " waits" : " wait") + " for data far longer than its peers: rank " +
+           std::to_string(worst.rank) + " spends " + Percent(worst.fraction) + " of a step (" +
+           Ms(worst.wait) + ") blocked on the loader, the median rank " +
+           Percent(typical.fraction) + " (" + Ms(typical.wait) + ")";
+  }
+
+  Finding MakeFinding(std::vector<RankSummary> summaries, const std::vector<int>& ranks,
+                      const Typical& typical, Scope scope) const {
     Finding f;
     f.kind = std::string(kind::kLoaderStarvation);
     f.severity = Severity::kWarning;
-    f.ranks = starved;
+    f.ranks = ranks;
     int64_t step = -1;
-    for (int r : starved) {
+    for (int r : ranks) {
       const int64_t s = ranks_.at(r).first_step;
       if (step < 0 || s < step) step = s;
     }
@@ -141,18 +193,7 @@ class LoaderStarvationAnalyzer : public Analyzer {
     std::sort(summaries.begin(), summaries.end(), [](const RankSummary& a, const RankSummary& b) {
       return a.fraction != b.fraction ? a.fraction > b.fraction : a.rank < b.rank;
     });
-    const RankSummary& worst = summaries.front();
-    auto pct = [](double x) { return std::to_string(static_cast<int>(x * 100 + 0.5)) + "%"; };
-    auto ms = [](double ns) {
-      char buf[32];
-      std::snprintf(buf, sizeof buf, "%.1f ms", ns / 1e6);
-      return std::string(buf);
-    };
-    f.summary = (starved.size() == 1 ? "Rank " : "Ranks ") + FormatRankRanges(starved) +
-                (starved.size() == 1 ? " waits" : " wait") + " for data: rank " +
-                std::to_string(worst.rank) + " spends " + pct(worst.fraction) + " of a step (" +
-                ms(worst.wait) + ") blocked on the loader, the median rank " +
-                pct(median_fraction) + " (" + ms(median_wait) + ")";
+    f.summary = Summary(summaries, ranks, typical, scope);
     JsonValue top = JsonValue::Array();
     for (size_t i = 0; i < summaries.size() && i < kTopRanks; ++i) {
       JsonValue row = JsonValue::Object();
@@ -162,16 +203,22 @@ class LoaderStarvationAnalyzer : public Analyzer {
       row.Set("steps", static_cast<int64_t>(summaries[i].steps));
       top.Push(std::move(row));
     }
+    f.evidence.Set("scope", scope == Scope::kJob ? "job" : "rank");
     f.evidence.Set("ranks", std::move(top));
-    f.evidence.Set("median_wait_fraction", Round(median_fraction, 4));
-    f.evidence.Set("median_wait_ms", Round(median_wait / 1e6, 3));
+    const bool job = scope == Scope::kJob;
+    f.evidence.Set("median_wait_fraction", Round(typical.fraction, 4));
+    f.evidence.Set("median_wait_ms", Round(typical.wait / 1e6, 3));
     f.evidence.Set("max_wait_fraction", kMaxWaitFraction);
     f.evidence.Set("outlier_factor", kOutlierFactor);
     f.evidence.Set("outlier_min_ms", static_cast<double>(kOutlierMinNs) / 1e6);
-    f.hint =
-        "The training loop is waiting for batches: run `dsdiag loader-sweep` to pick a worker "
-        "count (DataLoader num_workers) and batch size that keep up, enable pin_memory / "
-        "prefetching, and check that rank's storage or preprocessing.";
+    f.hint = job ? "Every rank's training loop is waiting for batches: run `dsdiag loader-sweep` "
+                   "to pick a worker count (DataLoader num_workers) and batch size that keep "
+                   "up, enable pin_memory / prefetching, and check the shared storage or "
+                   "preprocessing; on a shared host, the loader workers compete with the "
+                   "ranks for its cores."
+                 : "That rank's input pipeline is slower than its peers': check its storage, "
+                   "its node's load and its DataLoader settings (num_workers, prefetch); "
+                   "`dsdiag loader-sweep` picks a worker count that keeps up.";
     return f;
   }
 
