@@ -13,7 +13,11 @@
 //   changed outside the optimizer  a rank whose "pre-step" parameters differ from its own
 //                                  "periodic" ones of the step before changed them between
 //                                  two optimizer steps (a manual decay, a rank-conditional
-//                                  load), at any world size;
+//                                  load), at any world size; so does a rank whose probe saw
+//                                  parameters written in place between two optimizer steps
+//                                  (a `params-changed-outside-optimizer` mark, from their
+//                                  version counters: every step, where fingerprints are
+//                                  taken every N) since the replicas were last equal;
 //   majority / no majority         otherwise the split verdict (split_verdict.h).
 // A divergence that follows a grad-desync (the gradient differed, so the update did) is a
 // follow-on of that finding: the follow-on pass ranks it info, with the cause in its
@@ -32,6 +36,7 @@
 #include "analyzers/kinds/common/split_verdict.h"
 #include "trace/record_types.h"
 #include "trace/records/fp_record.h"
+#include "trace/records/mark_record.h"
 #include "trace/records/params_record.h"
 
 namespace dsdiag::analyzers {
@@ -42,6 +47,13 @@ namespace {
 using trace::JsonValue;
 
 constexpr size_t kMaxTensorsListed = 10;
+// The Python model probe's mark: parameters written in place between two optimizer steps.
+constexpr std::string_view kWrittenOutsideMark = "params-changed-outside-optimizer";
+
+struct WrittenOutside {
+  int64_t step;  // the step before whose optimizer step the writes were seen
+  int rank;
+};
 
 // Within one step fingerprints are taken in this order: after the broadcast or the load,
 // before the optimizer step, then after it.
@@ -58,10 +70,15 @@ class ReplicaDivergenceAnalyzer : public Analyzer {
  public:
   std::string_view name() const override { return kind::kReplicaDivergence; }
   std::vector<std::string_view> record_types() const override {
-    return {trace::rec::kParams, trace::rec::kFingerprint};
+    return {trace::rec::kParams, trace::rec::kFingerprint, trace::rec::kMark};
   }
 
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
+    if (r.type_id() == trace::rec_id::kMark) {
+      if (records::MarkView(r).name() == kWrittenOutsideMark)
+        written_outside_.push_back({r.step(), rank.rank});
+      return;
+    }
     if (r.type_id() == trace::rec_id::kParams) {
       if (!table_) table_ = records::ParamTable::Read(r);
       return;
@@ -106,7 +123,25 @@ class ReplicaDivergenceAnalyzer : public Analyzer {
     done_ = true;  // the first divergence is the one that matters
     // Never equal (init-divergence's), or after a resume (checkpoint-mismatch's).
     if (any.why == "init" || any.why == "resume") return;
-    finding_ = MakeFinding(step, by_rank, diffs, changed);
+    int64_t written_at = step;  // the optimizer step the writes came before
+    if (changed.empty() && any.what == "param")
+      changed = WrittenSinceEqual(step, by_rank.size(), &written_at);
+    finding_ = MakeFinding(step, by_rank, diffs, changed, written_at);
+  }
+
+  // The ranks that wrote their parameters outside the optimizer after the replicas were
+  // last seen equal and by `step` (marks), and in *first the earliest such step; none when
+  // every compared rank did (no odd one).
+  std::vector<int> WrittenSinceEqual(int64_t step, size_t compared, int64_t* first) const {
+    std::vector<int> ranks;
+    for (const WrittenOutside& w : written_outside_) {
+      if (w.step <= last_equal_step_ || w.step > step) continue;
+      if (ranks.empty() || w.step < *first) *first = w.step;
+      ranks.push_back(w.rank);
+    }
+    NormalizeRanks(&ranks);
+    if (ranks.size() >= compared) ranks.clear();
+    return ranks;
   }
 
   std::string Describe(const FingerprintRecord& fp, int index) const {
@@ -119,8 +154,8 @@ class ReplicaDivergenceAnalyzer : public Analyzer {
   }
 
   Finding MakeFinding(int64_t step, const RankFingerprints& by_rank,
-                      const std::vector<IndexDivergence>& diffs,
-                      const std::vector<int>& changed) const {
+                      const std::vector<IndexDivergence>& diffs, const std::vector<int>& changed,
+                      int64_t written_at) const {
     const FingerprintRecord& any = by_rank.begin()->second;
     const auto groups = GroupByVector(by_rank);
     const SplitVerdict split = JudgeSplit(groups);
@@ -142,7 +177,7 @@ class ReplicaDivergenceAnalyzer : public Analyzer {
       f.summary += "; " + OnRanks(changed) +
                    (changed.size() == 1 ? " changed its" : " changed their") +
                    " parameters outside the optimizer (between the optimizer steps of step " +
-                   std::to_string(step - 1) + " and " + std::to_string(step) + ")";
+                   std::to_string(written_at - 1) + " and " + std::to_string(written_at) + ")";
     } else {
       f.summary += NoMajorityText(groups, split);
     }
@@ -174,6 +209,7 @@ class ReplicaDivergenceAnalyzer : public Analyzer {
     f.evidence.Set("basis", evidence         ? "changed outside the optimizer"
                             : split.majority ? "majority"
                                              : "no majority");
+    if (evidence) f.evidence.Set("changed_before_step", written_at);
     f.evidence.Set("majority", evidence || split.majority);
     f.evidence.Set("groups", GroupsJson(groups));
     return f;
@@ -182,7 +218,8 @@ class ReplicaDivergenceAnalyzer : public Analyzer {
   std::optional<records::ParamTable> table_;
   // (step, order of `why` within a step, what) -> rank -> fingerprint, in the order taken.
   std::map<std::tuple<int64_t, int, std::string>, RankFingerprints> pending_;
-  RankFingerprints last_periodic_;  // the latest "periodic" param fingerprints
+  RankFingerprints last_periodic_;               // the latest "periodic" param fingerprints
+  std::vector<WrittenOutside> written_outside_;  // the marks, in the order read
   int64_t last_equal_step_ = -1;
   bool done_ = false;
   std::optional<Finding> finding_;

@@ -2,6 +2,7 @@
 // exact kind, ranks, step and subject.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <string>
@@ -271,6 +272,56 @@ TEST(ReplicaDivergenceAnalyzerTest, ParametersChangedOutsideTheOptimizerNameThei
     EXPECT_EQ(findings[0].ranks, evidence ? std::vector<int>{1} : (std::vector<int>{0, 1}));
     EXPECT_EQ(Evidence(findings[0], "basis"),
               evidence ? "\"changed outside the optimizer\"" : "\"no majority\"");
+  }
+}
+
+void WriteWrittenOutsideMark(trace::TraceWriter* w) {
+  w->Begin(trace::rec::kMark)
+      .line()
+      .Field("name", "params-changed-outside-optimizer")
+      .Field("message", "1 of 4 parameters were written between two optimizer steps: embed.weight");
+}
+
+// Light mode: fingerprints every 10 steps. Rank 1 writes its parameters between the optimizer
+// steps of steps 12 and 13 (the probe's mark, at step 13); the next fingerprint (step 19)
+// differs. At two ranks the fingerprints alone are no majority; the mark names rank 1 — unless
+// both ranks wrote theirs (a resume on every rank), or the mark came before the replicas were
+// last seen equal.
+TEST(ReplicaDivergenceAnalyzerTest, AParametersWrittenMarkNamesItsRankAtTwoRanks) {
+  struct Case {
+    const char* name;
+    std::vector<int> marked;
+    int mark_step;
+    std::vector<int> named;
+    const char* basis;
+  };
+  const Case cases[] = {
+      {"rank 1", {1}, 13, {1}, "\"changed outside the optimizer\""},
+      {"both", {0, 1}, 13, {0, 1}, "\"no majority\""},
+      {"before the last equal", {1}, 5, {0, 1}, "\"no majority\""},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    TestRun run;
+    WriteRun(&run, 2, 20, [&](int rank, int step, trace::TraceWriter* w) {
+      const bool marked = std::count(c.marked.begin(), c.marked.end(), rank) > 0;
+      if (marked && step == c.mark_step) WriteWrittenOutsideMark(w);
+      if ((step + 1) % 10 != 0) return;
+      const uint64_t drift = rank == 1 && step >= 19 ? 77 : 0;
+      WriteFp(w, "param", "periodic", "bucket", {uint64_t(step) + drift, 5});
+    });
+    auto findings = RunDivergence(run);
+    ASSERT_EQ(findings.size(), 1u);
+    EXPECT_EQ(findings[0].kind, kind::kReplicaDivergence);
+    EXPECT_EQ(findings[0].step, 19);
+    EXPECT_EQ(findings[0].ranks, c.named);
+    EXPECT_EQ(Evidence(findings[0], "basis"), c.basis);
+    if (c.named.size() == 1) {
+      EXPECT_EQ(Evidence(findings[0], "changed_before_step"), "13");
+      EXPECT_NE(findings[0].summary.find("between the optimizer steps of step 12 and 13"),
+                std::string::npos)
+          << findings[0].summary;
+    }
   }
 }
 

@@ -33,6 +33,19 @@ class ReplicaDrift(JobTestCase):
         self.assertEqual(f["ranks"], [1])
         self.assertEqual(f["subject"], "0.weight")
 
+    def test_a_manual_decay_on_one_of_two_ranks_names_it_though_no_majority_can(self):
+        # Two ranks, two replicas: the fingerprints cannot say which is right; the parameters'
+        # version counters moved on rank 1 between its optimizer steps.
+        status, _, err = run_job(self.path("decay2"), "ddp_replicas.py", nproc=2,
+                                 env={"FAULT": "decay"})
+        self.assertEqual(status, 0, err)
+        findings = compare(self.path("decay2"))
+        self.assertEqual(serious(findings), {"replica-divergence/error"}, findings)
+        f = find(findings, "replica-divergence")
+        self.assertEqual(f["ranks"], [1])
+        self.assertEqual(f["evidence"]["basis"], "changed outside the optimizer")
+        self.assertEqual(f["evidence"]["changed_before_step"], 4)  # the decay after step 3's
+
     def test_a_determinism_switch_on_one_rank_is_a_config_mismatch(self):
         status, _, err = run_job(self.path("config"), "ddp_faults.py", env={"FAULT": "config"})
         self.assertEqual(status, 0, err)

@@ -2,7 +2,11 @@
 record), which parameters took part in each backward (`grad` records: missing-grad), and
 its parameter fingerprints — `init` when the probe starts, `periodic` after an optimizer
 step every N steps and `pre-step` before the next one — which init- and replica-divergence
-diff across ranks.
+diff across ranks. Between the optimizer step and the next one nothing should write the
+parameters: each one's version counter (bumped by every in-place write) is noted after the
+optimizer step and looked at again before the next, and a parameter written in between is a
+`params-changed-outside-optimizer` mark (a manual decay, a load on some ranks only), which
+names the rank where fingerprints alone cannot (two ranks, and no majority).
 
 Two probes are built on it: DDP's (_comm_hook.py: the table from the wrapped module, the
 gradients as DDP syncs them) and, for a model no DDP wraps, the optimizer's (_unwrapped.py:
@@ -39,6 +43,7 @@ class ModelProbe(object):
         self.participation_unknown = hooked_late
         self.last_missing = None
         self.params_fingerprinted = False
+        self.versions = None  # each parameter's version counter after the last optimizer step
         self.fp_every = 1 if RUNTIME.settings.full else 10
         self.buffers = BufferProbe(buffers_of, self.fp_every) if buffers_of is not None else None
         _core.write_params(
@@ -68,6 +73,7 @@ class ModelProbe(object):
         """The backward is over: who took part, the gradients (write_gradients), and the
         parameters again when they were fingerprinted after the last step."""
         self.write_gradients(self.write_participation())
+        self.note_writes_since_optimizer_step()
         if self.params_fingerprinted:
             self.fingerprint_params("pre-step")
 
@@ -89,7 +95,25 @@ class ModelProbe(object):
         """The gradients' fingerprints, where something syncs them (DDP's probe);
         `computed`: some gradient reached the parameters in this backward."""
 
+    def note_writes_since_optimizer_step(self):
+        """The `params-changed-outside-optimizer` mark: the parameters written in place since
+        the last optimizer step (their version counters moved), by index into the table."""
+        if self.versions is None:
+            return
+        now = _versions(self.params)
+        changed = [i for i, (a, b) in enumerate(zip(self.versions, now)) if a != b]
+        self.versions = None
+        if not changed:
+            return
+        shown = ", ".join(self.names[i] for i in changed[:4])
+        more = " (+%d more)" % (len(changed) - 4) if len(changed) > 4 else ""
+        RUNTIME.session.mark(
+            "params-changed-outside-optimizer",
+            "%d of %d parameters were written between two optimizer steps: %s%s" % (
+                len(changed), len(self.params), shown, more))
+
     def after_optimizer_step(self, step):
+        self.versions = _versions(self.params)
         self.params_fingerprinted = self.fingerprint_due(step)
         if self.params_fingerprinted:
             self.fingerprint_params("periodic")
@@ -102,3 +126,9 @@ class ModelProbe(object):
     def fingerprint_params(self, why):
         hashes = fingerprint_each([p.detach() for p in self.params])
         _core.write_fingerprints(RUNTIME.session, "param", why, True, hashes)
+
+
+def _versions(params):
+    """Each tensor's version counter: every in-place write bumps it (torch's own check that a
+    tensor saved for backward is unchanged reads the same counter)."""
+    return [p._version for p in params]
