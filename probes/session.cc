@@ -101,6 +101,9 @@ void Session::BeginStep(int64_t step, int64_t epoch) noexcept {
   pre_step_repeats_.WriteOwed(this);
   epoch_ = epoch;
   phase_ns_.fill(0);
+  phase_cpu_ns_.fill(0);
+  phase_runq_ns_.fill(0);
+  cpu_known_ = runq_known_ = false;
   coll_ = CollectiveTotals();
   step_start_ns_ = trace::MonotonicNs();
   writer_->SetStep(step);
@@ -124,9 +127,13 @@ void Session::EndStep(const StepSummary& s) noexcept {
   const int64_t compacted = collective_steps_->EndStep(this);
   const int64_t probe_ns = probe_ns_.load(std::memory_order_relaxed);
   {
-    trace::records::PhaseTime phases[kPhaseCount - 1];
-    for (int p = 1; p < kPhaseCount; ++p)
-      phases[p - 1] = {PhaseName(static_cast<Phase>(p)), phase_ns_[p]};
+    trace::records::PhaseTime phases[kPhaseCount - 1], cpu[kPhaseCount - 1], runq[kPhaseCount - 1];
+    for (int p = 1; p < kPhaseCount; ++p) {
+      const char* name = PhaseName(static_cast<Phase>(p));
+      phases[p - 1] = {name, phase_ns_[p]};
+      cpu[p - 1] = {name, phase_cpu_ns_[p]};
+      runq[p - 1] = {name, phase_runq_ns_[p]};
+    }
     trace::records::StepRecord step;
     step.dur = now - step_start_ns_;
     step.epoch = epoch_;
@@ -148,6 +155,10 @@ void Session::EndStep(const StepSummary& s) noexcept {
     const std::string owed = pre_step_repeats_.TakeOwed();
     step.pre_step_fp = owed;
     step.probe_ns = probe_ns - probe_ns_at_last_step_;
+    if (cpu_known_) step.cpu = cpu;
+    if (runq_known_) step.runq = runq;
+    // Two decimals: a load average is no finer, and the line stays short.
+    if (const double load = HostLoadPerCpu(); load >= 0) step.load = std::round(load * 100) / 100;
     probe_ns_at_last_step_ = probe_ns;
     auto r = writer_->BeginAt(step.kType, step_start_ns_);
     AppendFields(step, &r.line());
@@ -175,9 +186,19 @@ void Session::EnterPhase(Phase phase, int64_t /*start_ns*/) noexcept {
   phase_.store(phase, std::memory_order_relaxed);
 }
 
-void Session::ExitPhase(Phase phase, Phase previous, int64_t start_ns, bool unwinding) noexcept {
+void Session::ExitPhase(Phase phase, Phase previous, int64_t start_ns, const ThreadCpu& start_cpu,
+                        bool unwinding) noexcept {
   const int64_t dur = trace::MonotonicNs() - start_ns;
   phase_ns_[static_cast<int>(phase)] += dur;
+  const ThreadCpu end_cpu = ReadThreadCpu();
+  if (start_cpu.cpu_ns >= 0 && end_cpu.cpu_ns >= start_cpu.cpu_ns) {
+    phase_cpu_ns_[static_cast<int>(phase)] += end_cpu.cpu_ns - start_cpu.cpu_ns;
+    cpu_known_ = true;
+  }
+  if (start_cpu.runq_ns >= 0 && end_cpu.runq_ns >= start_cpu.runq_ns) {
+    phase_runq_ns_[static_cast<int>(phase)] += end_cpu.runq_ns - start_cpu.runq_ns;
+    runq_known_ = true;
+  }
   if (!unwinding) phase_.store(previous, std::memory_order_relaxed);
   // Light mode (trace v2): the step record's phase totals only, no record per phase.
   if (!full()) return;
@@ -271,6 +292,7 @@ PhaseScope::PhaseScope(Session* session, Phase phase) noexcept
   ProbeTimer timer(session_);
   exceptions_at_entry_ = std::uncaught_exceptions();
   previous_ = session_->current_phase();
+  start_cpu_ = ReadThreadCpu();
   start_ns_ = trace::MonotonicNs();
   nvtx::PushRange(PhaseName(phase));
   session_->EnterPhase(phase, start_ns_);
@@ -279,7 +301,7 @@ PhaseScope::PhaseScope(Session* session, Phase phase) noexcept
 PhaseScope::~PhaseScope() {
   if (!session_) return;
   ProbeTimer timer(session_);
-  session_->ExitPhase(phase_, previous_, start_ns_,
+  session_->ExitPhase(phase_, previous_, start_ns_, start_cpu_,
                       left_by_exception_ || std::uncaught_exceptions() > exceptions_at_entry_);
   nvtx::PopRange();
 }

@@ -25,6 +25,7 @@
 #include "probes/phase.h"
 #include "probes/records/collective_steps.h"
 #include "probes/records/fingerprint_repeats.h"
+#include "probes/thread_cpu.h"
 #include "trace/trace_header.h"
 #include "trace/trace_writer.h"
 
@@ -111,7 +112,8 @@ class Session {
   Session(Mode mode, int rank, std::unique_ptr<trace::TraceWriter> writer);
   void EnterPhase(Phase phase, int64_t start_ns) noexcept;
   // `unwinding`: left by an exception; the current phase then stays `phase` (PhaseScope).
-  void ExitPhase(Phase phase, Phase previous, int64_t start_ns, bool unwinding) noexcept;
+  void ExitPhase(Phase phase, Phase previous, int64_t start_ns, const ThreadCpu& start_cpu,
+                 bool unwinding) noexcept;
 
   const Mode mode_;
   const int rank_;
@@ -121,6 +123,11 @@ class Session {
   int64_t epoch_ = 0;
   int64_t step_start_ns_ = 0;
   std::array<int64_t, kPhaseCount> phase_ns_{};  // time per phase in the current step
+  // What the phase's thread spent on a CPU and in the run queue, per phase (thread_cpu.h);
+  // whether this step measured them (a phase on a thread without schedstat: no run queue).
+  std::array<int64_t, kPhaseCount> phase_cpu_ns_{};
+  std::array<int64_t, kPhaseCount> phase_runq_ns_{};
+  bool cpu_known_ = false, runq_known_ = false;
   struct CollectiveTotals {
     int64_t n = 0, bytes = 0, dur_ns = 0, wait_ns = 0;
   };
@@ -152,6 +159,7 @@ class PhaseScope {
   Phase phase_;
   Phase previous_;
   int64_t start_ns_;
+  ThreadCpu start_cpu_;
   int exceptions_at_entry_;
   bool left_by_exception_ = false;
 };

@@ -50,6 +50,12 @@ struct StepShape {
   int64_t sync = 1 * kMs;  // waiting for the others' gradients included
   int64_t optimizer = 2 * kMs;
   int64_t checkpoint = 0;
+  // What the scheduler says (the `step` record's `cpu` and `runq`), written when `sched`:
+  // every phase ran on a CPU all its wall time, but `sync` (blocked) and backward, which
+  // waited `backward_runq` for a core and was blocked `backward_blocked`.
+  bool sched = false;
+  int64_t backward_runq = 0;
+  int64_t backward_blocked = 0;
 };
 
 // A small deterministic jitter in [-amplitude, amplitude].
@@ -161,11 +167,26 @@ inline void WriteRank(TestRun* run, const RankSpec& spec) {
     const trace::records::PhaseTime phases[] = {
         {phase::kData, data}, {phase::kForward, forward},           {phase::kBackward, backward},
         {phase::kSync, sync}, {phase::kOptimizer, shape.optimizer}, {phase::kCheckpoint, ckpt}};
+    const trace::records::PhaseTime cpu[] = {
+        {phase::kData, data},
+        {phase::kForward, forward},
+        {phase::kBackward, backward - shape.backward_runq - shape.backward_blocked},
+        {phase::kSync, 0},
+        {phase::kOptimizer, shape.optimizer},
+        {phase::kCheckpoint, ckpt}};
+    const trace::records::PhaseTime runq[] = {
+        {phase::kData, 0}, {phase::kForward, 0},   {phase::kBackward, shape.backward_runq},
+        {phase::kSync, 0}, {phase::kOptimizer, 0}, {phase::kCheckpoint, 0}};
     trace::records::StepRecord step;
     step.dur = dur;
     step.loss = 2.0;
     step.phases = phases;
     step.phase_count = 6;  // checkpoint 0: left out
+    if (shape.sched) {
+      step.cpu = cpu;
+      step.runq = runq;
+      step.load = shape.backward_runq > 0 ? 1.5 : 0.5;
+    }
     AppendFields(step, &w->BeginAt(step.kType, c.Local(start)).line());
   }
   if (spec.end) {

@@ -70,6 +70,69 @@ const trace::JsonValue* Row(const Finding& f, int rank) {
   return nullptr;
 }
 
+// Rank 1's backward takes 20 ms longer than rank 0's; the scheduler figures say why: it ran
+// that long on a CPU, it waited that long for one, or it was blocked.
+Finding TwoRankStraggler(int64_t runq, int64_t blocked) {
+  TestRun run;
+  WriteRun(&run, 2, [&](RankSpec* s) {
+    const bool slow = s->rank == 1;
+    s->shape = [slow, runq, blocked](int64_t) {
+      StepShape shape;
+      shape.sched = true;
+      if (slow) {
+        shape.backward += 20 * kMs;
+        shape.backward_runq = runq;
+        shape.backward_blocked = blocked;
+      } else {
+        shape.sync += 20 * kMs;
+      }
+      return shape;
+    };
+  });
+  auto findings = Analyze(run);
+  EXPECT_EQ(findings.size(), 1u);
+  return findings.empty() ? Finding{} : findings[0];
+}
+
+TEST(StragglerAnalyzerTest, ARankStarvedOfCpuIsTheHostsContentionAtInfo) {
+  const Finding f = TwoRankStraggler(/*runq=*/18 * kMs, /*blocked=*/0);
+  EXPECT_EQ(f.ranks, std::vector<int>{1});
+  EXPECT_EQ(f.severity, Severity::kInfo);
+  EXPECT_EQ(Evidence(f, "cause"), "\"cpu-starved\"");
+  EXPECT_NE(f.summary.find("starved of CPU, waiting 18.0 ms per step for a core"),
+            std::string::npos)
+      << f.summary;
+  EXPECT_NE(f.summary.find("contention on a shared host, not a slower rank"), std::string::npos);
+  EXPECT_NE(f.summary.find("host load 1.50 per CPU"), std::string::npos) << f.summary;
+  EXPECT_NE(f.hint.find("waited for a core"), std::string::npos);
+  const trace::JsonValue* row = Row(f, 1);
+  ASSERT_NE(row, nullptr);
+  EXPECT_NEAR(row->Find("cause_runq_ms")->as_double(), 18.0, 0.01);
+}
+
+TEST(StragglerAnalyzerTest, ARankThatComputesMoreIsAWarningThatSaysSo) {
+  const Finding f = TwoRankStraggler(/*runq=*/0, /*blocked=*/0);
+  EXPECT_EQ(f.severity, Severity::kWarning);
+  EXPECT_EQ(Evidence(f, "cause"), "\"more-compute\"");
+  EXPECT_NE(f.summary.find("it computes more, or slower"), std::string::npos) << f.summary;
+}
+
+TEST(StragglerAnalyzerTest, ARankBlockedNeitherRunningNorWaitingForACoreIsBlocked) {
+  const Finding f = TwoRankStraggler(/*runq=*/2 * kMs, /*blocked=*/15 * kMs);
+  EXPECT_EQ(f.severity, Severity::kWarning);
+  EXPECT_EQ(Evidence(f, "cause"), "\"blocked\"");
+  EXPECT_NE(f.summary.find("I/O, a lock, a sleep"), std::string::npos) << f.summary;
+}
+
+TEST(StragglerAnalyzerTest, TracesWithoutSchedulerFiguresHaveNoCause) {
+  TestRun run;
+  WriteRun(&run, 2, Straggle(1, 20 * kMs));
+  auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(Evidence(findings[0], "cause"), "null");
+  EXPECT_EQ(findings[0].severity, Severity::kWarning);
+}
+
 TEST(StragglerAnalyzerTest, JitterOnFourRanksIsNoStraggler) {
   TestRun run;
   WriteRun(&run, 4);

@@ -17,6 +17,14 @@ void AppendCollTotals(const StepCollTotals& c, JsonLine* line) {
   line->Field(StepCollKeys::wait.name(), c.wait).EndObject();
 }
 
+// `phases` is always written (empty without phases); `cpu` and `runq` only when measured.
+void AppendPhaseTimes(std::string_view key, const PhaseTime* times, size_t n, JsonLine* line) {
+  line->BeginObject(key);
+  for (size_t i = 0; times != nullptr && i < n; ++i)
+    if (times[i].ns > 0) line->Field(times[i].name, times[i].ns);
+  line->EndObject();
+}
+
 }  // namespace
 
 void AppendFields(const StepRecord& r, JsonLine* line) {
@@ -27,13 +35,13 @@ void AppendFields(const StepRecord& r, JsonLine* line) {
   if (!std::isnan(r.gloss)) line->FloatField(K::gloss.name(), r.gloss);
   if (!std::isnan(r.lr)) line->Field(K::lr.name(), r.lr);
   line->Field(K::samples.name(), r.samples);
-  line->BeginObject(K::phases.name());
-  for (size_t i = 0; i < r.phase_count; ++i)
-    if (r.phases[i].ns > 0) line->Field(r.phases[i].name, r.phases[i].ns);
-  line->EndObject();
+  AppendPhaseTimes(K::phases.name(), r.phases, r.phase_count, line);
   AppendCollTotals(r.coll, line);
   if (!r.pre_step_fp.empty()) line->Field(K::pre_step_fp.name(), r.pre_step_fp);
   if (r.probe_ns >= 0) line->Field(K::probe_ns.name(), r.probe_ns);
+  if (r.cpu != nullptr) AppendPhaseTimes(K::cpu.name(), r.cpu, r.phase_count, line);
+  if (r.runq != nullptr) AppendPhaseTimes(K::runq.name(), r.runq, r.phase_count, line);
+  if (r.load >= 0) line->Field(K::load.name(), r.load);
 }
 
 }  // namespace dsdiag::trace::records

@@ -7,7 +7,8 @@
 //
 //   {"type":"step","ts":5000,"step":3,"dur":41000000,"epoch":0,"loss":2.31,"lr":0.001,
 //    "samples":32,"phases":{"data":1200000,"forward":15000000,...},
-//    "coll":{"n":5,"bytes":222472,"dur":9950000,"wait":9610000},"probe_ns":74944}
+//    "coll":{"n":5,"bytes":222472,"dur":9950000,"wait":9610000},"probe_ns":74944,
+//    "cpu":{"data":90000,"forward":14800000,...},"runq":{"forward":120000,...},"load":0.52}
 #pragma once
 
 #include <cmath>
@@ -37,6 +38,11 @@ struct StepKeys {
   static constexpr FieldKey coll{"coll"};                // {"n","bytes","dur","wait"}
   static constexpr FieldKey pre_step_fp{"pre_step_fp"};  // v2: "grad,param" left out as repeats
   static constexpr FieldKey probe_ns{"probe_ns"};  // ns inside probe calls since the last step
+  // Per phase, what the scheduler says of the thread that ran it (probes/thread_cpu.h): ns
+  // on a CPU, and ns runnable but waiting for one. Left out where unknown.
+  static constexpr FieldKey cpu{"cpu"};    // phase name -> ns on a CPU
+  static constexpr FieldKey runq{"runq"};  // phase name -> ns in the run queue
+  static constexpr FieldKey load{"load"};  // the host's 1-min load average per CPU
 };
 // The members of `coll`.
 struct StepCollKeys {
@@ -72,6 +78,10 @@ struct StepRecord {
   StepCollTotals coll;
   std::string_view pre_step_fp;  // empty: left out
   int64_t probe_ns = -1;         // negative: left out
+  // Per phase, like `phases` (`phase_count` of each, 0 left out); null: the object left out.
+  const PhaseTime* cpu = nullptr;
+  const PhaseTime* runq = nullptr;
+  double load = NAN;  // NaN or negative: left out
 };
 void AppendFields(const StepRecord& r, JsonLine* line);
 
@@ -94,6 +104,14 @@ class StepView {
   std::optional<JsonValue> coll_value() const { return r_.Value(StepKeys::coll); }
   std::optional<std::string_view> pre_step_fp() const { return r_.Str(StepKeys::pre_step_fp); }
   std::optional<int64_t> probe_ns() const { return r_.Int(StepKeys::probe_ns); }
+  // Per phase CPU and run-queue ns, as `phases` (false when the record has none).
+  bool cpu(std::vector<Record::NumberMember>* out) const {
+    return r_.NumberMembers(StepKeys::cpu, out);
+  }
+  bool runq(std::vector<Record::NumberMember>* out) const {
+    return r_.NumberMembers(StepKeys::runq, out);
+  }
+  std::optional<double> load() const { return r_.Double(StepKeys::load); }
 
  private:
   const Record& r_;

@@ -34,8 +34,15 @@
 // job stood still for it alone (per step, the most it arrived after every other rank at one
 // collective), and the phase that explains it: the phase (`sync` aside, where the others'
 // waiting shows) whose mean time exceeds the reference rank's the most.
+// Why the phase takes longer (its `cause`), where the step records carry what the scheduler
+// says of the phase's thread (`cpu`: ns on a CPU, `runq`: ns runnable but waiting for one):
+// of the phase's extra wall time over the reference rank's, the larger part is extra CPU time
+// ("more-compute": it computes more or slower), extra run-queue time ("cpu-starved": other
+// processes on its host took its cores), or neither ("blocked": I/O, a lock, a sleep).
 // Severity: warning; error when the job stood still for the stragglers at least half of the
-// reference rank's total step time (the job ran at most half speed because of them).
+// reference rank's total step time (the job ran at most half speed because of them). A
+// straggler that was starved of CPU is the host's contention, not the rank's doing: info,
+// or warning when the job stood still at least half its step time for it.
 //
 // This file gathers (RankStats, straggler_stats.h) and measures each collective; the verdict
 // and the finding are in straggler_finding.cc.
@@ -122,6 +129,21 @@ class StragglerAnalyzer : public Analyzer {
     if (!step.phases(&phase_members_)) return;  // reused: no allocation per step
     for (const trace::Record::NumberMember& m : phase_members_) {
       if (m.is_int64) *s->PhaseNs(m.name) += std::max<int64_t>(0, m.int64);
+    }
+    if (step.cpu(&phase_members_)) {
+      ++s->cpu_steps;
+      for (const trace::Record::NumberMember& m : phase_members_)
+        if (m.is_int64) *RankStats::NsOf(&s->phase_cpu_ns, m.name) += std::max<int64_t>(0, m.int64);
+    }
+    if (step.runq(&phase_members_)) {
+      ++s->runq_steps;
+      for (const trace::Record::NumberMember& m : phase_members_)
+        if (m.is_int64)
+          *RankStats::NsOf(&s->phase_runq_ns, m.name) += std::max<int64_t>(0, m.int64);
+    }
+    if (const auto load = step.load(); load && *load >= 0) {
+      s->load_sum += *load;
+      ++s->load_steps;
     }
   }
 

@@ -62,6 +62,13 @@ std::string PhaseHint(const std::string& phase) {
          "(logging, evaluation, host-side work) and at its host's load.";
 }
 
+std::string StarvedHint() {
+  return "Its thread was runnable but waited for a core: other processes on its host (another "
+         "job, its own loader workers, more intra-op threads than cores) took them. Give each "
+         "rank its cores (pin ranks, OMP_NUM_THREADS, fewer loader workers) or keep other jobs "
+         "off the host; the rank's own work is not slower.";
+}
+
 struct Verdict {
   int rank = 0;
   double mean_excess = 0;
@@ -156,11 +163,64 @@ std::optional<Judgement> Judge(const std::vector<RankStats>& ranks) {
   return j;
 }
 
+// Why a phase takes longer than on the reference rank: its extra wall time split into extra
+// time on a CPU, extra time waiting for one, and the rest (blocked).
+struct Cause {
+  std::string name;  // "more-compute", "cpu-starved", "blocked"; empty: not measured
+  double cpu_ns = 0, reference_cpu_ns = 0;    // per step, on a CPU
+  double runq_ns = 0, reference_runq_ns = 0;  // per step, waiting for a CPU
+  double blocked_ns = 0;                      // extra wall time neither explains
+  double load = -1;                           // the straggler's host load per CPU
+};
+
 struct Explanation {
   std::string phase;  // empty: none
   double rank_ns = 0;
   double reference_ns = 0;
+  Cause cause;
 };
+
+// Names the larger of the three parts of `extra_ns` (the time to explain): extra time on a
+// CPU, extra time waiting for one, and the rest (blocked).
+Cause Split(double cpu, double ref_cpu, double runq, double ref_runq, double extra_ns,
+            double load) {
+  Cause c;
+  c.cpu_ns = cpu;
+  c.reference_cpu_ns = ref_cpu;
+  c.runq_ns = std::max(0.0, runq);
+  c.reference_runq_ns = std::max(0.0, ref_runq);
+  c.load = load;
+  const double more_cpu = std::max(0.0, cpu - ref_cpu);
+  const double more_runq = std::max(0.0, c.runq_ns - c.reference_runq_ns);
+  c.blocked_ns = std::max(0.0, extra_ns - more_cpu - more_runq);
+  if (more_runq >= more_cpu && more_runq >= c.blocked_ns)
+    c.name = "cpu-starved";
+  else if (more_cpu >= c.blocked_ns)
+    c.name = "more-compute";
+  else
+    c.name = "blocked";
+  return c;
+}
+
+// Why the phase takes longer than on the reference rank (its extra wall time).
+Cause PhaseCause(const RankStats& s, const RankStats& reference, const std::string& phase,
+                 double extra_wall_ns) {
+  const double cpu = s.MeanCpu(phase), ref_cpu = reference.MeanCpu(phase);
+  if (cpu < 0 || ref_cpu < 0) return {};  // older traces: no scheduler figures
+  return Split(cpu, ref_cpu, s.MeanRunq(phase), reference.MeanRunq(phase), extra_wall_ns,
+               s.MeanLoad());
+}
+
+// Why the rank is late when no one phase explains it: over its whole step, the extra CPU and
+// run-queue time against the reference rank's, and the rest of its mean lateness. (Where a
+// Python job's backward holds the wait for the gradient allreduce, the on-time rank's
+// backward is as long as the late one's: the phases' wall times cannot tell them apart, the
+// scheduler's figures can.)
+Cause StepCause(const RankStats& s, const RankStats& reference, double mean_excess) {
+  const double cpu = s.MeanStepCpu(), ref_cpu = reference.MeanStepCpu();
+  if (cpu < 0 || ref_cpu < 0) return {};
+  return Split(cpu, ref_cpu, s.MeanStepRunq(), reference.MeanStepRunq(), mean_excess, s.MeanLoad());
+}
 
 // The phase (sync aside, where the others' waiting shows) whose mean time per step exceeds
 // the reference rank's the most, when it explains a good share of the excess.
@@ -175,8 +235,36 @@ Explanation Explain(const RankStats& s, const RankStats& reference, double mean_
       best = {phase, s.MeanPhase(phase), reference.MeanPhase(phase)};
     }
   }
-  if (best_diff < kPhaseExplains * mean_excess) return {};
+  if (best_diff < kPhaseExplains * mean_excess) {
+    Explanation step_only;
+    step_only.cause = StepCause(s, reference, mean_excess);
+    return step_only;
+  }
+  best.cause = PhaseCause(s, reference, best.phase, best_diff);
   return best;
+}
+
+std::string LoadText(double load) {
+  if (load < 0) return "";
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "; host load %.2f per CPU", load);
+  return buf;
+}
+
+// What the cause says, after the phase's times ("it", the rank) or of the whole step.
+std::string CauseText(const Cause& c, int reference_rank) {
+  const std::string ref = " on rank " + std::to_string(reference_rank);
+  if (c.name == "cpu-starved")
+    return "it was starved of CPU, waiting " + MsText(c.runq_ns) + " per step for a core (vs " +
+           MsText(c.reference_runq_ns) + ref + LoadText(c.load) +
+           ") — contention on a shared host, not a slower rank";
+  if (c.name == "more-compute")
+    return "it ran " + MsText(c.cpu_ns) + " per step on a CPU (vs " + MsText(c.reference_cpu_ns) +
+           ref + "): it computes more, or slower";
+  if (c.name == "blocked")
+    return "it was blocked (neither running nor waiting for a core: I/O, a lock, a sleep) " +
+           MsText(c.blocked_ns) + " per step longer than" + ref;
+  return "";
 }
 
 std::optional<int64_t> FirstStep(const RankStats& s, double mean_excess) {
@@ -212,11 +300,25 @@ JsonValue Row(const std::vector<RankStats>& ranks, int rank, const std::string& 
   for (const auto& [phase, ns] : reference.phase_ns)
     if (!phases.Find(phase)) phases.Set(phase, Ms(s.MeanPhase(phase)));
   row.Set("phase_ms", std::move(phases));
+  if (s.MeanStepCpu() >= 0) row.Set("step_cpu_ms", Ms(s.MeanStepCpu()));
+  if (s.MeanStepRunq() >= 0) row.Set("step_runq_ms", Ms(s.MeanStepRunq()));
+  if (s.MeanLoad() >= 0) row.Set("host_load", std::round(s.MeanLoad() * 100) / 100);
   if (why) {
     row.Set("excess_phase", why->phase.empty() ? JsonValue() : JsonValue(why->phase));
     if (!why->phase.empty()) {
       row.Set("excess_phase_ms", Ms(why->rank_ns));
       row.Set("reference_phase_ms", Ms(why->reference_ns));
+    }
+    const Cause& c = why->cause;
+    if (!c.name.empty()) {
+      // Over the excess phase, or (no phase explains it) the whole step; per step.
+      row.Set("cause", c.name);
+      row.Set("cause_of", why->phase.empty() ? "step" : "phase");
+      row.Set("cause_cpu_ms", Ms(c.cpu_ns));
+      row.Set("cause_reference_cpu_ms", Ms(c.reference_cpu_ns));
+      row.Set("cause_runq_ms", Ms(c.runq_ns));
+      row.Set("cause_reference_runq_ms", Ms(c.reference_runq_ns));
+      row.Set("cause_blocked_ms", Ms(c.blocked_ns));
     }
   }
   return row;
@@ -240,6 +342,10 @@ std::string Summary(const std::vector<RankStats>& ranks, const Judgement& j,
   if (!e.phase.empty()) {
     summary += "; its " + PhaseLabel(e.phase) + " takes " + MsText(e.rank_ns) + " per step vs " +
                MsText(e.reference_ns) + " on rank " + std::to_string(j.reference_rank);
+    if (!e.cause.name.empty()) summary += ": " + CauseText(e.cause, j.reference_rank);
+  } else if (!e.cause.name.empty()) {
+    summary +=
+        "; no one phase explains it, but over its step " + CauseText(e.cause, j.reference_rank);
   }
   return summary + "; the job waited " + PercentText(lost_share) + " of its step time for " +
          (j.stragglers.size() > 1 ? "them" : "it");
@@ -266,8 +372,14 @@ Finding MakeFinding(const std::vector<RankStats>& ranks, const Judgement& j) {
   rows.Push(Row(ranks, j.reference_rank, "reference", reference, nullptr));
   const double reference_total = double(reference.step_ns);
   const double lost_share = reference_total > 0 ? held / reference_total : 0;
-  f.severity = lost_share >= kErrorLostShare ? Severity::kError : Severity::kWarning;
   const Explanation& e = why.front();
+  // Every straggler starved of CPU: the host's contention, at the severity of its cost.
+  const bool starved = std::all_of(
+      why.begin(), why.end(), [](const Explanation& x) { return x.cause.name == "cpu-starved"; });
+  if (starved)
+    f.severity = lost_share >= kErrorLostShare ? Severity::kWarning : Severity::kInfo;
+  else
+    f.severity = lost_share >= kErrorLostShare ? Severity::kError : Severity::kWarning;
   f.summary = Summary(ranks, j, f.ranks, e, lost_share);
 
   JsonValue& ev = f.evidence;
@@ -280,11 +392,12 @@ Finding MakeFinding(const std::vector<RankStats>& ranks, const Judgement& j) {
   ev.Set("held_ms", Ms(double(held)));
   ev.Set("lost_share", std::round(lost_share * 1000) / 1000);
   ev.Set("excess_phase", e.phase.empty() ? JsonValue() : JsonValue(e.phase));
+  ev.Set("cause", e.cause.name.empty() ? JsonValue() : JsonValue(e.cause.name));
   // j.stragglers is worst first, as the rows.
   f.hint = (j.stragglers.size() > 1
                 ? "The worst straggler is rank " + std::to_string(j.stragglers.front().rank) + ". "
                 : std::string()) +
-           PhaseHint(e.phase) +
+           (e.cause.name == "cpu-starved" ? StarvedHint() : PhaseHint(e.phase)) +
            " Every other rank waits for it at each collective (their `sync` phase grows "
            "by as much).";
   return f;

@@ -84,6 +84,41 @@ struct alignas(64) RankStats {
     return &phase_ns.emplace_back(std::string(name), 0).second;
   }
 
+  // What the scheduler says of each phase's thread (`step` records' `cpu` and `runq`):
+  // ns on a CPU and ns waiting for one, per phase name, over the steps that carry them.
+  std::vector<std::pair<std::string, int64_t>> phase_cpu_ns, phase_runq_ns;
+  int64_t cpu_steps = 0, runq_steps = 0;
+  double load_sum = 0;  // the host's load per CPU, summed over the steps that carry it
+  int64_t load_steps = 0;
+  static double MeanOf(const std::vector<std::pair<std::string, int64_t>>& per_phase,
+                       std::string_view phase, int64_t steps) {
+    for (const auto& [name, ns] : per_phase)
+      if (name == phase) return steps == 0 ? 0 : double(ns) / steps;
+    return 0;
+  }
+  static int64_t* NsOf(std::vector<std::pair<std::string, int64_t>>* per_phase,
+                       std::string_view phase) {
+    for (auto& [name, ns] : *per_phase)
+      if (name == phase) return &ns;
+    return &per_phase->emplace_back(std::string(phase), 0).second;
+  }
+  // Means per step; negative when the trace carries none (older traces, no schedstat).
+  double MeanCpu(std::string_view phase) const {
+    return cpu_steps ? MeanOf(phase_cpu_ns, phase, cpu_steps) : -1;
+  }
+  double MeanRunq(std::string_view phase) const {
+    return runq_steps ? MeanOf(phase_runq_ns, phase, runq_steps) : -1;
+  }
+  double MeanLoad() const { return load_steps ? load_sum / load_steps : -1; }
+  // Summed over the step's phases, per step; negative when unknown.
+  double MeanStepCpu() const { return cpu_steps ? SumOf(phase_cpu_ns) / cpu_steps : -1; }
+  double MeanStepRunq() const { return runq_steps ? SumOf(phase_runq_ns) / runq_steps : -1; }
+  static double SumOf(const std::vector<std::pair<std::string, int64_t>>& per_phase) {
+    double sum = 0;
+    for (const auto& [name, ns] : per_phase) sum += double(ns);
+    return sum;
+  }
+
   int64_t last = 0;  // collectives it entered last
   std::array<std::optional<int64_t>, kLevelsNs.size()> first_step_past;
 

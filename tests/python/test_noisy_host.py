@@ -1,0 +1,77 @@
+"""Verdicts that survive a noisy host: clean two-rank DDP jobs run while something else takes
+the same CPUs, under dsdiag run. Nothing in the jobs is wrong, so no warning or error may
+blame a rank for the host's load; where one rank is clearly held back by it, dsdiag says so:
+a straggler at info whose cause is `cpu-starved` (its thread waited for a core), not a slower
+rank.
+
+Run by ctest once per Python lane, alone (RUN_SERIAL: the load is the test's own)."""
+import os
+import subprocess
+import sys
+import unittest
+
+from dsdiag_jobs import PYTHON, JobTestCase, compare, run_job, serious
+
+# A CPU hog pinned to one CPU: busy 3 ms, asleep 6 ms, for `seconds` (bounded: it ends by
+# itself). It takes about a third of that CPU while it lasts.
+HOG = """
+import os, sys, time
+os.sched_setaffinity(0, {int(sys.argv[1])})
+end = time.monotonic() + float(sys.argv[2])
+while time.monotonic() < end:
+    busy = time.monotonic() + 0.003
+    while time.monotonic() < busy:
+        pass
+    time.sleep(0.006)
+"""
+
+
+def blamed(findings):
+    """The warnings and errors that name a rank for timing (straggler, loader-starvation)."""
+    return [f for f in findings if f["severity"] != "info"
+            and f["kind"] in ("straggler", "loader-starvation")]
+
+
+class NoisyHost(JobTestCase):
+    def run_with_hog(self, name, cpu, env):
+        hog = subprocess.Popen([sys.executable, "-c", HOG, str(cpu), "90"])
+        try:
+            status, out, err = run_job(self.path(name), "noisy_host.py", env=env)
+        finally:
+            hog.kill()
+            hog.wait()
+        self.assertEqual(status, 0, err)
+        return compare(self.path(name))
+
+    @unittest.skipUnless(len(os.sched_getaffinity(0)) >= 2, "needs two CPUs to pin two ranks")
+    def test_a_rank_sharing_its_cpu_with_another_process_is_contention_not_a_straggler(self):
+        findings = self.run_with_hog("pinned", cpu=1, env={"PIN": "1"})
+        self.assertEqual(serious(findings, timing=True), set(), findings)
+        self.assertEqual(blamed(findings), [], findings)
+        stragglers = [f for f in findings if f["kind"] == "straggler"]
+        for f in stragglers:  # where the load shows, it is named as the host's
+            self.assertEqual(f["severity"], "info", f)
+            self.assertEqual(f["evidence"]["cause"], "cpu-starved", f)
+            self.assertIn("contention on a shared host", f["summary"])
+
+    def test_two_clean_jobs_sharing_the_host_blame_no_rank(self):
+        # Another job on the same CPUs: two clean jobs at once, neither pinned.
+        other = subprocess.Popen(
+            [sys.executable, "-c", "import sys; sys.path.insert(0, %r); import dsdiag_jobs as j;"
+             " s = j.run_job(%r, 'noisy_host.py'); sys.exit(s[0])"
+             % (os.path.dirname(os.path.abspath(__file__)), self.path("other"))],
+            env=dict(os.environ, DSDIAG_TEST_PYTHON=PYTHON))
+        try:
+            status, _, err = run_job(self.path("mine"), "noisy_host.py")
+        finally:
+            other_status = other.wait(timeout=180)
+        self.assertEqual(status, 0, err)
+        self.assertEqual(other_status, 0)
+        for run in ("mine", "other"):
+            findings = compare(self.path(run))
+            self.assertEqual(serious(findings, timing=True), set(), (run, findings))
+            self.assertEqual(blamed(findings), [], (run, findings))
+
+
+if __name__ == "__main__":
+    unittest.main()
