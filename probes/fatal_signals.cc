@@ -162,8 +162,7 @@ std::string DescribeCode(uintptr_t pc) {
   }
   constexpr size_t kMaxSymbol = 160;
   if (symbol.size() > kMaxSymbol) symbol = symbol.substr(0, kMaxSymbol) + "...";
-  return module + " (" + symbol + "+" + Hex(pc - reinterpret_cast<uintptr_t>(info.dli_saddr)) +
-         ")";
+  return module + " (" + symbol + "+" + Hex(pc - reinterpret_cast<uintptr_t>(info.dli_saddr)) + ")";
 }
 
 }  // namespace
@@ -316,8 +315,7 @@ void FatalSignals::Record() noexcept {
   // run's end (torch's threads at interpreter shutdown), no part of the run it recorded.
   if (session_->ended()) return;
   const unsigned char record = 1;
-  if (!pthread_equal(pthread_self(), writer_id_.load()) &&
-      write(wake_fds_[1], &record, 1) == 1) {
+  if (!pthread_equal(pthread_self(), writer_id_.load()) && write(wake_fds_[1], &record, 1) == 1) {
     WaitReadable(done_fds_[0], kWriteWaitMs);
   }
   // What the writer formatted but could not flush (it blocked, or timed out), unless

@@ -17,6 +17,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "probes/collective_probe.h"
 #include "probes/terminate_recorder.h"
@@ -72,7 +73,10 @@ void PreviousHandler(int signo, siginfo_t* info, void*) {
 
 struct ChildOptions {
   std::function<void(Session*)> before;  // on the session, before the fault
-  int previous_handler_for = 0;          // install PreviousHandler for this signal first
+  // Runs `fault` from inside a flight dump's stack provider: the recorder's dump lock is
+  // held by the faulting thread.
+  bool fault_inside_a_dump = false;
+  int previous_handler_for = 0;  // install PreviousHandler for this signal first
   bool record_terminate = false;
 };
 
@@ -109,7 +113,8 @@ Death DieInAChild(const test_support::TempDir& dir, const std::function<void()>&
     FlightRecorder recorder(config.header, dir.path());
     CollectiveProbe collectives(session.get(), &recorder);
     std::unique_ptr<TerminateRecorder> on_terminate;
-    if (options.record_terminate) on_terminate = TerminateRecorder::Install(session.get(), &recorder);
+    if (options.record_terminate)
+      on_terminate = TerminateRecorder::Install(session.get(), &recorder);
     auto fatal = FatalSignals::Install(session.get(), &recorder);
     if (!fatal || !fatal->installed() || !fatal->handles(SIGSEGV)) _exit(91);
     if (FatalSignals::Install(session.get(), &recorder)) _exit(92);  // one per process
@@ -120,6 +125,14 @@ Death DieInAChild(const test_support::TempDir& dir, const std::function<void()>&
     }  // light mode: held until the step ends
     if (options.before) options.before(session.get());
     PhaseScope forward(session.get(), Phase::kForward);
+    if (options.fault_inside_a_dump) {
+      recorder.SetStackProvider([&fault] {
+        fault();
+        return std::vector<trace::ThreadStack>();
+      });
+      std::string ignored;
+      recorder.Dump("SIGUSR1", 3, Phase::kForward, &ignored);
+    }
     fault();
     _exit(95);  // the fault did not end the child
   }
@@ -140,8 +153,7 @@ void ExpectKilledBy(const Death& death, int signo) {
 
 int CountOf(const std::string& text, const std::string& what) {
   int n = 0;
-  for (size_t pos = text.find(what); pos != std::string::npos; pos = text.find(what, pos + 1))
-    ++n;
+  for (size_t pos = text.find(what); pos != std::string::npos; pos = text.find(what, pos + 1)) ++n;
   return n;
 }
 
@@ -215,7 +227,8 @@ TEST(FatalSignalsTest, AHandlerThatWasThereBeforeStillRunsOnAnAbort) {
   test_support::TempDir dir("fatal-chain-abort");
   ChildOptions options;
   options.previous_handler_for = SIGABRT;
-  const Death death = DieInAChild(dir, [] { std::abort(); }, options);
+  const Death death = DieInAChild(
+      dir, [] { std::abort(); }, options);
   ExpectKilledBy(death, SIGABRT);
   EXPECT_TRUE(Contains(death.end, R"("signal":"SIGABRT")")) << death.end;
   EXPECT_EQ(ReadFile(dir.path() + "/chained"), "chained");
@@ -225,7 +238,8 @@ TEST(FatalSignalsTest, TheAbortOfStdTerminateIsRecordedOnceByTheTerminateRecorde
   test_support::TempDir dir("fatal-terminate");
   ChildOptions options;
   options.record_terminate = true;
-  const Death death = DieInAChild(dir, [] { [&]() noexcept { ThrowFromHere(); }(); }, options);
+  const Death death = DieInAChild(
+      dir, [] { [&]() noexcept { ThrowFromHere(); }(); }, options);
   ExpectKilledBy(death, SIGABRT);
   EXPECT_EQ(CountOf(death.trace, R"("type":"end")"), 1) << death.trace;
   EXPECT_TRUE(Contains(death.end, R"("reason":"error")")) << death.end;
@@ -242,6 +256,20 @@ TEST(FatalSignalsTest, AFaultAfterTheTraceEndedLeavesTheTraceAsItEnded) {
   EXPECT_EQ(CountOf(death.trace, R"("type":"end")"), 1) << death.trace;
   EXPECT_TRUE(Contains(death.end, R"("reason":"ok")")) << death.end;
   EXPECT_TRUE(death.dump.empty()) << death.dump;
+}
+
+// The writer thread blocks on a lock the faulting thread holds (the dump's): the end record,
+// written first, is there, and the wait for the rest is bounded — the child dies by its
+// signal instead of hanging (ctest's timeout would catch a hang).
+TEST(FatalSignalsTest, ALockTheFaultingThreadHoldsBoundsTheWaitAndTheEndIsWrittenFirst) {
+  test_support::TempDir dir("fatal-locked");
+  ChildOptions options;
+  options.fault_inside_a_dump = true;
+  const Death death = DieInAChild(dir, WriteToAnUnmappedAddress, options);
+  ExpectKilledBy(death, SIGSEGV);
+  EXPECT_TRUE(Contains(death.trace, "grad-bucket-0")) << death.trace;
+  EXPECT_TRUE(Contains(death.end, R"("signal":"SIGSEGV")")) << death.end;
+  EXPECT_TRUE(death.dump.empty()) << death.dump;  // never written: its lock was held
 }
 
 TEST(FatalSignalsTest, AForkedWorkerThatFaultsLeavesItsParentsTraceAlone) {

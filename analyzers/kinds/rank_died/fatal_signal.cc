@@ -41,9 +41,9 @@ std::string InCollective(const DeathView& view, const RankState& s) {
 }
 
 std::string FaultHint(const std::string& signal, const FatalSignalEnd& f, bool in_collective) {
-  std::string hint = "The rank crashed in native code — a C/C++ or CUDA extension, a custom op, "
-                     "a library torch calls — not in Python, so no traceback reached the "
-                     "trace. ";
+  std::string hint =
+      "The rank crashed in native code — a C/C++ or CUDA extension, a custom op, a library "
+      "torch calls — not in Python, so no traceback reached the trace. ";
   if (signal == "SIGSEGV") {
     hint += "SIGSEGV is an invalid memory access (evidence.fault.addr";
     hint += f.code == "SEGV_MAPERR"   ? "; SEGV_MAPERR: nothing is mapped there — a null, "
@@ -107,8 +107,8 @@ void DescribeFatalSignal(const DeathView& view, const RankState& s, Finding* f) 
   const std::string in = InCollective(view, s);
   const std::string where = view.WhereText(s) + in;
   if (how.origin == "kill") {
-    f->summary = rank + " was killed by " + signal + " from process " +
-                 std::to_string(how.sender) + " " + where;
+    f->summary = rank + " was killed by " + signal + " from process " + std::to_string(how.sender) +
+                 " " + where;
     f->hint = "Another process (evidence.fault.sender) sent " + signal +
               " to the rank: a watchdog or an operator asking for a core dump, not a fault "
               "of the rank's own. Check what runs beside the job.";
