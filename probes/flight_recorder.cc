@@ -122,7 +122,8 @@ bool FlightRecorder::OldestPending(FlightEntry* out) const noexcept {
   return found;
 }
 
-std::string FlightRecorder::DumpJson(std::string_view reason, int64_t step, Phase phase) const {
+std::string FlightRecorder::DumpJson(std::string_view reason, int64_t step, Phase phase,
+                                     bool ask_stacks) const {
   std::vector<FlightEntry> entries;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -142,7 +143,7 @@ std::string FlightRecorder::DumpJson(std::string_view reason, int64_t step, Phas
   dump.where_phase = std::string(PhaseName(phase));
   for (const FlightEntry& e : entries) dump.entries.push_back(ToTrace(e));
   std::shared_ptr<const StackProvider> provider;
-  {
+  if (ask_stacks) {
     std::lock_guard<std::mutex> lock(provider_mu_);
     provider = stack_provider_;
   }
@@ -160,13 +161,13 @@ std::string FlightRecorder::dump_path() const {
   return run_dir_ + "/" + trace::FlightDumpFileName(header_.rank);
 }
 
-bool FlightRecorder::Dump(std::string_view reason, int64_t step, Phase phase,
-                          std::string* error) const {
+bool FlightRecorder::Dump(std::string_view reason, int64_t step, Phase phase, std::string* error,
+                          bool ask_stacks) const {
   // One dump at a time: an exception's dump on the main thread and a SIGTERM's on the
   // stop-signal thread can coincide (the launcher stops a rank that is failing), and two
   // writers of one temporary file leave a mixed one behind.
   std::lock_guard<std::mutex> one_at_a_time(dump_mu_);
-  const std::string json = DumpJson(reason, step, phase);
+  const std::string json = DumpJson(reason, step, phase, ask_stacks);
   // Write to a temporary name, then rename: a reader never sees half a dump.
   const std::string path = dump_path();
   const std::string tmp = path + ".tmp";

@@ -75,10 +75,14 @@ class FlightRecorder {
 
   // Writes flight-rank-<R>.json (replacing an earlier dump) with `reason` and where the
   // main thread was. Returns false (and *error) on I/O failure. Not for signal handlers.
-  bool Dump(std::string_view reason, int64_t step, Phase phase, std::string* error) const;
+  // `ask_stacks` false: no stacks — the fatal-signal path, whose faulting thread may hold
+  // what the provider needs (Python's GIL) and never give it back.
+  bool Dump(std::string_view reason, int64_t step, Phase phase, std::string* error,
+            bool ask_stacks = true) const;
   std::string dump_path() const;
   // The dump as one JSON object (tests).
-  std::string DumpJson(std::string_view reason, int64_t step, Phase phase) const;
+  std::string DumpJson(std::string_view reason, int64_t step, Phase phase,
+                       bool ask_stacks = true) const;
 
  private:
   const trace::TraceHeader header_;

@@ -148,6 +148,13 @@ std::unique_ptr<RankProbes> RankProbes::Start(RankProbesConfig config, KeyValueS
                            "not installed: another TerminateRecorder handles this process");
     }
   }
+  if (config.record_fatal_signals) {
+    self->fatal_signals_ = FatalSignals::Install(self->session_.get(), self->recorder_.get());
+    if (!self->fatal_signals_) {
+      self->session_->Mark("fatal-signals",
+                           "not installed: another FatalSignals handles this process's signals");
+    }
+  }
   self->store_ = store;
   self->config_ = std::move(config);
   return self;

@@ -1,6 +1,6 @@
 // RankProbes: everything one rank's probes need, started in one call — the trace session,
-// the flight recorder, the collective probe, the watchdog, the stop-signal handlers and the
-// terminate handler —
+// the flight recorder, the collective probe, the watchdog, the stop-signal handlers, the
+// terminate handler and the fatal-signal handlers —
 // with the two things the ranks must agree on settled through the job's store first: one
 // run id, and this rank's clock offset to rank 0 (in the header and a `clock` record).
 //
@@ -20,6 +20,7 @@
 
 #include "probes/clock_offset.h"
 #include "probes/collective_probe.h"
+#include "probes/fatal_signals.h"
 #include "probes/flight_recorder.h"
 #include "probes/key_value_store.h"
 #include "probes/mode.h"
@@ -52,6 +53,10 @@ struct RankProbesConfig {
   // An uncaught exception (std::terminate) writes an `error` record, the dump and the end
   // record before the process aborts (TerminateRecorder).
   bool record_terminate = true;
+  // SIGSEGV, SIGBUS, SIGFPE, SIGILL and an abort() outside std::terminate write the held
+  // records, the end record (how the rank died) and the dump, then the process dies by the
+  // signal as it would have (FatalSignals).
+  bool record_fatal_signals = true;
   trace::TraceCompression compression = trace::TraceCompression::kNone;
   // Anything else for the header: `config` (the run's settings, compared across ranks by
   // config-mismatch), versions, sections. rank, world size and run id come from above.
@@ -115,6 +120,7 @@ class RankProbes {
   std::unique_ptr<Watchdog> watchdog_;
   std::unique_ptr<StopSignals> stop_signals_;
   std::unique_ptr<TerminateRecorder> terminate_recorder_;
+  std::unique_ptr<FatalSignals> fatal_signals_;  // first to go: its handler reads the session
 };
 
 }  // namespace dsdiag::probes

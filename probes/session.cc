@@ -263,16 +263,31 @@ void Session::Mark(std::string_view name, std::string_view message) noexcept {
 }
 
 void Session::End(std::string_view reason, int status, std::string_view detail) noexcept {
+  trace::records::EndRecord end;
+  end.reason = reason;
+  end.status = status;
+  end.detail = detail;
+  WriteEnd(end);
+}
+
+void Session::EndByFatalSignal(int signo, const trace::records::FatalSignalFields& how) noexcept {
+  const std::string name = trace::SignalName(signo);
+  trace::records::EndRecord end;
+  end.reason = "signal";
+  end.status = 128 + signo;
+  end.detail = name;
+  end.fatal = &how;
+  WriteEnd(end);
+}
+
+void Session::WriteEnd(const trace::records::EndRecord& end) noexcept {
   if (ended_.exchange(true) || !on()) return;
   FlushHeldRecords();
   {
-    trace::records::EndRecord end;
-    end.reason = reason;
-    end.status = status;
-    end.detail = detail;
-    end.probe_ns = probe_ns();
-    auto r = writer_->Begin(end.kType);
-    AppendFields(end, &r.line());
+    trace::records::EndRecord record = end;
+    record.probe_ns = probe_ns();
+    auto r = writer_->Begin(record.kType);
+    AppendFields(record, &r.line());
   }
   writer_->Flush();
 }

@@ -26,6 +26,7 @@
 #include "probes/records/collective_steps.h"
 #include "probes/records/fingerprint_repeats.h"
 #include "probes/thread_cpu.h"
+#include "trace/records/end_record.h"
 #include "trace/trace_header.h"
 #include "trace/trace_writer.h"
 
@@ -103,6 +104,9 @@ class Session {
   // Writes the `end` record once (later calls do nothing) and flushes.
   // reason: "ok", "signal", "error", "peer-failure"; detail goes to `signal` or `error`.
   void End(std::string_view reason, int status, std::string_view detail = {}) noexcept;
+  // The same for a rank dying by a fatal signal (probes/fatal_signals.h): reason "signal",
+  // status 128 + signo, and how the signal came.
+  void EndByFatalSignal(int signo, const trace::records::FatalSignalFields& how) noexcept;
 
   // Async-signal-safe flush of whatever is buffered.
   void FlushFromSignal() noexcept;
@@ -114,6 +118,7 @@ class Session {
   // `unwinding`: left by an exception; the current phase then stays `phase` (PhaseScope).
   void ExitPhase(Phase phase, Phase previous, int64_t start_ns, const ThreadCpu& start_cpu,
                  bool unwinding) noexcept;
+  void WriteEnd(const trace::records::EndRecord& end) noexcept;
 
   const Mode mode_;
   const int rank_;

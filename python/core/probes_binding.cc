@@ -84,6 +84,8 @@ RankProbesConfig ConfigFrom(const py::dict& d) {
   // Python's own excepthook says more than std::terminate could: off unless asked.
   c.record_terminate = false;
   if (auto v = get("record_terminate"); !v.is_none()) c.record_terminate = v.cast<bool>();
+  // A segfault or an abort() in native code never reaches Python at all: on unless asked.
+  if (auto v = get("record_fatal_signals"); !v.is_none()) c.record_fatal_signals = v.cast<bool>();
   if (auto v = get("header_config"); !v.is_none()) c.header.config = ToJson(v);
   if (auto v = get("versions"); !v.is_none()) {
     for (const auto& [k, value] : v.cast<py::dict>())

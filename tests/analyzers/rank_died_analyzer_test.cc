@@ -14,6 +14,7 @@
 #include "trace/clock.h"
 #include "trace/json_line.h"
 #include "trace/record_types.h"
+#include "trace/records/end_record.h"
 #include "trace/run_files.h"
 
 namespace dsdiag::analyzers {
@@ -346,6 +347,116 @@ TEST(RankDiedAnalyzerTest, ADeathInStdTerminateSaysSoAndFollowsItsMessage) {
   EXPECT_NE(f.hint.find("The rank died in C++"), std::string::npos) << f.hint;
   EXPECT_NE(f.hint.find("a Gloo check"), std::string::npos) << f.hint;
   EXPECT_EQ(f.hint.find("an error it caught"), std::string::npos) << f.hint;
+}
+
+// A rank the fatal-signal handler saw die (probes/fatal_signals.h): `steps` steps, one more
+// begun, then its `end` record with reason signal and how the signal came.
+void WriteFatalSignalRank(TestRun* run, int rank, int world_size, int steps,
+                          std::string_view signal, int signo,
+                          const trace::records::FatalSignalFields& how) {
+  auto w = run->Open(TestRun::Header(rank, world_size));
+  TestRun::WriteSteps(w.get(), 0, steps);
+  w->Begin(trace::rec::kStepBegin).line().Field("epoch", 0);
+  trace::records::EndRecord end;
+  end.reason = "signal";
+  end.status = 128 + signo;
+  end.detail = signal;
+  end.fatal = &how;
+  AppendFields(end, &w->Begin(end.kType).line());
+}
+
+// A segfault inside a collective: the summary says how and where (the phase and the
+// collective from the handler's dump), the hint follows the fault instead of listing every
+// way a rank can vanish, and the launcher's SIGTERM to the other rank is its follow-on.
+TEST(RankDiedAnalyzerTest, ASegfaultSaysHowAndWhereTheRankCrashed) {
+  TestRun run;
+  WriteEndedRank(&run, 0, 2, 5, "signal", 143, "signal", "SIGTERM");
+  trace::records::FatalSignalFields how;
+  how.origin = "fault";
+  how.code = "SEGV_MAPERR";
+  how.addr = "0x0";
+  how.pc = "libbad.so (bad_kernel+0x1c)";
+  WriteFatalSignalRank(&run, 1, 2, 3, "SIGSEGV", 11, how);
+  WriteDump(&run, 1, 2, "SIGSEGV", DumpTs(true), 3, "backward", 16);
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 2u);
+  const Finding& f = findings[0];
+  EXPECT_EQ(f.severity, Severity::kError);
+  EXPECT_EQ(f.ranks, std::vector<int>{1});
+  EXPECT_EQ(f.step, 3);
+  EXPECT_EQ(f.summary,
+            "rank 1 crashed on SIGSEGV in backward of step 3 with allreduce pg 0 seq 16 in "
+            "flight (invalid memory access at 0x0, SEGV_MAPERR, in libbad.so (bad_kernel+0x1c))");
+  EXPECT_EQ(Evidence(f, "died_by"), "\"SIGSEGV\"");
+  EXPECT_EQ(Evidence(f, "fault"),
+            "{\"origin\":\"fault\",\"code\":\"SEGV_MAPERR\",\"addr\":\"0x0\","
+            "\"pc\":\"libbad.so (bad_kernel+0x1c)\"}");
+  EXPECT_EQ(f.evidence.Find("stopped_in")->Find("phase")->as_string(), "backward");
+  EXPECT_NE(f.hint.find("native code"), std::string::npos) << f.hint;
+  EXPECT_NE(f.hint.find("A collective was in flight"), std::string::npos) << f.hint;
+  EXPECT_EQ(f.hint.find("SIGKILL"), std::string::npos) << f.hint;
+  const Finding& follow_on = findings[1];
+  EXPECT_EQ(follow_on.severity, Severity::kInfo);
+  EXPECT_EQ(follow_on.ranks, std::vector<int>{0});
+  EXPECT_EQ(Evidence(follow_on, "after_failures_of"), "[1]");
+}
+
+TEST(RankDiedAnalyzerTest, ABusErrorPointsAtSharedMemory) {
+  TestRun run;
+  run.WriteCleanRank(TestRun::Header(0, 2), 5);
+  trace::records::FatalSignalFields how;
+  how.origin = "fault";
+  how.code = "BUS_ADRERR";
+  how.addr = "0x7f0000001000";
+  WriteFatalSignalRank(&run, 1, 2, 3, "SIGBUS", 7, how);
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].summary,
+            "rank 1 crashed on SIGBUS during step 3 (bus error at 0x7f0000001000, BUS_ADRERR)");
+  EXPECT_NE(findings[0].hint.find("/dev/shm"), std::string::npos) << findings[0].hint;
+}
+
+// abort() outside std::terminate: the hint is native code's abort, not an uncaught exception.
+TEST(RankDiedAnalyzerTest, AnAbortOutsideTerminateSaysSo) {
+  TestRun run;
+  run.WriteCleanRank(TestRun::Header(0, 2), 5);
+  trace::records::FatalSignalFields how;
+  how.origin = "raise";
+  WriteFatalSignalRank(&run, 1, 2, 3, "SIGABRT", 6, how);
+  WriteDump(&run, 1, 2, "SIGABRT", DumpTs(true), 3, "forward", -1);
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  const Finding& f = findings[0];
+  EXPECT_EQ(f.severity, Severity::kError);
+  EXPECT_EQ(f.summary, "rank 1 aborted (SIGABRT: abort() in native code) in forward of step 3");
+  EXPECT_EQ(Evidence(f, "died_by"), "\"SIGABRT\"");
+  EXPECT_NE(f.hint.find("called abort()"), std::string::npos) << f.hint;
+  EXPECT_NE(f.hint.find("Not std::terminate"), std::string::npos) << f.hint;
+}
+
+TEST(RankDiedAnalyzerTest, AFatalSignalAnotherProcessSentSaysWhoSentIt) {
+  TestRun run;
+  run.WriteCleanRank(TestRun::Header(0, 2), 5);
+  trace::records::FatalSignalFields how;
+  how.origin = "kill";
+  how.sender = 4242;
+  WriteFatalSignalRank(&run, 1, 2, 3, "SIGABRT", 6, how);
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].summary, "rank 1 was killed by SIGABRT from process 4242 during step 3");
+  EXPECT_EQ(Evidence(findings[0], "fault"), "{\"origin\":\"kill\",\"sender\":4242}");
+}
+
+// An `end` naming a fatal signal without saying how it came (another writer): still a crash.
+TEST(RankDiedAnalyzerTest, AFatalSignalEndWithoutItsOriginIsStillACrash) {
+  TestRun run;
+  run.WriteCleanRank(TestRun::Header(0, 2), 5);
+  WriteEndedRank(&run, 1, 2, 3, "signal", 139, "signal", "SIGSEGV");
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].severity, Severity::kError);
+  EXPECT_EQ(findings[0].summary, "rank 1 crashed on SIGSEGV during step 2");
+  EXPECT_EQ(Evidence(findings[0], "fault"), "");
 }
 
 TEST(RankDiedAnalyzerTest, ASilentDeathNamesThePhaseItDiedInFromALateDump) {

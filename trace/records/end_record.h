@@ -5,6 +5,10 @@
 // dispatch (rank fates), the timeline and the report.
 //
 //   {"type":"end","ts":98765,"step":50,"reason":"ok","status":0,"probe_ns":4312000}
+//
+// A rank killed by a fatal signal (probes/fatal_signals.h) says how, in four more fields:
+//   {"type":"end",...,"reason":"signal","status":139,"signal":"SIGSEGV","origin":"fault",
+//    "code":"SEGV_MAPERR","addr":"0x0","pc":"libc.so.6 (__memmove_avx_unaligned_erms+0x3b)"}
 #pragma once
 
 #include <cstdint>
@@ -25,6 +29,22 @@ struct EndKeys {
   static constexpr FieldKey signal{"signal"};  // reason "signal": its name
   static constexpr FieldKey error{"error"};    // other reasons: the message, when there is one
   static constexpr FieldKey probe_ns{"probe_ns"};
+  // A fatal signal's: "fault" (the CPU faulted), "raise" (the process sent it to itself:
+  // abort(), raise()) or "kill" (another process sent it; `sender` is its pid).
+  static constexpr FieldKey origin{"origin"};
+  static constexpr FieldKey sender{"sender"};
+  static constexpr FieldKey code{"code"};  // a fault's si_code: "SEGV_MAPERR", "BUS_ADRERR", ...
+  static constexpr FieldKey addr{"addr"};  // a fault's address, "0x..."
+  static constexpr FieldKey pc{"pc"};      // where it faulted: "libfoo.so (symbol+0x1c)"
+};
+
+// How a fatal signal came (EndKeys::origin); empty strings are left out.
+struct FatalSignalFields {
+  std::string_view origin;
+  int64_t sender = 0;  // "kill": the sender's pid
+  std::string_view code;
+  std::string_view addr;
+  std::string_view pc;
 };
 
 struct EndRecord {
@@ -33,6 +53,7 @@ struct EndRecord {
   int status = 0;
   std::string_view detail;  // the signal's name (reason "signal") or the error; empty: none
   int64_t probe_ns = -1;    // negative: left out (synth: no probes)
+  const FatalSignalFields* fatal = nullptr;  // reason "signal", a fatal one: how it came
 };
 void AppendFields(const EndRecord& r, JsonLine* line);
 
@@ -44,6 +65,11 @@ class EndView {
   std::optional<std::string_view> signal() const { return r_.Str(EndKeys::signal); }
   std::optional<std::string_view> error() const { return r_.Str(EndKeys::error); }
   std::optional<int64_t> probe_ns() const { return r_.Int(EndKeys::probe_ns); }
+  std::optional<std::string_view> origin() const { return r_.Str(EndKeys::origin); }
+  std::optional<int64_t> sender() const { return r_.Int(EndKeys::sender); }
+  std::optional<std::string_view> code() const { return r_.Str(EndKeys::code); }
+  std::optional<std::string_view> addr() const { return r_.Str(EndKeys::addr); }
+  std::optional<std::string_view> pc() const { return r_.Str(EndKeys::pc); }
 
  private:
   const Record& r_;

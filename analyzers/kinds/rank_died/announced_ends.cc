@@ -65,7 +65,7 @@ std::vector<int> SilentlyDead(const DeathView& view) {
 std::vector<int> FailedOnError(const DeathView& view) {
   std::vector<int> failed;
   for (const auto& s : view.ranks())
-    if (s.fate == Fate::kError) failed.push_back(s.rank);
+    if (s.fate == Fate::kError || s.fate == Fate::kFatalSignal) failed.push_back(s.rank);
   return failed;
 }
 
@@ -120,6 +120,8 @@ Finding Announced(const DeathView& view, const RankState& s, const std::vector<i
              "grace period launchers send SIGKILL (dsdiag train: 5 s). What held it up is "
              "where it was (evidence.stopped_in, evidence.waiting_in): usually a collective "
              "waiting for a peer that is gone or stuck, or slow I/O.";
+  } else if (s.fate == Fate::kFatalSignal) {
+    DescribeFatalSignal(view, s, &f);
   } else if (s.fate == Fate::kSignal) {
     const std::string name = signal.empty() ? "a signal" : signal;
     f.evidence.Set("signal", signal);

@@ -1,7 +1,8 @@
 // rank-died: ranks that did not finish the run the way dsdiag finishes it.
 //
 // Input: RunContext::missing_ranks, each rank's RankEnd, its `signal` records, the
-// collective named by its `error` records, and its flight-recorder dump. A rank that exits
+// collective named by its `error` records, how a fatal signal came (its `end` record's
+// origin, code, addr, pc), and its flight-recorder dump. A rank that exits
 // through a path dsdiag controls writes a last record
 //   {"type":"end","ts":98765,"step":50,"reason":"ok","status":0}
 // with reason ok | signal (+ "signal": name) | error (+ "error": message) | peer-failure.
@@ -24,6 +25,11 @@
 //                                             before its exit path ended (the launcher's
 //                                             SIGKILL after the grace period); like a
 //                                             signal end below otherwise
+//   `end` reason signal, a fatal one  error   one per rank: the rank crashed (SIGSEGV, SIGBUS,
+//   (SIGSEGV, SIGBUS, SIGABRT,                SIGFPE, SIGILL: a fault in native code; SIGABRT:
+//   SIGFPE, SIGILL)                           abort() outside std::terminate), where (phase,
+//                                             collective) and how (fatal_signal.cc); a stop
+//                                             signal on another rank after it is a follow-on
 //   `end` reason signal / error       error   one per rank, naming the signal or message
 //                                             (one grouped finding for more than
 //                                             kMaxPerRank ranks that ended alike);
@@ -45,7 +51,7 @@
 // follow-on pass (passes/hang_follow_on_pass.cc) matches `waiting_in` against a hang finding.
 //
 // This file gathers each rank's records and fate (rank_fate.h); the verdicts are in
-// silent_deaths.cc and announced_ends.cc, over the DeathView of death_view.h.
+// silent_deaths.cc, announced_ends.cc and fatal_signal.cc, over the DeathView of death_view.h.
 #include <algorithm>
 #include <memory>
 #include <string>
@@ -70,8 +76,8 @@ class RankDiedAnalyzer : public Analyzer {
  public:
   std::string_view name() const override { return kind::kRankDied; }
   std::vector<std::string_view> record_types() const override {
-    return {trace::rec::kStepBegin,  trace::rec::kStep,   trace::rec::kPhase,
-            trace::rec::kCollective, trace::rec::kSignal, trace::rec::kError};
+    return {trace::rec::kStepBegin, trace::rec::kStep,  trace::rec::kPhase, trace::rec::kCollective,
+            trace::rec::kSignal,    trace::rec::kError, trace::rec::kEnd};
   }
 
   void Begin(const RunContext& run) override {
@@ -93,6 +99,8 @@ class RankDiedAnalyzer : public Analyzer {
         t.signal = RecordedSignal{std::string(name), r.step(), r.ts()};
     } else if (type == trace::rec_id::kError && !t.error_collective) {
       t.error_collective = NamedIn(r);
+    } else if (type == trace::rec_id::kEnd) {
+      t.fatal = FatalSignalOf(r);
     }
   }
 
@@ -120,6 +128,7 @@ class RankDiedAnalyzer : public Analyzer {
       switch (s.fate) {
         case Fate::kKilledAfterSignal:
         case Fate::kSignal:
+        case Fate::kFatalSignal:
         case Fate::kError:
           announced.push_back(Announced(view, s, silently_dead, failed_on_error));
           break;

@@ -3,6 +3,7 @@
 #include "analyzers/kinds/common/watchdog_message.h"
 #include "trace/peer_loss.h"
 #include "trace/record_types.h"
+#include "trace/records/end_record.h"
 #include "trace/records/error_record.h"
 
 namespace dsdiag::analyzers::rank_died {
@@ -12,7 +13,7 @@ namespace records = trace::records;
 using trace::JsonValue;
 
 std::string SignalOf(const RankState& s) {
-  if (s.fate == Fate::kSignal) return s.end.detail;
+  if (s.fate == Fate::kSignal || s.fate == Fate::kFatalSignal) return s.end.detail;
   return s.records.signal ? s.records.signal->name : std::string();
 }
 
@@ -23,7 +24,7 @@ Fate Classify(const RankEnd& end, const RankRecords& records) {
     return end.truncated_tail && at_block ? Fate::kCutShort : Fate::kNoEnd;
   }
   if (end.reason == "ok") return end.status.value_or(0) == 0 ? Fate::kClean : Fate::kOkNonZero;
-  if (end.reason == "signal") return Fate::kSignal;
+  if (end.reason == "signal") return IsFatalSignal(end.detail) ? Fate::kFatalSignal : Fate::kSignal;
   // An error that is a lost peer (Gloo's "Connection reset by peer") follows another
   // rank's failure, as a `peer-failure` end does.
   if (end.reason == "error") {
@@ -35,10 +36,15 @@ Fate Classify(const RankEnd& end, const RankRecords& records) {
 
 bool IsFailure(Fate fate) {
   return fate == Fate::kNoEnd || fate == Fate::kKilledAfterSignal || fate == Fate::kSignal ||
-         fate == Fate::kError;
+         fate == Fate::kFatalSignal || fate == Fate::kError;
 }
 
 bool EndsProcess(std::string_view signal) { return signal != "SIGUSR1"; }
+
+bool IsFatalSignal(std::string_view signal) {
+  return signal == "SIGSEGV" || signal == "SIGBUS" || signal == "SIGABRT" || signal == "SIGFPE" ||
+         signal == "SIGILL";
+}
 
 bool IsProgress(int type) {
   return type == trace::rec_id::kStepBegin || type == trace::rec_id::kStep ||
@@ -59,6 +65,19 @@ std::optional<WaitingIn> NamedIn(const trace::Record& r) {
   const auto named = ParseNamedCollective(error.message().value_or(""));
   if (!named) return std::nullopt;
   return WaitingIn{{named->pg, named->seq}, named->op, named->tag, r.step(), "error record"};
+}
+
+std::optional<FatalSignalEnd> FatalSignalOf(const trace::Record& end) {
+  const records::EndView view(end);
+  const auto origin = view.origin();
+  if (view.reason().value_or("") != "signal" || !origin) return std::nullopt;
+  FatalSignalEnd f;
+  f.origin = std::string(*origin);
+  f.sender = view.sender().value_or(0);
+  f.code = std::string(view.code().value_or(""));
+  f.addr = std::string(view.addr().value_or(""));
+  f.pc = std::string(view.pc().value_or(""));
+  return f;
 }
 
 JsonValue WaitingJson(const WaitingIn& w) {

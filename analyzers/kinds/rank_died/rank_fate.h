@@ -23,12 +23,15 @@ inline constexpr size_t kMaxMessage = 160;  // error message length in a summary
 inline constexpr int64_t kBlockBytes = 4096;
 
 // kKilledAfterSignal: a `signal` record, then no `end` (killed while stopping).
+// kFatalSignal: an `end` with reason signal naming a fatal one (SIGSEGV, SIGBUS, SIGABRT,
+// SIGFPE, SIGILL): the rank crashed (probes/fatal_signals.h), it was not asked to stop.
 enum class Fate {
   kClean,
   kNoEnd,
   kCutShort,  // no `end`, a partial last line: a failed write, not a death
   kKilledAfterSignal,
   kSignal,
+  kFatalSignal,
   kError,
   kPeerFailure,
   kOkNonZero,
@@ -51,8 +54,16 @@ struct WaitingIn {
   std::string from;  // "flight dump", "error record"
 };
 
+// How a fatal signal came, from the `end` record's fields (trace/records/end_record.h).
+struct FatalSignalEnd {
+  std::string origin;  // "fault", "raise", "kill"; empty: not said (an older trace)
+  int64_t sender = 0;
+  std::string code, addr, pc;
+};
+
 // What OnRecord gathers of one rank, before its RankEnd.
 struct RankRecords {
+  std::optional<FatalSignalEnd> fatal;
   std::optional<RecordedSignal> signal;
   std::optional<WaitingIn> error_collective;
   // The latest end (ts + dur) of a step, phase or collective record: a flight dump written
@@ -78,11 +89,15 @@ Fate Classify(const RankEnd& end, const RankRecords& records);
 bool IsFailure(Fate fate);
 // SIGUSR1 asks the flight recorder for a dump; it stops nothing.
 bool EndsProcess(std::string_view signal);
+// SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL: a crash, not a request to stop.
+bool IsFatalSignal(std::string_view signal);
 // step_begin, step, phase and coll records: how far the rank got.
 bool IsProgress(int type);
 // The collective an `error` record names: its pg/seq fields (synth, future probes), else
 // the watchdog's message ("collective pg 0 seq 15 (allreduce, grad-bucket-0) pending ...").
 std::optional<WaitingIn> NamedIn(const trace::Record& r);
+// How the fatal signal an `end` record names came, when it says (reason signal, `origin`).
+std::optional<FatalSignalEnd> FatalSignalOf(const trace::Record& end);
 trace::JsonValue WaitingJson(const WaitingIn& w);
 // "during step 3", or "before its first step".
 std::string StepText(const std::optional<int64_t>& step);
