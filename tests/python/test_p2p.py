@@ -7,7 +7,9 @@ collective sequence. A clean job is clean. A rank that sends both its peers a si
 not expect in a batch is named by collective-mismatch: one value fewer, which Gloo lets pass
 in silence (the job exits 0), and one value more, which aborts the receivers in C++ — then
 their flight dumps' pending recvs stand for what they expected, and their deaths are
-follow-ons.
+follow-ons. A recv no send ever meets (jobs/p2p_unmatched_recv.py, 2 ranks) times out in its
+rank's watchdog, is listed pending in its dump, and makes its rank the culprit of the hang of
+the collective the other rank waits in, the finding naming the peer it waited for.
 
 Run by ctest once per Python lane (DSDIAG_TEST_PYTHON)."""
 import collections
@@ -114,3 +116,24 @@ class PointToPoint(JobTestCase):
         self.assertTrue(pending, "no dump holds a pending recv from rank 1")
         self.assertEqual({(e["pg"], e["n"], e["tag"]) for e in pending},
                          {(0, 7, "batch_isend_irecv")}, pending)
+
+    def test_a_recv_no_send_meets_makes_its_rank_the_hangs_culprit_naming_the_peer(self):
+        run = self.path("p2p-unmatched")
+        status, _, err = run_job(run, "p2p_unmatched_recv.py", timeout=180,
+                                 extra=["--timeout", "10"])
+        self.assertNotEqual(status, 0, err)
+        findings = compare(run)
+        hang = find(findings, "hang")
+        self.assertEqual((hang["ranks"], hang["step"]), ([1], 2), findings)
+        self.assertIn("it waited in a recv from rank 0 (pg 0, message 0 of the pair, recv)",
+                      hang["summary"])
+        self.assertIsNone(find(findings, "collective-mismatch"), findings)
+        waiters = [d for d in findings if d["kind"] == "rank-died" and d["ranks"] == [0]]
+        self.assertEqual([d["severity"] for d in waiters], ["info"], findings)
+        # its watchdog timed out on the message, which its dump lists pending, apart
+        with open(os.path.join(run, "flight-rank-00001.json")) as f:
+            dump = json.load(f)
+        self.assertEqual(dump["reason"], "timeout")
+        self.assertFalse([e for e in dump["entries"] if e["state"] != "completed"], dump)
+        self.assertEqual([(e["op"], e["peer"], e["seq"], e["state"]) for e in dump["p2p"]
+                          if e["state"] != "completed"], [("recv", 0, 0, "started")], dump)
