@@ -10,6 +10,15 @@
 
 namespace dsdiag::probes {
 
+int64_t CollectiveProbe::TakePairSeq(int pg, bool send, int64_t peer, int64_t match_tag) noexcept {
+  std::lock_guard<std::mutex> lock(pair_mu_);
+  try {
+    return pair_seq_[{pg, send, peer, match_tag}]++;
+  } catch (const std::exception&) {  // out of memory for a new pair: unnumbered
+    return -1;
+  }
+}
+
 CollectiveScope::CollectiveScope(CollectiveProbe* probe, int pg, std::string_view op,
                                  std::string_view dtype, int64_t count, int64_t bytes,
                                  std::string_view tag) noexcept

@@ -17,7 +17,10 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <string_view>
+#include <tuple>
 
 #include "probes/flight_recorder.h"
 #include "probes/session.h"
@@ -34,13 +37,22 @@ class CollectiveProbe {
   // The sequence number the next op on `pg` will get.
   int64_t next_seq(int pg) const noexcept { return seq_[Group(pg)]; }
 
+  // The next number of a point-to-point message on `pg` to or from global rank `peer` with
+  // the job's `match_tag`: counted per pair and direction, never in the group's sequence
+  // above, so that rank i's k-th send to j meets j's k-th recv from i (PeerOp). From any
+  // thread.
+  int64_t TakePairSeq(int pg, bool send, int64_t peer, int64_t match_tag) noexcept;
+
  private:
   friend class CollectiveScope;
   friend class CollectiveOp;
+  friend class PeerOp;
   static int Group(int pg) noexcept { return pg >= 0 && pg < kMaxGroups ? pg : kMaxGroups - 1; }
   Session* session_;
   FlightRecorder* recorder_;
   std::array<int64_t, kMaxGroups> seq_{};
+  std::mutex pair_mu_;
+  std::map<std::tuple<int, bool, int64_t, int64_t>, int64_t> pair_seq_;  // guarded by pair_mu_
 };
 
 class CollectiveScope {

@@ -46,6 +46,11 @@ trace::FlightDumpEntry ToTrace(const FlightEntry& e) {
   out.issued = e.t_issued;
   if (e.t_started) out.started = e.t_started;
   if (e.t_completed) out.completed = e.t_completed;
+  if (e.p2p) {
+    out.peer = e.peer;
+    out.group_peer = e.group_peer;
+    out.match_tag = e.match_tag;
+  }
   for (int i = 0; i < e.peer_counts; ++i) {
     if (e.peers_listed) out.counts.peers.push_back(e.peers[i]);
     out.counts.send.push_back(e.send[i]);
@@ -71,7 +76,50 @@ void CopyCounts(const trace::PeerCounts* counts, FlightEntry* e) {
 
 FlightRecorder::FlightRecorder(const trace::TraceHeader& header, std::string run_dir,
                                size_t capacity)
-    : header_(header), run_dir_(std::move(run_dir)), ring_(capacity ? capacity : 1) {}
+    : header_(header),
+      run_dir_(std::move(run_dir)),
+      ring_(capacity ? capacity : 1),
+      p2p_ring_(capacity ? capacity : 1) {}
+
+FlightEntry* FlightRecorder::Find(int64_t handle) noexcept {
+  std::vector<FlightEntry>& ring = handle < 0 ? p2p_ring_ : ring_;
+  const int64_t id = handle < 0 ? -handle : handle;
+  FlightEntry& e = ring[static_cast<size_t>(id) % ring.size()];
+  return e.id == id ? &e : nullptr;  // else overwritten: the ring wrapped around meanwhile
+}
+
+int64_t FlightRecorder::IssueP2P(const P2PIssue& op, int64_t step, Phase phase) noexcept {
+  std::lock_guard<std::mutex> lock(mu_);
+  const int64_t id = next_id_++;
+  FlightEntry& e = p2p_ring_[static_cast<size_t>(id) % p2p_ring_.size()];
+  e = FlightEntry{};
+  e.id = id;
+  e.p2p = true;
+  e.pg = op.pg;
+  e.seq = op.seq;
+  CopyName(e.op, op.op);
+  e.peer = op.peer;
+  e.group_peer = op.group_peer;
+  e.match_tag = op.match_tag;
+  CopyName(e.dtype, op.dtype);
+  CopyName(e.tag, op.tag);
+  e.count = op.count;
+  e.bytes = op.bytes;
+  e.step = step;
+  e.phase = phase;
+  e.t_issued = trace::MonotonicNs();
+  return -id;
+}
+
+void FlightRecorder::SetPeer(int64_t handle, int64_t peer, int64_t group_peer,
+                             int64_t seq) noexcept {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (FlightEntry* e = Find(handle)) {
+    e->peer = peer;
+    e->group_peer = group_peer;
+    e->seq = seq;
+  }
+}
 
 int64_t FlightRecorder::Issue(int pg, int64_t seq, std::string_view op, std::string_view dtype,
                               int64_t count, int64_t bytes, std::string_view tag, int64_t step,
@@ -97,41 +145,49 @@ int64_t FlightRecorder::Issue(int pg, int64_t seq, std::string_view op, std::str
 
 void FlightRecorder::Start(int64_t handle) noexcept {
   std::lock_guard<std::mutex> lock(mu_);
-  FlightEntry& e = ring_[handle % ring_.size()];
-  if (e.id != handle) return;  // overwritten: the ring wrapped around meanwhile
-  e.state = CollectiveState::kStarted;
-  e.t_started = trace::MonotonicNs();
+  FlightEntry* e = Find(handle);
+  if (e == nullptr || e->state == CollectiveState::kCompleted) return;
+  e->state = CollectiveState::kStarted;
+  e->t_started = trace::MonotonicNs();
 }
 
 void FlightRecorder::Complete(int64_t handle) noexcept {
   std::lock_guard<std::mutex> lock(mu_);
-  FlightEntry& e = ring_[handle % ring_.size()];
-  if (e.id != handle) return;
-  e.state = CollectiveState::kCompleted;
-  e.t_completed = trace::MonotonicNs();
+  FlightEntry* e = Find(handle);
+  if (e == nullptr) return;
+  e->state = CollectiveState::kCompleted;
+  e->t_completed = trace::MonotonicNs();
 }
 
 bool FlightRecorder::OldestPending(FlightEntry* out) const noexcept {
   std::lock_guard<std::mutex> lock(mu_);
   bool found = false;
-  for (const FlightEntry& e : ring_) {
-    if (e.id == 0 || e.state == CollectiveState::kCompleted) continue;
+  auto consider = [&](const FlightEntry& e) {
     if (!found || e.id < out->id) *out = e;
     found = true;
-  }
+  };
+  for (const FlightEntry& e : ring_)
+    if (e.id != 0 && e.state != CollectiveState::kCompleted) consider(e);
+  // A message is a hang only while the rank waits in it: a request posted and never waited
+  // on stays "issued" for good, and must not trip the watchdog.
+  for (const FlightEntry& e : p2p_ring_)
+    if (e.id != 0 && e.state == CollectiveState::kStarted) consider(e);
   return found;
 }
 
 std::string FlightRecorder::DumpJson(std::string_view reason, int64_t step, Phase phase,
                                      bool ask_stacks) const {
-  std::vector<FlightEntry> entries;
+  std::vector<FlightEntry> entries, p2p;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const FlightEntry& e : ring_)
       if (e.id != 0) entries.push_back(e);
+    for (const FlightEntry& e : p2p_ring_)
+      if (e.id != 0) p2p.push_back(e);
   }
-  std::sort(entries.begin(), entries.end(),
-            [](const FlightEntry& a, const FlightEntry& b) { return a.id < b.id; });
+  auto by_id = [](const FlightEntry& a, const FlightEntry& b) { return a.id < b.id; };
+  std::sort(entries.begin(), entries.end(), by_id);
+  std::sort(p2p.begin(), p2p.end(), by_id);
   trace::FlightDump dump;
   dump.run_id = header_.run_id;
   dump.rank = header_.rank;
@@ -142,6 +198,7 @@ std::string FlightRecorder::DumpJson(std::string_view reason, int64_t step, Phas
   dump.where_step = step;
   dump.where_phase = std::string(PhaseName(phase));
   for (const FlightEntry& e : entries) dump.entries.push_back(ToTrace(e));
+  for (const FlightEntry& e : p2p) dump.p2p.push_back(ToTrace(e));
   std::shared_ptr<const StackProvider> provider;
   if (ask_stacks) {
     std::lock_guard<std::mutex> lock(provider_mu_);

@@ -4,8 +4,14 @@
 // SIGTERM, a fatal error). When a job hangs, the dumps of all ranks say who never entered
 // which collective and what everyone else was waiting in.
 //
+// Point-to-point messages (send/recv) have a ring of their own, as large: a pipeline's many
+// messages never push the collectives out, and they are dumped as the dump's `p2p` list (their
+// sequence is their pair's, not the group's). A p2p entry is "started" while the rank waits in
+// it (a blocking send/recv, wait() on the request), and only then can it time out: a request
+// posted and never waited on (an isend whose work the job drops) is no hang.
+//
 // Keeping it costs a short uncontended lock per collective event and no allocation: the
-// ring is preallocated and tags (and per-peer sizes, for groups of up to kMaxPeerCounts
+// rings are preallocated and tags (and per-peer sizes, for groups of up to kMaxPeerCounts
 // ranks) are copied into fixed buffers.
 #pragma once
 
@@ -50,6 +56,22 @@ struct FlightEntry {
   int64_t peers[kMaxPeerCounts] = {};
   int64_t send[kMaxPeerCounts] = {};
   int64_t recv[kMaxPeerCounts] = {};
+  // Point-to-point entries: the other rank (global, -1: any source), its group rank, the tag.
+  bool p2p = false;
+  int64_t peer = -1;
+  int64_t group_peer = -1;
+  int64_t match_tag = 0;
+};
+
+// What IssueP2P records of a send or recv.
+struct P2PIssue {
+  int pg = 0;
+  int64_t seq = 0;      // the pair's; -1 while a recv from any source is unmatched
+  std::string_view op;  // "send", "recv"
+  int64_t peer = -1, group_peer = -1, match_tag = 0;
+  std::string_view dtype;
+  int64_t count = 0, bytes = 0;
+  std::string_view tag;
 };
 
 class FlightRecorder {
@@ -61,8 +83,12 @@ class FlightRecorder {
   int64_t Issue(int pg, int64_t seq, std::string_view op, std::string_view dtype, int64_t count,
                 int64_t bytes, std::string_view tag, int64_t step, Phase phase,
                 const trace::PeerCounts* counts = nullptr) noexcept;
+  // A send or recv (its own ring); returns a handle for the same updates.
+  int64_t IssueP2P(const P2PIssue& op, int64_t step, Phase phase) noexcept;
   void Start(int64_t handle) noexcept;
   void Complete(int64_t handle) noexcept;
+  // A recv from any source learns its peer (and so its pair's sequence number) on completion.
+  void SetPeer(int64_t handle, int64_t peer, int64_t group_peer, int64_t seq) noexcept;
 
   // Called at each dump for the process's thread stacks (the Python package gives Python's),
   // from whichever thread dumps; it must return promptly. May be set (or cleared with an
@@ -70,7 +96,8 @@ class FlightRecorder {
   using StackProvider = std::function<std::vector<trace::ThreadStack>()>;
   void SetStackProvider(StackProvider provider);
 
-  // The oldest entry not yet completed, if any (for the watchdog).
+  // The oldest entry not yet completed — a collective, or a p2p message the rank waits in —
+  // if any (for the watchdog).
   bool OldestPending(FlightEntry* out) const noexcept;
 
   // Writes flight-rank-<R>.json (replacing an earlier dump) with `reason` and where the
@@ -89,7 +116,9 @@ class FlightRecorder {
   const std::string run_dir_;
   mutable std::mutex mu_;
   std::vector<FlightEntry> ring_;
-  int64_t next_id_ = 1;
+  std::vector<FlightEntry> p2p_ring_;
+  int64_t next_id_ = 1;  // one count for both rings: ids order every entry; p2p handles are -id
+  FlightEntry* Find(int64_t handle) noexcept;  // mu_ held; null when overwritten
   mutable std::mutex provider_mu_;
   mutable std::mutex dump_mu_;                           // held while a dump is written
   std::shared_ptr<const StackProvider> stack_provider_;  // null: no stacks in dumps

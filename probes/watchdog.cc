@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 
 #include "trace/clock.h"
 
@@ -96,14 +97,26 @@ void Watchdog::CheckTimeout() {
   if (timeout_ns_ <= 0) return;
   FlightEntry e;
   if (!recorder_->OldestPending(&e) || e.id == last_timed_out_id_) return;
-  const int64_t waited = trace::MonotonicNs() - e.t_issued;
+  // A message times out from when the rank began to wait in it, a collective from its issue.
+  const int64_t waited = trace::MonotonicNs() - (e.p2p ? e.t_started : e.t_issued);
   if (waited < timeout_ns_) return;
   last_timed_out_id_ = e.id;
   timed_out_ = true;
-  char message[160];
-  std::snprintf(message, sizeof message,
-                "collective pg %d seq %lld (%s, %s) pending for %.1f s, past the %.1f s timeout",
-                e.pg, static_cast<long long>(e.seq), e.op, e.tag, waited / 1e9, timeout_ns_ / 1e9);
+  char message[192];
+  if (e.p2p) {
+    // Not "pg N seq M": that names a collective to the analyzers (watchdog_message.h).
+    const bool send = std::string_view(e.op) == "send";
+    std::snprintf(message, sizeof message,
+                  "point-to-point %s %s rank %lld on group %d (message %lld of the pair, %s) "
+                  "waited on for %.1f s, past the %.1f s timeout",
+                  e.op, send ? "to" : "from", static_cast<long long>(e.peer), e.pg,
+                  static_cast<long long>(e.seq), e.tag, waited / 1e9, timeout_ns_ / 1e9);
+  } else {
+    std::snprintf(message, sizeof message,
+                  "collective pg %d seq %lld (%s, %s) pending for %.1f s, past the %.1f s timeout",
+                  e.pg, static_cast<long long>(e.seq), e.op, e.tag, waited / 1e9,
+                  timeout_ns_ / 1e9);
+  }
   session_->RecordError("watchdog", message);
   DumpNow("timeout");
   if (end_on_timeout_.load()) {

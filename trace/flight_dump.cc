@@ -23,7 +23,11 @@ constexpr uintmax_t kMaxDumpBytes = uintmax_t{64} << 20;
 // ---- writing ----
 
 void AppendEntry(JsonLine* l, const FlightDumpEntry& e) {
-  l->BeginObject().Field("pg", e.pg).Field("seq", e.seq).Field("op", e.op).Field("dtype", e.dtype);
+  l->BeginObject().Field("pg", e.pg).Field("seq", e.seq).Field("op", e.op);
+  if (e.peer) l->Field("peer", *e.peer);
+  if (e.group_peer && e.group_peer != e.peer) l->Field("group_peer", *e.group_peer);
+  if (e.match_tag != 0) l->Field("match_tag", e.match_tag);
+  l->Field("dtype", e.dtype);
   if (e.n) l->Field("n", *e.n);
   if (e.bytes) l->Field("bytes", *e.bytes);
   l->Field("tag", e.tag);
@@ -169,6 +173,40 @@ std::optional<FlightDumpEntry> ParseEntry(dom::element element, std::string* pro
   return e;
 }
 
+// A point-to-point entry: an entry's fields, and the peer it went to or came from.
+std::optional<FlightDumpEntry> ParseP2PEntry(dom::element element, std::string* problem) {
+  auto e = ParseEntry(element, problem);
+  if (!e) return std::nullopt;
+  dom::object o;
+  if (element.get_object().get(o) != simdjson::SUCCESS) return std::nullopt;  // ParseEntry saw one
+  e->peer = OptInt(o, "peer");
+  if (!e->peer || *e->peer < -1) {
+    *problem = "integer field \"peer\" (-1: any source)";
+    return std::nullopt;
+  }
+  e->group_peer = OptInt(o, "group_peer");
+  if (!e->group_peer) e->group_peer = e->peer;
+  e->match_tag = OptInt(o, "match_tag").value_or(0);
+  return e;
+}
+
+// The entries of list `key`, each parsed by `parse`; a bad one is skipped and counted.
+template <typename Parse>
+void ParseEntries(dom::array array, std::string_view key, Parse parse,
+                  std::vector<FlightDumpEntry>* out, FlightDump* d) {
+  size_t index = 0;
+  for (dom::element element : array) {
+    std::string problem;
+    if (auto entry = parse(element, &problem)) {
+      out->push_back(std::move(*entry));
+    } else if (d->entries_skipped++ == 0) {
+      d->first_entry_problem =
+          std::string(key) + "[" + std::to_string(index) + "]: expected " + problem;
+    }
+    ++index;
+  }
+}
+
 std::optional<ClockReference> ParseClock(const dom::object& o) {
   dom::element e;
   dom::object c;
@@ -212,6 +250,11 @@ std::string FlightDumpJson(const FlightDump& d) {
   l.BeginArray("entries");
   for (const FlightDumpEntry& e : d.entries) AppendEntry(&l, e);
   l.EndArray();
+  if (!d.p2p.empty()) {
+    l.BeginArray("p2p");
+    for (const FlightDumpEntry& e : d.p2p) AppendEntry(&l, e);
+    l.EndArray();
+  }
   if (!d.stacks.empty()) {
     l.BeginArray("stacks");
     for (const ThreadStack& t : d.stacks) {
@@ -307,17 +350,10 @@ std::optional<FlightDump> ParseFlightDump(const std::string& text, const std::st
     d.where_step = OptInt(where, "step");
     d.where_phase = OptStr(where, "phase");
   }
-  size_t index = 0;
-  for (dom::element element : array) {
-    std::string problem;
-    if (auto entry = ParseEntry(element, &problem)) {
-      d.entries.push_back(std::move(*entry));
-    } else {
-      if (d.entries_skipped++ == 0)
-        d.first_entry_problem = "entries[" + std::to_string(index) + "]: expected " + problem;
-    }
-    ++index;
-  }
+  ParseEntries(array, "entries", ParseEntry, &d.entries, &d);
+  dom::array p2p;
+  if (o.at_key("p2p").get_array().get(p2p) == simdjson::SUCCESS)
+    ParseEntries(p2p, "p2p", ParseP2PEntry, &d.p2p, &d);
   d.stacks = ParseStacks(o);
   return d;
 }

@@ -14,6 +14,13 @@
 // An entry with per-peer sizes (an all_to_all with split sizes) adds "send":[..] and
 // "recv":[..], and on a sub-group "peers" (trace/peer_counts.h).
 //
+// Point-to-point messages (send, recv, isend, irecv, batch_isend_irecv) are in a list of their
+// own, `p2p`, never in `entries`: their `seq` is their pair's (records/p2p_record.h), which a
+// reader of `entries` would take for the group's collective sequence. Each adds "peer" (the
+// other rank, global; -1 for a recv from any source not yet matched), "group_peer" where it
+// differs, and "match_tag" when not 0; `state` "started" there means the rank waits in it (a
+// blocking send/recv, or wait() on the request), "issued" that it was posted and not waited on.
+//
 // `entries` are the rank's last collectives, oldest first; an entry not "completed" is one
 // the rank entered and was still waiting in when it dumped. `stacks` (optional: Python jobs)
 // are the process's threads at dump time, each innermost frame last. Times are the rank's own
@@ -58,6 +65,11 @@ struct FlightDumpEntry {
   std::optional<int64_t> started;
   std::optional<int64_t> completed;
   PeerCounts counts;  // per-peer sizes (an all_to_all with split sizes), or empty
+  // Point-to-point entries (FlightDump::p2p) only: the other rank, global (-1: a recv from any
+  // source, not yet matched), its group rank, and the job's tag.
+  std::optional<int64_t> peer;
+  std::optional<int64_t> group_peer;
+  int64_t match_tag = 0;
 
   bool pending() const { return state != FlightState::kCompleted; }
 };
@@ -78,6 +90,7 @@ struct FlightDump {
   std::optional<int64_t> where_step;  // the main thread's step and phase at dump time
   std::string where_phase;
   std::vector<FlightDumpEntry> entries;  // oldest first
+  std::vector<FlightDumpEntry> p2p;      // point-to-point messages, oldest first
   std::vector<ThreadStack> stacks;       // empty when the writer had none to give
   // Read side only: malformed entries left out, and what was wrong with the first of them.
   int64_t entries_skipped = 0;

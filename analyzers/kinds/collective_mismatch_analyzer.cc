@@ -22,6 +22,10 @@
 // op and dtype only — its total legitimately differs by rank — and then pair by pair: rank
 // i's send to j against j's recv from i (common/peer_count_pairs.h). The rank whose sizes
 // disagree with the most peers is named; with two ranks, both. Also error, one per group.
+//
+// Point-to-point messages (`p2p` records, the dumps' `p2p` lists) are numbered per pair, not
+// in the group's sequence: each send is checked against the recv it meets, dtype and count
+// (common/p2p_messages.h), the rank in the most disagreeing pairs named. Error, one per group.
 
 #include <algorithm>
 #include <array>
@@ -37,6 +41,7 @@
 #include "analyzers/framework/finding_kinds.h"
 #include "analyzers/kinds/common/collective_window.h"
 #include "analyzers/kinds/common/evidence_text.h"
+#include "analyzers/kinds/common/p2p_messages.h"
 #include "analyzers/kinds/common/peer_count_pairs.h"
 #include "analyzers/kinds/common/rank_groups.h"
 #include "analyzers/kinds/common/split_verdict.h"
@@ -180,11 +185,14 @@ class InternTable {
 class CollectiveMismatchAnalyzer : public Analyzer {
  public:
   std::string_view name() const override { return kind::kCollectiveMismatch; }
-  std::vector<std::string_view> record_types() const override { return {trace::rec::kCollective}; }
+  std::vector<std::string_view> record_types() const override {
+    return {trace::rec::kCollective, trace::rec::kP2P};
+  }
 
   void Begin(const RunContext& run) override {
     // Only the pending entries: completed ones are in the traces already.
     for (const RunFlightDump& d : run.flight_dumps) {
+      messages_.AddDump(d.rank, d.dump);
       for (const trace::FlightDumpEntry& e : d.dump.entries) {
         if (!e.pending()) continue;
         auto counts = Shared(e.counts);
@@ -198,6 +206,10 @@ class CollectiveMismatchAnalyzer : public Analyzer {
   }
 
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
+    if (r.type_id() == trace::rec_id::kP2P) {
+      messages_.Add(rank.rank, r);
+      return;
+    }
     if (r.type_id() != trace::rec_id::kCollective) return;
     const records::CollView coll(r);
     const auto pg = coll.pg();
@@ -230,6 +242,7 @@ class CollectiveMismatchAnalyzer : public Analyzer {
         [this](const CollectiveKey& k, const CollectiveSlot<Issued>& s) { Check(k, s, true); });
     for (const auto& [pg, m] : mismatches_) findings->push_back(MakeFinding(m));
     for (const auto& [pg, m] : count_mismatches_) findings->push_back(MakeFinding(m));
+    messages_.Finish(findings);
   }
 
  private:
@@ -456,6 +469,7 @@ class CollectiveMismatchAnalyzer : public Analyzer {
   std::map<CollectiveKey, Issued> lone_;  // one rank's record of a pending_keys_ collective
   std::map<int, PgMismatch> mismatches_;
   std::map<int, PgCountMismatch> count_mismatches_;
+  P2PMessages messages_;
 };
 
 }  // namespace

@@ -8,6 +8,10 @@
 //   - a rank-died finding that only says a rank was stopped by SIGTERM or SIGINT, from the
 //     mismatch's step on (the launcher tearing the failed job down);
 //   - a hang stuck in the mismatched collective or a later one of its process group.
+// A point-to-point message whose send and recv disagree (evidence `p2p`, numbered per pair,
+// not in the group's sequence) has its own consequences: the receiver Gloo aborted (a
+// rank-died of a receiving rank of a disagreeing pair, from the mismatch's step on), the
+// ranks stopped after it, and a hang from its step on.
 // The mismatch finding itself names the culprits; it is left as it is.
 #include <algorithm>
 #include <memory>
@@ -28,16 +32,42 @@ struct Mismatch {
   int64_t seq = 0;
   int64_t step = 0;
   Cause cause;
-  bool majority = true;   // false: the culprits are every rank of a split with no odd side
-  bool per_peer = false;  // an all-to-all's per-peer sizes disagree (evidence `pairs`)
+  bool majority = true;            // false: the culprits are every rank of a split with no odd side
+  bool per_peer = false;           // an all-to-all's per-peer sizes disagree (evidence `pairs`)
+  bool p2p = false;                // a send and its recv disagree (evidence `p2p`)
+  std::vector<int64_t> receivers;  // p2p: the receiving rank of each disagreeing pair
 };
+
+bool IsTrue(const trace::JsonValue* v) {
+  return v && v->kind() == trace::JsonValue::Kind::kBool && v->as_bool();
+}
+
+// The `to` of each of evidence.pairs.
+std::vector<int64_t> Receivers(const trace::JsonValue& evidence) {
+  std::vector<int64_t> ranks;
+  const trace::JsonValue* pairs = evidence.Find("pairs");
+  if (pairs == nullptr || pairs->kind() != trace::JsonValue::Kind::kArray) return ranks;
+  for (const trace::JsonValue& p : pairs->elements())
+    if (const auto to = follow_on::IntMember(p, "to")) ranks.push_back(*to);
+  return ranks;
+}
 
 std::optional<Mismatch> MismatchOf(const Finding& f) {
   if (f.kind != kind::kCollectiveMismatch || f.severity == Severity::kInfo) return std::nullopt;
   const auto pg = follow_on::IntMember(f.evidence, "pg");
+  const trace::JsonValue* majority = f.evidence.Find("majority");
+  if (pg && IsTrue(f.evidence.Find("p2p"))) {
+    Mismatch m;
+    m.pg = *pg;
+    m.step = f.step.value_or(0);
+    m.cause = Cause{std::string(kind::kCollectiveMismatch), f.subject.value_or(""), f.ranks};
+    m.majority = !(majority && !IsTrue(majority));
+    m.p2p = true;
+    m.receivers = Receivers(f.evidence);
+    return m;
+  }
   const auto seq = follow_on::IntMember(f.evidence, "seq");
   if (!pg || !seq) return std::nullopt;
-  const trace::JsonValue* majority = f.evidence.Find("majority");
   return Mismatch{
       *pg,
       *seq,
@@ -49,9 +79,26 @@ std::optional<Mismatch> MismatchOf(const Finding& f) {
 
 bool InOrAfter(const Mismatch& m, int64_t pg, int64_t seq) { return pg == m.pg && seq >= m.seq; }
 
+// A consequence of a message whose sides disagree, and in what words.
+std::optional<std::string> MessageConsequence(const Mismatch& m, const Finding& f) {
+  if (f.step.value_or(m.step) < m.step) return std::nullopt;
+  if (f.kind == kind::kRankDied) {
+    const bool receivers =
+        !f.ranks.empty() && std::all_of(f.ranks.begin(), f.ranks.end(), [&](int r) {
+          return std::count(m.receivers.begin(), m.receivers.end(), r) > 0;
+        });
+    if (receivers) return "it received the message its sender sized differently";
+    if (follow_on::StoppedBySignal(f)) return "stopped after the mismatch failed the job";
+    return std::nullopt;
+  }
+  if (f.kind == kind::kHang) return "stuck after the mismatched message";
+  return std::nullopt;
+}
+
 // A consequence of `m`, and in what words.
 std::optional<std::string> Consequence(const Mismatch& m, const Finding& f) {
   if (f.severity == Severity::kInfo) return std::nullopt;
+  if (m.p2p) return MessageConsequence(m, f);
   if (f.kind == kind::kRankDied) {
     if (const auto w = follow_on::WaitingIn(f); w && InOrAfter(m, w->first, w->second))
       return "left in the mismatched collective";
@@ -87,7 +134,10 @@ class MismatchFollowOnPass : public FindingsPass {
     // With no majority nobody issued "another" collective: the ranks split.
     const std::string ranks = "ranks " + FormatRankRanges(m.cause.culprits);
     std::string what;
-    if (m.per_peer)
+    if (m.p2p)
+      what = m.majority ? who + " sent messages its peers did not expect there"
+                        : ranks + " disagree on a message's size there, with no majority";
+    else if (m.per_peer)
       what = m.majority ? who + " sent sizes its peers did not expect there"
                         : ranks + " disagree on their per-peer sizes there, with no majority";
     else

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "probes/collective_op.h"
+#include "probes/peer_op.h"
 #include "probes/phase.h"
 #include "probes/rank_probes.h"
 #include "python/core/bindings.h"
@@ -216,6 +217,16 @@ void BindProbes(py::module_& m) {
            py::call_guard<py::gil_scoped_release>())
       .def("write", &probes::CollectiveOp::Write);
 
+  py::class_<probes::PeerOp>(m, "PeerOp")
+      .def_property_readonly("seq", &probes::PeerOp::seq)
+      .def_property_readonly("peer", &probes::PeerOp::peer)
+      .def_property_readonly("completed", &probes::PeerOp::completed)
+      .def("set_peer", &probes::PeerOp::SetPeer, py::arg("peer"), py::arg("group_peer"))
+      .def("waiting", &probes::PeerOp::Waiting)
+      .def("mark_completed", &probes::PeerOp::Completed, py::arg("failed") = false,
+           py::call_guard<py::gil_scoped_release>())
+      .def("write", &probes::PeerOp::Write);
+
   py::class_<RankProbes>(m, "RankProbes")
       .def_static("start", &Start, py::arg("config"), py::arg("store") = py::none(),
                   "Starts this rank's probes; raises RuntimeError saying why it could not.")
@@ -241,6 +252,23 @@ void BindProbes(py::module_& m) {
           "One collective issued; send/recv: the elements it sends to and receives from each "
           "rank of its group (an all_to_all with split sizes), peers: the group's global ranks "
           "when it is not the default group.",
+          py::keep_alive<0, 1>())
+      .def(
+          "peer_op",
+          [](RankProbes& p, int pg, std::string op, int64_t peer, int64_t group_peer,
+             int64_t match_tag, std::string dtype, int64_t count, int64_t bytes, std::string tag) {
+            if (op != "send" && op != "recv") throw py::value_error("op is 'send' or 'recv'");
+            return std::make_unique<probes::PeerOp>(
+                p.collectives(),
+                probes::PeerMessage{pg, std::move(op), peer, group_peer, match_tag,
+                                    std::move(dtype), count, bytes, std::move(tag)});
+          },
+          py::arg("pg"), py::arg("op"), py::arg("peer"), py::arg("group_peer"),
+          py::arg("match_tag"), py::arg("dtype"), py::arg("count"), py::arg("bytes"),
+          py::arg("tag"),
+          "One point-to-point message posted: op 'send' or 'recv', peer its global rank (-1: a "
+          "recv from any source, set_peer() once known), group_peer its rank in the group; "
+          "numbered per pair, apart from the group's collectives.",
           py::keep_alive<0, 1>())
       .def("next_seq", [](RankProbes& p, int pg) { return p.collectives()->next_seq(pg); })
       .def(

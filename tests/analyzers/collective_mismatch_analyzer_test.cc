@@ -7,6 +7,7 @@
 #include "tests/analyzers/analyzer_test_util.h"
 #include "tests/analyzers/ghost_trace_util.h"
 #include "tests/analyzers/test_run.h"
+#include "trace/records/p2p_record.h"
 
 namespace dsdiag::analyzers {
 namespace {
@@ -343,6 +344,243 @@ TEST(CollectiveMismatchAnalyzerTest, AMalformedDumpIsIgnoredHere) {
   for (int r = 0; r < 2; ++r) WriteRank(&run, r, 2, 2);
   run.WriteFile(trace::FlightDumpFileName(1), "{\"schema\":\"dsdiag.flight/1\",\"rank\":");
   EXPECT_TRUE(Analyze(run).empty());
+}
+
+// ---- point-to-point messages: each send against the recv it meets ----
+
+// One message as one rank recorded it: `op` "send" to `peer` or "recv" from it.
+struct Message {
+  std::string op;
+  int64_t peer = 0;
+  int64_t seq = 0;
+  int64_t n = 4;
+  int pg = 0;
+  int64_t group_peer = -1;  // -1: the global rank
+  int64_t tag = 0;
+  std::string dtype = "f32";
+};
+
+// `steps` steps of the collectives above, then each step's messages (`messages(step)`), in
+// the order given: recvs before sends on purpose in some tests (the traces' order says
+// nothing of which side came first).
+void WriteMessages(TestRun* run, int rank, int world, int steps,
+                   const std::function<std::vector<Message>(int64_t step)>& messages) {
+  auto w = run->Open(TestRun::Header(rank, world));
+  int64_t t = 1000;
+  for (int64_t s = 0; s < steps; ++s) {
+    w->SetStep(s);
+    w->BeginAt(trace::rec::kStepBegin, t).line().Field("epoch", 0);
+    for (int k = 0; k < 3; ++k)
+      WriteColl(w.get(), t += kMs, 0, s * 3 + k, "allreduce", "f32", 1000, "grad-bucket-0", kMs);
+    for (const Message& m : messages(s)) {
+      trace::records::P2PRecord r;
+      r.pg = m.pg;
+      r.op = m.op;
+      r.peer = m.peer;
+      r.group_peer = m.group_peer < 0 ? m.peer : m.group_peer;
+      r.seq = m.seq;
+      r.match_tag = m.tag;
+      r.dtype = m.dtype;
+      r.n = m.n;
+      r.bytes = 4 * m.n;
+      r.dur = kMs;
+      r.tag = m.op == "send" ? "isend" : "irecv";
+      auto record = w->BeginAt(r.kType, t += kMs);
+      AppendFields(r, &record.line());
+    }
+    w->BeginAt(trace::rec::kStep, t).line().Field("dur", 5 * kMs);
+    t += 10 * kMs;
+  }
+  w->SetStep(steps);
+  TestRun::WriteEnd(w.get(), "ok", 0);
+}
+
+// Every rank sends `n` elements to every other rank each step and receives as many from
+// each, recvs listed first; `edit` may change a rank's messages of a step.
+std::function<std::vector<Message>(int64_t)> AllPairs(
+    int rank, int world, const std::function<void(int64_t, std::vector<Message>*)>& edit = {}) {
+  return [=](int64_t step) {
+    std::vector<Message> out;
+    for (int peer = 0; peer < world; ++peer)
+      if (peer != rank) out.push_back({"recv", peer, step});
+    for (int peer = 0; peer < world; ++peer)
+      if (peer != rank) out.push_back({"send", peer, step});
+    if (edit) edit(step, &out);
+    return out;
+  };
+}
+
+TEST(CollectiveMismatchAnalyzerTest, SendsThatMeetTheirRecvsGiveNothing) {
+  TestRun run;
+  for (int r = 0; r < 3; ++r) WriteMessages(&run, r, 3, 4, AllPairs(r, 3));
+  EXPECT_TRUE(Analyze(run).empty());
+}
+
+// Two ranks: one pair, and nothing says which side computed its size wrong.
+TEST(CollectiveMismatchAnalyzerTest, AMessageOfAnotherSizeBetweenTwoRanksHasNoMajority) {
+  TestRun run;
+  for (int r = 0; r < 2; ++r) {
+    WriteMessages(&run, r, 2, 4, AllPairs(r, 2, [r](int64_t step, std::vector<Message>* m) {
+      if (r == 1 && step >= 2) (*m)[1].n = 3;  // its send to rank 0, from step 2 on
+    }));
+  }
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  const Finding& f = findings[0];
+  EXPECT_EQ(f.kind, kind::kCollectiveMismatch);
+  EXPECT_EQ(f.severity, Severity::kError);
+  EXPECT_EQ(f.ranks, (std::vector<int>{0, 1}));
+  EXPECT_EQ(f.step, 2);
+  EXPECT_EQ(f.subject, "pg 0 p2p 1->0 #2");
+  EXPECT_NE(f.summary.find("rank 1 sends f32 n=3 (isend) to rank 0, which expects f32 n=4 "
+                           "(irecv) from it (no majority"),
+            std::string::npos)
+      << f.summary;
+  EXPECT_NE(f.summary.find("; 2 messages of pg 0 disagree in all"), std::string::npos) << f.summary;
+  EXPECT_EQ(Evidence(f, "p2p"), "true");
+  EXPECT_EQ(Evidence(f, "pair_seq"), "2");
+  EXPECT_EQ(Evidence(f, "majority"), "false");
+  EXPECT_EQ(Evidence(f, "mismatched_messages"), "2");
+  EXPECT_EQ(Evidence(f, "source"), "\"trace\"");
+  EXPECT_EQ(f.evidence.Find("seq"), nullptr);  // no collective sequence number: a pair's
+}
+
+// Three ranks: rank 1's messages to both peers disagree, each peer's with rank 1 only.
+TEST(CollectiveMismatchAnalyzerTest, TheRankWhoseMessagesNoPeerExpectsIsNamed) {
+  TestRun run;
+  for (int r = 0; r < 3; ++r) {
+    WriteMessages(&run, r, 3, 4, AllPairs(r, 3, [r](int64_t step, std::vector<Message>* m) {
+      if (r != 1 || step != 3) return;
+      for (Message& x : *m)
+        if (x.op == "send") x.n = 5;
+    }));
+  }
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].ranks, std::vector<int>{1});
+  EXPECT_EQ(findings[0].step, 3);
+  EXPECT_NE(findings[0].summary.find("rank 1 disagrees with the most peers"), std::string::npos)
+      << findings[0].summary;
+  EXPECT_EQ(Evidence(findings[0], "disagreeing_pairs"), "2");
+  EXPECT_EQ(Evidence(findings[0], "majority"), "true");
+}
+
+TEST(CollectiveMismatchAnalyzerTest, AMessageOfAnotherDtypeIsAMismatch) {
+  TestRun run;
+  for (int r = 0; r < 2; ++r) {
+    WriteMessages(&run, r, 2, 2, AllPairs(r, 2, [r](int64_t step, std::vector<Message>* m) {
+      if (r == 0 && step == 1) (*m)[1].dtype = "bf16";
+    }));
+  }
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_NE(findings[0].summary.find("rank 0 sends bf16 n=4 (isend) to rank 1, which expects "
+                                     "f32 n=4"),
+            std::string::npos)
+      << findings[0].summary;
+}
+
+// Messages pair by tag and by group, numbered apart; sub-group peers are named by their
+// global ranks. Here ranks 1 and 3 form group 1 (group ranks 0 and 1) and exchange two
+// tags in opposite orders: every message meets its own.
+TEST(CollectiveMismatchAnalyzerTest, MessagesPairByGroupAndTagNotByOrderAcrossThem) {
+  TestRun run;
+  for (int r = 0; r < 4; ++r) {
+    WriteMessages(&run, r, 4, 2, [r](int64_t step) {
+      std::vector<Message> m;
+      if (r == 1) {
+        m.push_back({"send", 3, step, 8, 1, 1, /*tag=*/7});
+        m.push_back({"send", 3, step, 2, 1, 1, /*tag=*/9});
+      } else if (r == 3) {
+        m.push_back({"recv", 1, step, 2, 1, 0, /*tag=*/9});
+        m.push_back({"recv", 1, step, 8, 1, 0, /*tag=*/7});
+      }
+      return m;
+    });
+  }
+  EXPECT_TRUE(Analyze(run).empty());
+}
+
+// Gloo aborts the receiver of a message larger than its buffer: its recv never completes,
+// and only its dump's pending entry says what it expected. The sender's completed send is
+// compared with it.
+TEST(CollectiveMismatchAnalyzerTest, ASendIsComparedWithTheReceiversPendingDumpEntry) {
+  TestRun run;
+  for (int r = 0; r < 2; ++r) {
+    WriteMessages(&run, r, 2, 3, AllPairs(r, 2, [r](int64_t step, std::vector<Message>* m) {
+      if (step != 2) return;
+      if (r == 0) m->clear();     // died receiving: nothing recorded from here on
+      if (r == 1) (*m)[1].n = 5;  // the oversized send, completed on the sender
+    }));
+  }
+  run.WriteFile(trace::FlightDumpFileName(0),
+                "{\"schema\":\"dsdiag.flight/1\",\"run_id\":\"test-run\",\"rank\":0,"
+                "\"world_size\":2,\"reason\":\"terminate\",\"ts\":900000000000,\"entries\":[],"
+                "\"p2p\":[{\"pg\":0,\"seq\":2,\"op\":\"recv\",\"peer\":1,\"dtype\":\"f32\","
+                "\"n\":4,\"tag\":\"irecv\",\"step\":2,\"state\":\"started\",\"issued\":3},"
+                "{\"pg\":0,\"seq\":-1,\"op\":\"recv\",\"peer\":-1,\"dtype\":\"f32\","
+                "\"n\":4,\"tag\":\"irecv\",\"step\":2,\"state\":\"issued\",\"issued\":4}]}\n");
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].step, 2);
+  EXPECT_EQ(findings[0].subject, "pg 0 p2p 1->0 #2");
+  EXPECT_EQ(Evidence(findings[0], "source"), "\"flight-dump\"");
+  EXPECT_NE(findings[0].summary.find("which expects f32 n=4 (irecv)"), std::string::npos)
+      << findings[0].summary;
+}
+
+// Both ranks die in step 2 (the receiver aborted, the sender stopped by the launcher) before
+// either wrote that step's records: a request's record waits for the step's end. The
+// sender's dump holds its send completed, the receiver's its recv pending: they are
+// compared. A dump entry whose message the rank's trace did record counts once, not twice.
+TEST(CollectiveMismatchAnalyzerTest, MessagesOnlyTheDumpsHoldAreComparedAndNoneTwice) {
+  TestRun run;
+  for (int r = 0; r < 2; ++r) {
+    WriteMessages(&run, r, 2, 3, AllPairs(r, 2, [r](int64_t step, std::vector<Message>* m) {
+      if (step == 2) m->clear();
+      if (r == 1 && step == 1) (*m)[1].n = 6;  // also in its dump, completed
+    }));
+  }
+  auto dump = [&](int rank, const std::string& p2p) {
+    run.WriteFile(
+        trace::FlightDumpFileName(rank),
+        "{\"schema\":\"dsdiag.flight/1\",\"run_id\":\"test-run\",\"rank\":" + std::to_string(rank) +
+            ",\"world_size\":2,\"reason\":\"terminate\",\"ts\":900000000000,"
+            "\"entries\":[],\"p2p\":[" +
+            p2p + "]}\n");
+  };
+  const std::string entry = "{\"pg\":0,\"dtype\":\"f32\",\"tag\":\"isend\",\"issued\":3,";
+  dump(1, entry +
+              "\"seq\":1,\"op\":\"send\",\"peer\":0,\"n\":6,\"step\":1,"
+              "\"state\":\"completed\"}," +
+              entry +
+              "\"seq\":2,\"op\":\"send\",\"peer\":0,\"n\":5,\"step\":2,"
+              "\"state\":\"completed\"}");
+  dump(0, entry +
+              "\"seq\":1,\"op\":\"recv\",\"peer\":1,\"n\":4,\"step\":1,"
+              "\"state\":\"completed\"}," +
+              entry +
+              "\"seq\":2,\"op\":\"recv\",\"peer\":1,\"n\":4,\"step\":2,"
+              "\"state\":\"started\"}");
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].subject, "pg 0 p2p 1->0 #1");  // the first, from the traces
+  EXPECT_EQ(Evidence(findings[0], "mismatched_messages"), "2");
+  EXPECT_EQ(Evidence(findings[0], "source"), "\"trace\"");
+}
+
+// A recv no send ever met (its sender died first, or never sent), pending in the dump: no
+// mismatch, and no analyzer trips over it.
+TEST(CollectiveMismatchAnalyzerTest, ARecvNoSendMetIsNoMismatch) {
+  TestRun run;
+  for (int r = 0; r < 2; ++r) WriteMessages(&run, r, 2, 2, AllPairs(r, 2));
+  run.WriteFile(trace::FlightDumpFileName(0),
+                "{\"schema\":\"dsdiag.flight/1\",\"run_id\":\"test-run\",\"rank\":0,"
+                "\"world_size\":2,\"reason\":\"timeout\",\"ts\":900000000000,\"entries\":[],"
+                "\"p2p\":[{\"pg\":0,\"seq\":2,\"op\":\"recv\",\"peer\":1,\"dtype\":\"f32\","
+                "\"n\":4,\"tag\":\"recv\",\"step\":2,\"state\":\"started\",\"issued\":3}]}\n");
+  EXPECT_TRUE(Analyze(run).empty());
+  EXPECT_NO_THROW(RunCompare(run.dir()));
 }
 
 }  // namespace

@@ -91,6 +91,36 @@ TEST(MismatchFollowOnTest, ACrashBeforeTheMismatchOrElsewhereStaysAnError) {
             (std::vector<std::string>{"collective-mismatch 2", "rank-died 1", "rank-died 3"}));
 }
 
+// A send larger than its recv: Gloo aborts the receiver (rank 0) and the launcher stops rank
+// 2. The message's seq is its pair's: a death waiting in collective seq 36 is not compared
+// with it; the receiver's death from the message's step on is its follow-on, a crash of
+// another rank before it is not.
+TEST(MismatchFollowOnTest, TheReceiverOfAMismatchedMessageDiesAsItsFollowOn) {
+  Finding message = Make(kind::kCollectiveMismatch, 1, 5);
+  message.subject = "pg 0 p2p 1->0 #5";
+  message.evidence.Set("pg", 0);
+  message.evidence.Set("p2p", true);
+  message.evidence.Set("pair_seq", 5);
+  message.evidence.Set("majority", false);
+  trace::JsonValue pairs = trace::JsonValue::Array();
+  trace::JsonValue pair = trace::JsonValue::Object();
+  pair.Set("from", 1);
+  pair.Set("to", 0);
+  pairs.Push(std::move(pair));
+  message.evidence.Set("pairs", std::move(pairs));
+  std::vector<Finding> findings = {message, Died(0, 5, std::nullopt, nullptr),
+                                   Died(2, 5, std::nullopt, "SIGTERM"),
+                                   Died(3, 4, std::nullopt, nullptr)};
+  ApplyAll(&findings);
+  EXPECT_EQ(Errors(findings), (std::vector<std::string>{"collective-mismatch 1", "rank-died 3"}));
+  EXPECT_NE(findings[1].summary.find("it received the message its sender sized differently"),
+            std::string::npos)
+      << findings[1].summary;
+  EXPECT_NE(findings[1].summary.find("disagree on a message's size there, with no majority"),
+            std::string::npos)
+      << findings[1].summary;
+}
+
 // Replicas that drift after a gradient desync drift because of it.
 TEST(DivergenceFollowOnTest, ReplicaDivergenceAfterAGradDesyncIsItsFollowOn) {
   std::vector<Finding> findings = {Make(kind::kGradDesync, 0, 5),

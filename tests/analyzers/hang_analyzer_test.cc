@@ -253,6 +253,55 @@ TEST(HangAnalyzerTest, FlightDumpsSaySinceWhenTheOthersWaitAndWhereTheCulpritWas
   EXPECT_EQ(f.ts_ns, Local(*f.ts_rank, Enter(kStuckStep, 0)));
 }
 
+// Rank 2 waits in a recv from rank 3 that never came (its watchdog timed out on the
+// message, not on a collective) while ranks 0, 1 and 3 wait in allreduce seq 15: it is no
+// witness of their collective — a message has no place in a group's sequence — but the rank
+// that never joined it, and the finding says which message it waited in instead.
+TEST(HangAnalyzerTest, ARankWaitingInAMessageIsACulpritSayingWhichPeerItWaitsFor) {
+  TestRun run;
+  const int64_t fire = Enter(kStuckStep, 0) + 60 * kSec;
+  for (int r : {0, 1, 3}) {
+    WriteWatchdogWaiter(&run, r, 4);
+    WriteDump(&run, r, 4, "timeout", fire, kStuckStep, "sync", WaiterEntries());
+  }
+  {
+    auto w = WriteUpToStuckStep(&run, 2, 4);
+    const std::string message =
+        "point-to-point recv from rank 3 on group 0 (message 4 of the pair, recv) waited on for "
+        "60.0 s, past the 60.0 s timeout";
+    w->BeginAt(trace::rec::kError, Local(2, fire))
+        .line()
+        .Field("where", "watchdog")
+        .Field("message", message);
+    w->BeginAt(trace::rec::kEnd, Local(2, fire + kMs))
+        .line()
+        .Field("reason", "error")
+        .Field("status", 1)
+        .Field("error", message);
+  }
+  const std::string at = std::to_string(Local(2, Enter(kStuckStep, 0)));
+  run.WriteFile(trace::FlightDumpFileName(2),
+                "{\"schema\":\"dsdiag.flight/1\",\"run_id\":\"test-run\",\"rank\":2,"
+                "\"world_size\":4,\"reason\":\"timeout\",\"ts\":" +
+                    std::to_string(Local(2, fire)) +
+                    ",\"where\":{\"step\":5,\"phase\":\"forward\"},\"entries\":[],"
+                    "\"p2p\":[{\"pg\":0,\"seq\":4,\"op\":\"recv\",\"peer\":3,\"dtype\":"
+                    "\"f32\",\"n\":8,\"tag\":\"recv\",\"step\":5,\"phase\":\"forward\","
+                    "\"state\":\"started\",\"issued\":" +
+                    at + ",\"started\":" + at + "}]}\n");
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  const Finding& f = findings[0];
+  EXPECT_EQ(f.ranks, std::vector<int>{2});
+  EXPECT_EQ(f.subject, "allreduce pg 0 seq 15 (grad-bucket-0)");
+  EXPECT_NE(f.summary.find("it waited in a recv from rank 3 (pg 0, message 4 of the pair, recv)"),
+            std::string::npos)
+      << f.summary;
+  const trace::JsonValue& culprit = f.evidence.Find("culprits")->elements().at(0);
+  EXPECT_EQ(culprit.Find("waiting_in_message")->ToJson(),
+            "{\"op\":\"recv\",\"peer\":3,\"pg\":0,\"pair_seq\":4,\"tag\":\"recv\",\"step\":5}");
+}
+
 TEST(HangAnalyzerTest, APythonCulpritsDumpGivesItsMainThreadsLine) {
   TestRun run;
   const int64_t fire = Enter(kStuckStep, 0) + 60 * kSec;

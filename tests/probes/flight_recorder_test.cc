@@ -12,10 +12,12 @@
 #include <vector>
 
 #include "probes/collective_probe.h"
+#include "probes/peer_op.h"
 #include "probes/watchdog.h"
 #include "tests/support/files.h"
 #include "tests/support/temp_dir.h"
 #include "trace/record_types.h"
+#include "trace/records/p2p_record.h"
 #include "trace/trace_reader.h"
 
 namespace dsdiag::probes {
@@ -299,6 +301,112 @@ TEST(WatchdogTest, DumpsWhenACollectiveOutlivesTheTimeoutAndOnSigusr1) {
       EXPECT_NE(std::string(*r.Str("message")).find("seq 0"), std::string::npos);
     }
   EXPECT_TRUE(found);
+}
+
+// Point-to-point messages are numbered per (group, peer, direction, tag): rank i's k-th
+// send to j meets j's k-th recv from i. They take no number of the group's collective
+// sequence, and their `p2p` records say peer, group peer (on a sub-group) and tag.
+TEST(PeerOpTest, MessagesAreNumberedPerPairApartFromTheGroupsCollectives) {
+  SessionInTempDir run(0);
+  ASSERT_TRUE(run.session);
+  Session* s = run.session.get();
+  FlightRecorder rec(Header(0), run.dir.path());
+  CollectiveProbe probe(s, &rec);
+  auto message = [&](int pg, const char* op, int64_t peer, int64_t group_peer, int64_t tag) {
+    auto m = std::make_unique<PeerOp>(
+        &probe, PeerMessage{pg, op, peer, group_peer, tag, "f32", 4, 16, "isend"});
+    m->Completed();
+    m->Write();
+    return m->seq();
+  };
+  EXPECT_EQ(message(0, "send", 1, 1, 0), 0);
+  EXPECT_EQ(message(0, "send", 1, 1, 0), 1);
+  EXPECT_EQ(message(0, "recv", 1, 1, 0), 0);  // the other direction counts apart
+  EXPECT_EQ(message(0, "send", 2, 2, 0), 0);  // another peer
+  EXPECT_EQ(message(0, "send", 1, 1, 5), 0);  // another tag
+  EXPECT_EQ(message(1, "send", 3, 1, 0), 0);  // another group
+  EXPECT_EQ(probe.next_seq(0), 0);            // no collective number taken
+  { CollectiveScope scope(&probe, 0, "allreduce", "f32", 4, 16, "loss"); }
+  EXPECT_EQ(probe.next_seq(0), 1);
+
+  // A recv from any source is numbered once its sender is known.
+  PeerOp any(&probe, PeerMessage{0, "recv", -1, -1, 0, "f32", 4, 16, "irecv"});
+  EXPECT_EQ(any.seq(), -1);
+  any.SetPeer(1, 1);
+  EXPECT_EQ(any.seq(), 1);
+  any.Completed();
+  any.Write();
+  s->End("ok", 0);
+
+  std::string error;
+  auto reader = trace::TraceReader::Open(run.dir / "rank-00000.jsonl", &error);
+  ASSERT_TRUE(reader) << error;
+  trace::Record r;
+  std::vector<std::string> seen;
+  while (reader->Next(&r)) {
+    if (r.type() != trace::rec::kP2P) continue;
+    const trace::records::P2PView v(r);
+    seen.push_back(std::string(*v.op()) + " pg" + std::to_string(*v.pg()) + " peer" +
+                   std::to_string(*v.peer()) + "/" + std::to_string(*v.group_peer()) + " tag" +
+                   std::to_string(v.match_tag()) + " #" + std::to_string(*v.seq()));
+    EXPECT_EQ(v.n(), 4);
+    EXPECT_EQ(v.bytes(), 16);
+    EXPECT_EQ(v.dtype(), "f32");
+    EXPECT_FALSE(v.failed());
+    EXPECT_TRUE(v.dur());
+  }
+  EXPECT_EQ(seen, (std::vector<std::string>{"send pg0 peer1/1 tag0 #0", "send pg0 peer1/1 tag0 #1",
+                                            "recv pg0 peer1/1 tag0 #0", "send pg0 peer2/2 tag0 #0",
+                                            "send pg0 peer1/1 tag5 #0", "send pg1 peer3/1 tag0 #0",
+                                            "recv pg0 peer1/1 tag0 #1"}));
+  // group_peer is written where it differs from the global rank only (the sub-group's).
+  const std::string text = ReadFile(run.dir / "rank-00000.jsonl");
+  EXPECT_NE(text.find("\"peer\":3,\"group_peer\":1,\"seq\":0"), std::string::npos) << text;
+  EXPECT_EQ(text.find("\"peer\":1,\"group_peer\""), std::string::npos) << text;
+}
+
+// A message times out only while the rank waits in it: a request posted and never waited on
+// (an isend whose work the job drops) is no hang. The dump lists messages in `p2p`, not in
+// `entries`, and the watchdog's error names the peer, not a collective's "pg N seq M".
+TEST(WatchdogTest, AMessageTimesOutOnlyWhileTheRankWaitsInIt) {
+  SessionInTempDir run(1);
+  ASSERT_TRUE(run.session);
+  Session* s = run.session.get();
+  FlightRecorder rec(run.header, run.dir.path());
+  CollectiveProbe probe(s, &rec);
+  Watchdog watchdog(s, &rec, /*timeout_s=*/0.05, /*poll_interval_ms=*/5);
+  PeerOp posted(&probe, PeerMessage{0, "send", 0, 0, 0, "f32", 4, 16, "isend"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_FALSE(watchdog.timed_out());
+  FlightEntry pending;
+  EXPECT_FALSE(rec.OldestPending(&pending));
+
+  PeerOp waited(&probe, PeerMessage{0, "recv", 0, 0, 0, "f32", 8, 32, "irecv"});
+  waited.Waiting();
+  ASSERT_TRUE(Eventually([&] { return watchdog.timed_out(); }));
+  ASSERT_TRUE(Eventually([&] { return watchdog.dumps_written() >= 1; }));
+  trace::LocatedIssue issue;
+  const auto dump = trace::ParseFlightDump(ReadFile(rec.dump_path()), "d", &issue);
+  ASSERT_TRUE(dump.has_value()) << issue.ToString();
+  EXPECT_TRUE(dump->entries.empty());
+  ASSERT_EQ(dump->p2p.size(), 2u);
+  EXPECT_EQ(dump->p2p[0].state, trace::FlightState::kIssued);
+  EXPECT_EQ(dump->p2p[1].state, trace::FlightState::kStarted);
+  EXPECT_EQ(dump->p2p[1].op, "recv");
+  EXPECT_EQ(dump->p2p[1].peer, 0);
+  s->End("ok", 0);
+
+  std::string error;
+  auto reader = trace::TraceReader::Open(run.dir.path() + "/rank-00001.jsonl", &error);
+  ASSERT_TRUE(reader) << error;
+  trace::Record r;
+  std::string message;
+  while (reader->Next(&r))
+    if (r.type() == trace::rec::kError && r.Str("where") == "watchdog")
+      message = std::string(*r.Str("message"));
+  EXPECT_NE(message.find("point-to-point recv from rank 0 on group 0"), std::string::npos)
+      << message;
+  EXPECT_EQ(message.find("seq"), std::string::npos) << message;
 }
 
 }  // namespace

@@ -14,7 +14,8 @@ from dsdiag_jobs import JOBS, PYTHON, package_dir, read_trace
 
 ALL_HOOKED = {
     "dist.init_process_group", "dist.new_group", "dist.all_reduce",
-    "distributed_c10d.all_reduce", "dist.all_to_all_single", "DDP.__init__", "DDP.forward",
+    "distributed_c10d.all_reduce", "dist.all_to_all_single", "dist.isend",
+    "dist.batch_isend_irecv", "Work.wait", "DDP.__init__", "DDP.forward",
     "DDP.register_comm_hook", "Optimizer.__init__", "Tensor.backward", "DataLoader.__init__",
     "DataLoader.__iter__", "DistributedSampler.__iter__", "torch.save",
     "torch.serialization.load", "Module.load_state_dict", "clip_grad.clip_grad_norm_",

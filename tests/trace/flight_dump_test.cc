@@ -179,6 +179,64 @@ TEST(FlightDumpTest, PerPeerSizesReadBackAndMustHaveOneCountPerPeer) {
             "entries[0]: expected \"send\" and \"recv\" with one count per peer");
 }
 
+// Point-to-point messages are a list of their own (`p2p`), never `entries`: their seq is
+// their pair's. Peer, group peer (where it differs) and the job's tag read back.
+TEST(FlightDumpTest, PointToPointMessagesReadBackInTheirOwnList) {
+  FlightDump d;
+  d.rank = 2;
+  d.world_size = 4;
+  FlightDumpEntry e;
+  e.pg = 1;
+  e.seq = 3;
+  e.op = "recv";
+  e.peer = 3;
+  e.group_peer = 1;
+  e.match_tag = 7;
+  e.dtype = "f32";
+  e.n = 16;
+  e.tag = "irecv";
+  e.state = FlightState::kStarted;
+  e.issued = 5;
+  e.started = 6;
+  d.p2p.push_back(e);
+  FlightDumpEntry any = e;  // a recv from any source, not yet matched
+  any.seq = -1;
+  any.peer = -1;
+  any.group_peer = -1;
+  any.match_tag = 0;
+  any.state = FlightState::kIssued;
+  any.started.reset();
+  d.p2p.push_back(any);
+  const std::string text = FlightDumpJson(d);
+  EXPECT_NE(text.find("\"entries\":[],\"p2p\":[{\"pg\":1,\"seq\":3,\"op\":\"recv\",\"peer\":3,"
+                      "\"group_peer\":1,\"match_tag\":7,\"dtype\":\"f32\""),
+            std::string::npos)
+      << text;
+  LocatedIssue issue;
+  const auto back = ParseFlightDump(text, "f.json", &issue);
+  ASSERT_TRUE(back.has_value()) << issue.ToString();
+  EXPECT_TRUE(back->entries.empty());
+  EXPECT_EQ(back->OldestPending(), nullptr);  // collectives only
+  ASSERT_EQ(back->p2p.size(), 2u);
+  EXPECT_EQ(back->p2p[0].peer, 3);
+  EXPECT_EQ(back->p2p[0].group_peer, 1);
+  EXPECT_EQ(back->p2p[0].match_tag, 7);
+  EXPECT_EQ(back->p2p[1].peer, -1);
+  EXPECT_EQ(back->p2p[1].group_peer, -1);  // on the default group: the global rank
+  EXPECT_EQ(FlightDumpJson(*back), text);
+
+  const auto bad = ParseFlightDump(
+      "{\"schema\":\"dsdiag.flight/1\",\"rank\":1,\"ts\":1,\"entries\":[],\"p2p\":["
+      "{\"pg\":0,\"seq\":1,\"op\":\"send\",\"state\":\"issued\"},"
+      "{\"pg\":0,\"seq\":2,\"op\":\"send\",\"peer\":1,\"state\":\"issued\"}]}",
+      "p", &issue);
+  ASSERT_TRUE(bad.has_value()) << issue.ToString();
+  ASSERT_EQ(bad->p2p.size(), 1u);
+  EXPECT_EQ(bad->p2p[0].group_peer, 1);
+  EXPECT_EQ(bad->entries_skipped, 1);
+  EXPECT_EQ(bad->first_entry_problem, "p2p[0]: expected integer field \"peer\" (-1: any source)");
+}
+
 TEST(FlightDumpTest, AMissingFileIsAnIssueNotAnException) {
   LocatedIssue issue;
   EXPECT_FALSE(ReadFlightDumpFile("/nonexistent/flight-rank-00001.json", &issue).has_value());

@@ -16,6 +16,10 @@
 //    had entered and not completed, with the monotonic time it entered them, and `where`
 //    (step and phase) the main thread was at dump time;
 //  - the rank's RankEnd: end reason, last step begun, last phase done, last record.
+// A rank whose dump shows it waiting in a point-to-point message (its `p2p` list) and in no
+// collective is no witness (a message has no place in a group's sequence): it is one of the
+// ranks that never joined the others' collective, and the finding says which message from
+// or to which peer it waited in instead.
 // A rank *waits* (is a hang witness) when it timed out (error or end record as above), its
 // dump's reason is "timeout", or its dump holds an entry pending for longer than
 // max(30 s, 3 x the longest step) — but a rank that ended with "peer-failure" (or an error
@@ -179,6 +183,9 @@ class HangAnalyzer : public Analyzer {
   std::optional<Witness> WitnessOf(int rank) const {
     const HangRankState& s = run_.ranks[rank];
     const trace::FlightDumpEntry* pending = s.dump ? s.dump->OldestPending() : nullptr;
+    // Waiting in a point-to-point message (its watchdog timed out on it), in no collective: it
+    // did not reach the others' collective, which makes it a culprit of theirs, not a witness.
+    if (!pending && WaitedMessage(s) && !(s.timeout && s.timeout->key)) return std::nullopt;
     Witness w;
     w.rank = rank;
     if (s.timeout) {

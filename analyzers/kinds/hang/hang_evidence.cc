@@ -37,6 +37,23 @@ const trace::FlightDumpEntry* DumpEntry(const HangRankState& s, const Collective
   return nullptr;
 }
 
+const trace::FlightDumpEntry* WaitedMessage(const HangRankState& s) {
+  if (!s.dump) return nullptr;
+  for (const trace::FlightDumpEntry& m : s.dump->p2p)
+    if (m.state == trace::FlightState::kStarted) return &m;
+  return nullptr;
+}
+
+std::string DescribeMessage(const trace::FlightDumpEntry& m) {
+  const bool send = m.op == "send";
+  const int64_t peer = m.peer.value_or(-1);
+  return "a " + (m.op.empty() ? std::string("message") : m.op) + (send ? " to " : " from ") +
+         (peer < 0 ? std::string("any rank") : "rank " + std::to_string(peer)) + " (pg " +
+         std::to_string(m.pg) +
+         (m.seq < 0 ? std::string() : ", message " + std::to_string(m.seq) + " of the pair") +
+         (m.tag.empty() ? std::string() : ", " + m.tag) + ")";
+}
+
 bool UsesPg(const HangRankState& s, int pg) {
   if (pg == 0 || s.completed.count(pg)) return true;
   if (s.dump)

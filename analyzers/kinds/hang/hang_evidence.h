@@ -74,6 +74,12 @@ std::string DescribeCollective(const std::string& op, const CollectiveKey& k,
 int64_t PendingAge(const trace::FlightDump& d, const trace::FlightDumpEntry& e);
 // The rank's dump entry for collective `k`, or null.
 const trace::FlightDumpEntry* DumpEntry(const HangRankState& s, const CollectiveKey& k);
+// The point-to-point message the rank waited in when it dumped (the oldest of its dump's
+// `p2p` entries that is "started": a blocking send/recv, or wait() on its request), or null.
+// A message is no collective: such a rank waits for one peer, not in its group's sequence.
+const trace::FlightDumpEntry* WaitedMessage(const HangRankState& s);
+// "a recv from rank 1 (pg 0, message 3 of the pair, irecv)".
+std::string DescribeMessage(const trace::FlightDumpEntry& m);
 // Whether the rank takes part in process group `pg` (pg 0 holds every rank).
 bool UsesPg(const HangRankState& s, int pg);
 // A rank-local time on rank 0's clock: the trace's clock (refined by its clock records)

@@ -73,6 +73,16 @@ std::string Doing(const HangRun& run, int rank, const Stuck& stuck,
     b.Set("step", OptInt(blocked->step));
     row->Set("blocked_in", std::move(b));
     text = "it was blocked in " + DescribeCollective(blocked->op, other, blocked->tag);
+  } else if (const trace::FlightDumpEntry* m = WaitedMessage(s)) {
+    JsonValue b = JsonValue::Object();
+    b.Set("op", m->op);
+    b.Set("peer", OptInt(m->peer));
+    b.Set("pg", m->pg);
+    b.Set("pair_seq", m->seq);
+    b.Set("tag", m->tag);
+    b.Set("step", OptInt(m->step));
+    row->Set("waiting_in_message", std::move(b));
+    text = "it waited in " + DescribeMessage(*m);
   } else if (s.dump && s.dump->where_step) {
     text = "its flight dump shows it in " +
            (s.dump->where_phase.empty() ? std::string("no phase") : s.dump->where_phase) +

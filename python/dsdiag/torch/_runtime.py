@@ -274,17 +274,22 @@ def finite_or_nan(x):
 
 def python_stacks():
     """Every thread's Python stack, for the flight dump: [(name, ["file:line in func", ...])],
-    outermost frame first, at most 40 frames each (the innermost kept)."""
+    outermost frame first, at most 40 frames each (the innermost kept). A hook of ours at the
+    top of a stack (Work.wait's, waiting on a message) is left out: the innermost frame is
+    then the job's or torch's, where the thread waits."""
     import traceback
 
     names = {t.ident: t.name for t in threading.enumerate()}
     me = threading.get_ident()  # the core's thread asking: not the job's
+    ours = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the dsdiag package
     stacks = []
     for ident, frame in sys._current_frames().items():
         if ident == me:
             continue
-        frames = ["%s:%d in %s" % (f.filename, f.lineno, f.name)
-                  for f in traceback.extract_stack(frame)][-40:]
+        summary = traceback.extract_stack(frame)
+        while len(summary) > 1 and os.path.abspath(summary[-1].filename).startswith(ours + os.sep):
+            summary.pop()
+        frames = ["%s:%d in %s" % (f.filename, f.lineno, f.name) for f in summary][-40:]
         stacks.append((names.get(ident, "thread %d" % ident), frames))
     stacks.sort(key=lambda s: (s[0] != "MainThread", s[0]))
     return stacks

@@ -1,7 +1,9 @@
 """torch.distributed's calls: the probes start when the default process group does
 (init_process_group), and every collective the job issues itself becomes a `coll` record
 and a flight-recorder entry, numbered per process group as the backend numbers them.
-DDP's own gradient allreduces are recorded by its communication hook (dsdiag.torch.ddp)."""
+DDP's own gradient allreduces are recorded by its communication hook (dsdiag.torch.ddp).
+Point-to-point messages (send, recv, isend, irecv, batch_isend_irecv) are _p2p's: numbered
+per pair, never in a group's sequence."""
 
 import functools
 import inspect
@@ -11,13 +13,14 @@ import torch
 import torch.distributed as dist
 
 from dsdiag.torch import _futures, _header
+from dsdiag.torch.collectives import _p2p
 from dsdiag.torch._patches import Patches
 from dsdiag.torch._runtime import RUNTIME, Suppress, guard, suppressed
 from dsdiag.torch._tensors import dtype_name
 
 # name -> (op in the record, the argument whose tensor (or tensors, summed) the record
 # counts). A collective of every rank of its group only: a send or recv is not one (its
-# sequence is its pair's, not the group's) and is not recorded as one.
+# sequence is its pair's, not the group's): _p2p records those as `p2p` records.
 COLLECTIVES = {
     "all_reduce": ("allreduce", "tensor"),
     "broadcast": ("broadcast", "tensor"),
@@ -49,6 +52,7 @@ def install():
     for name, (op, tensor_arg) in COLLECTIVES.items():
         if getattr(dist, name, None) is not None:
             _replace_both(name, lambda fn, op=op, arg=tensor_arg: _wrap_collective(fn, op, arg))
+    _p2p.install(PATCHES, _replace_both)
 
 
 def uninstall():

@@ -1,0 +1,61 @@
+#include "probes/peer_op.h"
+
+#include <utility>
+
+#include "probes/probe_timer.h"
+#include "probes/records/p2p_record.h"
+#include "trace/clock.h"
+
+namespace dsdiag::probes {
+
+PeerOp::PeerOp(CollectiveProbe* probe, PeerMessage message) noexcept
+    : probe_(probe), m_(std::move(message)) {
+  if (m_.peer >= 0) seq_ = probe_->TakePairSeq(m_.pg, m_.op == "send", m_.peer, m_.match_tag);
+  Session* s = probe_->session_;
+  if (!s->on()) return;
+  ProbeTimer timer(s);
+  enter_ns_ = trace::MonotonicNs();
+  if (probe_->recorder_) {
+    const P2PIssue issue{m_.pg,        seq_,     m_.op,    m_.peer,  m_.group_peer,
+                         m_.match_tag, m_.dtype, m_.count, m_.bytes, m_.tag};
+    handle_ = probe_->recorder_->IssueP2P(issue, s->current_step(), s->current_phase());
+  }
+}
+
+void PeerOp::SetPeer(int64_t peer, int64_t group_peer) noexcept {
+  if (m_.peer >= 0 || peer < 0) return;  // numbered already, or still unknown
+  m_.peer = peer;
+  m_.group_peer = group_peer;
+  seq_ = probe_->TakePairSeq(m_.pg, m_.op == "send", peer, m_.match_tag);
+  if (!probe_->session_->on()) return;
+  ProbeTimer timer(probe_->session_);
+  if (handle_) probe_->recorder_->SetPeer(handle_, peer, group_peer, seq_);
+}
+
+void PeerOp::Waiting() noexcept {
+  if (!probe_->session_->on() || completed()) return;
+  ProbeTimer timer(probe_->session_);
+  if (handle_) probe_->recorder_->Start(handle_);
+}
+
+void PeerOp::Completed(bool failed) noexcept {
+  if (!probe_->session_->on()) return;
+  ProbeTimer timer(probe_->session_);
+  failed_.store(failed, std::memory_order_relaxed);
+  if (handle_ && !failed) probe_->recorder_->Complete(handle_);
+  done_ns_.store(trace::MonotonicNs(), std::memory_order_release);
+}
+
+void PeerOp::Write() noexcept {
+  Session* s = probe_->session_;
+  if (!s->on() || written_) return;
+  written_ = true;
+  ProbeTimer timer(s);
+  int64_t done = done_ns_.load(std::memory_order_acquire);
+  const bool failed = done == 0 || failed_.load(std::memory_order_relaxed);
+  if (done == 0) done = trace::MonotonicNs();
+  records::WriteP2P(s, {m_.pg, m_.op, m_.peer, m_.group_peer, seq_, m_.match_tag, m_.dtype,
+                        m_.count, m_.bytes, m_.tag, enter_ns_, done, failed});
+}
+
+}  // namespace dsdiag::probes
