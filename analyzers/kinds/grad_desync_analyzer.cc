@@ -16,9 +16,12 @@
 //   majority                otherwise the ranks outside the largest group (split_verdict.h);
 //   no majority             a tie (two ranks, 2 against 2): every rank of the split, and the
 //                           finding says nothing tells which side is right.
+// A rank whose hash is 0 where the others have one took none: its optimizer did not step
+// those parameters in that step (replica-divergence reports it), so it is not compared.
 // A desync at one step is enough to make the replicas drift (replica-divergence follows, as
 // a follow-on of this finding), so every occurrence is an error. Indices with the same named
 // ranks and first step are one finding.
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <string>
@@ -108,6 +111,11 @@ class GradDesyncAnalyzer : public Analyzer {
     const bool pre = fps.pre_step.size() >= 2;
     const RankFingerprints& used = pre ? fps.pre_step : fps.after_sync;
     for (IndexDivergence& div : DiffByIndex(used)) {
+      // A rank with no hash (0) did not step these parameters' optimizer in this step: not
+      // a gradient that differs (replica-divergence names the skipped update).
+      if (std::any_of(div.groups.begin(), div.groups.end(),
+                      [](const RankGroup<uint64_t>& g) { return g.value == 0; }))
+        continue;
       Desync& d = desyncs_[div.index];
       if (d.first_step < 0) {
         d.first_step = step;

@@ -19,6 +19,12 @@
 //                                  version counters: every step, where fingerprints are
 //                                  taken every N) since the replicas were last equal;
 //   majority / no majority         otherwise the split verdict (split_verdict.h).
+// An optimizer step skipped on some ranks (a GAN's discriminator step left out on one rank)
+// shows before any parameter fingerprint does: the step's gradient `pre-step` hashes are
+// taken just before each optimizer steps, so a rank whose optimizer did not step holds none
+// (0) for those parameters where the others hold one. The first such step is the finding's
+// step when it is not after the first parameter divergence, naming those ranks (basis
+// "optimizer step skipped").
 // A divergence that follows a grad-desync (the gradient differed, so the update did) is a
 // follow-on of that finding: the follow-on pass ranks it info, with the cause in its
 // evidence. Replicas that differ at "init" never were equal: that is init-divergence, and
@@ -85,9 +91,10 @@ class ReplicaDivergenceAnalyzer : public Analyzer {
     }
     if (r.type_id() != trace::rec_id::kFingerprint) return;
     const auto what = records::FpView(r).what();
-    if (what != "param" && what != "buffer") return;
+    const bool grad = what == "grad";
+    if (what != "param" && what != "buffer" && !grad) return;
     auto fp = ReadFingerprint(r);
-    if (!fp) return;
+    if (!fp || (grad && fp->why != "pre-step")) return;
     pending_[{r.step(), WhyOrder(fp->why), fp->what}].Set(rank.rank, std::move(*fp));
   }
 
@@ -100,12 +107,79 @@ class ReplicaDivergenceAnalyzer : public Analyzer {
 
   void Finish(const RunContext&, std::vector<Finding>* findings) override {
     OnStepDone(INT64_MAX);
-    if (finding_) findings->push_back(std::move(*finding_));
+    if (skipped_ && (!finding_ || *finding_->step >= skipped_->first_step)) {
+      findings->push_back(MakeSkippedFinding());
+    } else if (finding_) {
+      findings->push_back(std::move(*finding_));
+    }
   }
 
  private:
+  // The first step where some ranks took no gradient hash for parameters the others'
+  // optimizers stepped.
+  struct Skipped {
+    int64_t first_step = -1;
+    std::vector<int> ranks;
+    std::vector<int> indices;
+    bool per_param = true;
+  };
+
+  void NoteSkipped(int64_t step, const RankFingerprints& by_rank) {
+    if (skipped_ || done_ || by_rank.size() < 2) return;
+    Skipped s;
+    for (const IndexDivergence& div : DiffByIndex(by_rank)) {
+      std::vector<int> zero;
+      for (const auto& g : div.groups)
+        if (g.value == 0) zero = g.ranks;
+      if (zero.empty()) continue;
+      if (s.ranks.empty()) s.ranks = zero;
+      if (zero == s.ranks) s.indices.push_back(div.index);
+    }
+    if (s.indices.empty()) return;
+    s.first_step = step;
+    s.per_param = by_rank.begin()->second.per_param;
+    skipped_ = std::move(s);
+  }
+
+  Finding MakeSkippedFinding() const {
+    const Skipped& s = *skipped_;
+    Finding f;
+    f.kind = std::string(kind::kReplicaDivergence);
+    f.severity = Severity::kError;
+    f.ranks = s.ranks;
+    f.step = s.first_step;
+    FingerprintRecord as_param;
+    as_param.what = "param";
+    as_param.per_param = s.per_param;
+    f.subject = Describe(as_param, s.indices.front());
+    const bool one = s.ranks.size() == 1;
+    const std::string more =
+        s.indices.size() > 1 ? " (+" + std::to_string(s.indices.size() - 1) + " more)" : "";
+    f.summary = OnRanks(s.ranks) + " did not step the optimizer of " + *f.subject + more +
+                " at step " + std::to_string(s.first_step) + " while the other ranks did: " +
+                (one ? "its replica differs" : "their replicas differ") +
+                " from theirs from then on";
+    JsonValue tensors = JsonValue::Array();
+    for (size_t i = 0; i < s.indices.size() && i < kMaxTensorsListed; ++i)
+      tensors.Push(Describe(as_param, s.indices[i]));
+    f.evidence.Set("fingerprint", "pre-step");
+    f.evidence.Set("what", "grad");
+    f.evidence.Set("tensors_differing", static_cast<int64_t>(s.indices.size()));
+    f.evidence.Set("tensors", std::move(tensors));
+    f.evidence.Set("basis", "optimizer step skipped");
+    f.evidence.Set("majority", true);
+    if (finding_) f.evidence.Set("parameters_differ_from_step", *finding_->step);
+    f.hint =
+        "These ranks left out an optimizer step the others took (a condition on the rank, a "
+        "step skipped after a local check, an exception swallowed around optimizer.step()): "
+        "every rank must step every optimizer, or none. With GradScaler, let scaler.step() "
+        "decide for all ranks alike.";
+    return f;
+  }
+
   void Compare(int64_t step, const RankFingerprints& by_rank) {
     const FingerprintRecord& any = by_rank.begin()->second;
+    if (any.what == "grad") return NoteSkipped(step, by_rank);
     // A rank's own parameters between two optimizer steps (evidence at any world size).
     std::vector<int> changed;
     if (any.why == "pre-step" && any.what == "param") {
@@ -223,6 +297,7 @@ class ReplicaDivergenceAnalyzer : public Analyzer {
   int64_t last_equal_step_ = -1;
   bool done_ = false;
   std::optional<Finding> finding_;
+  std::optional<Skipped> skipped_;
 };
 
 }  // namespace

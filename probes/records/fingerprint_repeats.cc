@@ -38,11 +38,15 @@ std::string PreStepRepeats::TakeOwed() {
   return kinds;
 }
 
-void PreStepRepeats::WriteOwed(probes::Session* session) noexcept {
+void PreStepRepeats::WriteOwed(probes::Session* session, std::string_view what) noexcept {
   std::map<std::string, Owed, std::less<>> owed;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    owed.swap(owed_);
+    if (what.empty()) {
+      owed.swap(owed_);
+    } else if (const auto it = owed_.find(what); it != owed_.end()) {
+      owed.insert(owed_.extract(it));
+    }
   }
   for (const auto& [what, o] : owed) {
     trace::records::FpSameRecord r;

@@ -33,8 +33,11 @@ class PreStepRepeats {
   // The step record's "pre_step_fp" list of what is owed ("grad,param"; empty: nothing);
   // pays the debt.
   std::string TakeOwed();
-  // Writes what is owed as `"same"` records.
-  void WriteOwed(probes::Session* session) noexcept;
+  // Writes what is owed as `"same"` records: all of it, or only what `what` is owed (before
+  // a record that will be the latest of its kind: the step record's flag would otherwise
+  // be read back as repeating that newer record — a step of several optimizers writes its
+  // parameters' pre-step hashes at its end, just before the `periodic` ones).
+  void WriteOwed(probes::Session* session, std::string_view what = {}) noexcept;
 
  private:
   struct Latest {

@@ -349,6 +349,33 @@ TEST(ReplicaDivergenceAnalyzerTest, EqualAtInitThenTheFirstDifferingFingerprint)
   EXPECT_EQ(Evidence(f, "tensors_differing"), "2");
 }
 
+// A GAN's discriminator step left out on rank 1 at step 2: its gradient hashes for those
+// parameters were never taken (0) where rank 0's were. Not a gradient that differs: the
+// update the rank skipped, named at its step, before the parameters' fingerprints show it.
+TEST(ReplicaDivergenceAnalyzerTest, AnOptimizerStepSkippedOnOneRankIsNamedAtItsStep) {
+  TestRun run;
+  WriteRun(&run, 2, 12, [&](int rank, int step, trace::TraceWriter* w) {
+    std::vector<uint64_t> h = {uint64_t(10 + step), uint64_t(20 + step), 30, 40};
+    if (rank == 1 && step == 2) h[2] = h[3] = 0;
+    WriteFp(w, "grad", "after-sync", "param", h);
+    WriteFp(w, "grad", "pre-step", "param", h);
+    if (step == 9) WriteFp(w, "param", "periodic", "param", {1, 2, rank == 1 ? 7u : 3u, 4});
+  });
+  std::vector<std::unique_ptr<Analyzer>> analyzers;
+  analyzers.push_back(CreateGradDesyncAnalyzer());
+  analyzers.push_back(CreateReplicaDivergenceAnalyzer());
+  const auto findings = RunCompareWith(run.dir(), analyzers).findings;
+  ASSERT_EQ(findings.size(), 1u);
+  const Finding& f = findings[0];
+  EXPECT_EQ(f.kind, kind::kReplicaDivergence);
+  EXPECT_EQ(f.ranks, std::vector<int>{1});
+  EXPECT_EQ(f.step, 2);
+  EXPECT_EQ(Evidence(f, "basis"), "\"optimizer step skipped\"");
+  EXPECT_EQ(Evidence(f, "tensors_differing"), "2");
+  EXPECT_EQ(Evidence(f, "parameters_differ_from_step"), "9");
+  EXPECT_EQ(f.summary.rfind("rank 1 did not step the optimizer of", 0), 0u) << f.summary;
+}
+
 TEST(ReplicaDivergenceAnalyzerTest, EqualReplicasGiveNothing) {
   TestRun run;
   WriteRun(

@@ -99,5 +99,45 @@ TEST(RngCollisionAnalyzerTest, OneRankAloneProvesNothing) {
   EXPECT_TRUE(Analyze(run).empty());
 }
 
+// `world` ranks, each with two loader workers reporting NumPy's stream; hashes[rank] holds
+// worker 0's and worker 1's state.
+void WriteWorkers(TestRun* run, int world, const std::vector<std::vector<uint64_t>>& hashes) {
+  for (int r = 0; r < world; ++r) {
+    auto w = run->Open(TestRun::Header(r, world));
+    for (int worker = 0; worker < 2; ++worker)
+      w->Begin(trace::rec::kRng)
+          .line()
+          .Field("stream", "loader-worker-numpy")
+          .Field("why", "loader-0/worker-" + std::to_string(worker))
+          .Field("seed", int64_t{-1})
+          .Hex("h", hashes[static_cast<size_t>(r)][static_cast<size_t>(worker)]);
+    TestRun::WriteSteps(w.get(), 0, 3);
+    TestRun::WriteEnd(w.get(), "ok", 0);
+  }
+}
+
+// base_seed + rank in a worker_init_fn: the ranks differ, the workers of a rank do not.
+TEST(RngCollisionAnalyzerTest, WorkersOfOneRankSharingAStateCollideWithinTheRank) {
+  TestRun run;
+  WriteWorkers(&run, 3, {{1, 2}, {5, 5}, {7, 8}});
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  const Finding& f = findings[0];
+  EXPECT_EQ(f.subject, "loader-worker-numpy");
+  EXPECT_EQ(f.ranks, (std::vector<int>{1}));
+  EXPECT_EQ(f.step, 0);
+  EXPECT_EQ(Evidence(f, "scope"), R"("workers of one rank")");
+  EXPECT_EQ(
+      Evidence(f, "ranks"),
+      R"([{"rank":1,"loader":"loader-0","occurrence":0,"groups":[{"workers":[0,1],"h":"0000000000000005"}]}])");
+  EXPECT_NE(f.summary.find("workers 0,1 of loader-0 on rank 1"), std::string::npos) << f.summary;
+}
+
+TEST(RngCollisionAnalyzerTest, WorkersSeededPerWorkerAndPerRankAreClean) {
+  TestRun run;
+  WriteWorkers(&run, 2, {{1, 2}, {3, 4}});
+  EXPECT_TRUE(Analyze(run).empty());
+}
+
 }  // namespace
 }  // namespace dsdiag::analyzers

@@ -1,8 +1,10 @@
 """dsdiag run on real DDP jobs (Gloo, 2 ranks, tens of steps): per-rank random streams that
 are identical on every rank are one rng-collision warning naming the stream — the rank's
 torch generator (dropout, noise), NumPy's and Python's global streams, DataLoader workers'
-streams (2 workers per rank; fork and spawn, persistent or not) — and the same jobs seeded
-per rank, or identical but never drawn from in training, give none.
+streams (2 workers per rank; fork and spawn, persistent or not), and workers of one rank
+sharing a stream though the ranks differ (a worker_init_fn seeding with base_seed + rank) —
+and the same jobs seeded per rank, or identical but never drawn from in training, give
+none.
 
 Run by ctest once per Python lane (DSDIAG_TEST_PYTHON); DSDIAG_BINARY names the
 dsdiag executable."""
@@ -120,6 +122,30 @@ class RngCollision(JobTestCase):
         self.assertEqual(serious(findings), set(), findings)
         rows = rng_records(self.path("seeded"))
         self.assertEqual(len([r for r in rows[0] if r[0] == "loader-worker-random"]), 6)
+
+    def assert_workers_collide(self, findings, ranks):
+        """One rng-collision within ranks: NumPy's stream shared by workers 0 and 1 of
+        loader 0 on each of `ranks`, from their first pass (step 0)."""
+        self.assertEqual(serious(findings), {"rng-collision/warning"}, findings)
+        [f] = self.collisions(findings)
+        self.assertEqual((f["subject"], f["ranks"], f["step"]), ("loader-worker-numpy", ranks, 0))
+        self.assertEqual(f["evidence"]["scope"], "workers of one rank")
+        for rank, entry in zip(ranks, f["evidence"]["ranks"]):
+            self.assertEqual((entry["rank"], entry["loader"], entry["occurrence"]),
+                             (rank, "loader-0", 0))
+            self.assertEqual([g["workers"] for g in entry["groups"]], [[0, 1]])
+        return f
+
+    def test_workers_seeded_with_the_rank_alone_collide_within_each_rank(self):
+        # base_seed + rank: the ranks differ from each other, the workers of a rank do not.
+        findings, _ = self.run_rng("rank", "rng_loader.py", MODE="rank")
+        f = self.assert_workers_collide(findings, [0, 1])
+        self.assertIn("on ranks 0,1 (rank 0: workers 0,1 of loader-0)", f["summary"])
+
+    def test_one_rank_seeding_its_workers_alike_is_named_alone(self):
+        findings, _ = self.run_rng("rank1", "rng_loader.py", MODE="rank1", PERSISTENT="1")
+        f = self.assert_workers_collide(findings, [1])
+        self.assertIn("workers 0,1 of loader-0 on rank 1", f["summary"])
 
     def test_workers_that_draw_nothing_are_not_recorded(self):
         # Also the rank's torch generator, the same on both ranks: the loader draws the

@@ -2,10 +2,11 @@
 the hooked areas (collectives, ddp, steps, process, ...), ended at exit. One instance per
 process, RUNTIME.
 
-A step is what happens between two optimizer steps: it begins at the first forward (or
-backward) after the last step and ends when optimizer.step() returns. Every hook goes
-through guard(): a probe that raises warns once and switches the probes off; the job goes
-on as if dsdiag were not there.
+A step is one iteration of the training loop: it begins at the first batch, forward (or
+backward) after the last step and ends when the iteration's last optimizer.step() returns
+(dsdiag.torch.steps._iteration: each optimizer.step() where the loop has one optimizer).
+Every hook goes through guard(): a probe that raises warns once and switches the probes
+off; the job goes on as if dsdiag were not there.
 """
 
 import functools
@@ -34,6 +35,9 @@ class Runtime(object):
         self.local = threading.local()  # .suppress: inside our own comm hook / wrapper
         self.group_ids = {}  # id(process group) -> the pg number in `coll` records
         self.model = None  # the model's ModelProbe (dsdiag.torch.ddp), the first one built
+        # The training DataLoader is known (dsdiag.torch.data): its batch opens each step,
+        # a forward outside a step (a validation loop) opens none.
+        self.loader_opens_steps = False
         self.pending_ops = []  # CollectiveOps completed off the main thread, to write
         self.ended = False
         self.stop_signal = None  # (signo, name) once the job's own handler got a stop signal
@@ -41,6 +45,9 @@ class Runtime(object):
         # the step record begins, and right before it ends, as fn(runtime).
         self.step_begin_hooks = []
         self.step_end_hooks = []
+        # Called as fn(runtime) before the trace ends normally (a step left open by a loop
+        # whose last iteration did not step every optimizer is ended there).
+        self.end_hooks = []
 
     # --- life -----------------------------------------------------------------------
 
@@ -97,6 +104,8 @@ class Runtime(object):
     def end(self, reason, status, detail=""):
         if not self.on or self.ended:
             return
+        if reason == "ok":
+            self._run_hooks(self.end_hooks)
         self.ended = True
         self.session.end(reason, status, detail)
         try:

@@ -10,6 +10,8 @@ by `dsdiag run --nproc N` (or torchrun). DDP_CONFIG chooses the configuration:
                splits the graph at bucket boundaries; no C++ compiler is needed)
   closure      opt.step(closure), the closure running zero_grad, forward and backward
                inside the optimizer's step (how Lightning drives every optimizer)
+  lbfgs        torch.optim.LBFGS(max_iter=4) with such a closure: up to 4 forward and backward
+               passes (and allreduces) inside one optimizer step
 FAULT adds one user mistake:
   skip    rank 1 skips the `extra` submodule (with plain/static/bucket-view, DDP needs
           find_unused_parameters or static_graph to let that run; the job sets the first
@@ -57,10 +59,13 @@ if config == "unused" or (fault == "skip" and config != "static"):
     options["find_unused_parameters"] = True
 model = DDP(Net(), **options)
 forward = torch.compile(model, backend="eager") if config == "compile" else model
-opt = torch.optim.SGD(model.parameters(), lr=0.01)
+if config == "lbfgs":
+    opt = torch.optim.LBFGS(model.parameters(), lr=0.1, max_iter=4)
+else:
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
 torch.manual_seed(1 + rank)
 for step in range(steps):
-    if config == "closure":
+    if config in ("closure", "lbfgs"):
         x = torch.randn(16, 32)
         y = x.sum(1, keepdim=True)
 

@@ -10,6 +10,9 @@ streams are seeded:
   seeded   torch seeded per rank; worker_init_fn seeds NumPy and random from
            torch.initial_seed() (the per-worker seed torch chose)
   quiet    as shared, but the dataset draws nothing (no noise): identical, harmless
+  rank     torch seeded per rank; worker_init_fn seeds NumPy with 1234 + rank: the ranks
+           differ, every worker of a rank draws the same noise
+  rank1    as seeded, but rank 1's worker_init_fn seeds NumPy with 1234 + rank
 CONTEXT=spawn|fork (default: the platform's) and PERSISTENT=1 set the loader's
 multiprocessing_context and persistent_workers; DROPOUT=1 adds a dropout layer (the rank's
 torch generator drawn in every forward). EPOCHS (3) passes of 4 steps per rank.
@@ -53,6 +56,10 @@ def reseed_numpy(worker_id):
     np.random.seed(1234 + worker_id)
 
 
+def seed_with_rank(worker_id):
+    np.random.seed(1234 + int(os.environ["RANK"]))
+
+
 def seed_from_torch(worker_id):
     seed = torch.initial_seed() % 2 ** 32
     np.random.seed(seed)
@@ -68,11 +75,12 @@ def main():
     model = DDP(torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU(), drop,
                                     torch.nn.Linear(16, 1)))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    if MODE in ("reseed", "default", "seeded"):
+    if MODE in ("reseed", "default", "seeded", "rank", "rank1"):
         torch.manual_seed(100 + rank)
     dataset = Noisy()
     sampler = DistributedSampler(dataset, seed=0)
-    init_fn = {"reseed": reseed_numpy, "seeded": seed_from_torch}.get(MODE)
+    init_fn = {"reseed": reseed_numpy, "seeded": seed_from_torch, "rank": seed_with_rank,
+               "rank1": seed_with_rank if rank == 1 else seed_from_torch}.get(MODE)
     context = os.environ.get("CONTEXT") or None
     loader = DataLoader(dataset, batch_size=8, sampler=sampler, num_workers=2,
                         worker_init_fn=init_fn, multiprocessing_context=context,

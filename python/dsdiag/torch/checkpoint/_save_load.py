@@ -264,8 +264,9 @@ def _applied(watch, state_dict, result):
 
 @guard("checkpoint")
 def _fingerprint_model(module):
-    """After a load into the DDP model (the wrapper or its module): its parameters as
+    """After a load into the DDP model (a wrapper or its module): its parameters as
     loaded, the `fp` param `resume` record checkpoint-mismatch compares across ranks."""
     model = RUNTIME.model
-    if model is not None and (module is model.ddp or module is getattr(model.ddp, "module", None)):
+    if model is not None and any(module is m or module is getattr(m, "module", None)
+                                 for m in model.modules):
         model.fingerprint_params("resume")

@@ -17,6 +17,13 @@ __next__ is timed. Only the loader feeding training counts:
     only if that loader turns out to be the training one (else dropped: a validation pass
     that forgot no_grad); they open no step and no phase — except before the training
     loader is known (the run's first step) while the DDP model is in training mode.
+  - a loader zipped with the training loader (an auxiliary stream: one batch of it in
+    each step, COMPANION_AFTER steps in a row) feeds training too: from then on its
+    fetch opens the step in the `data` phase like the training loader's, and its wait
+    is a `loader` record of the step (the step's samples and the epoch stay the training
+    loader's). A validation loader gives several batches at once, or none, in a step.
+  - the training loader's batch (or a companion's) is the sign of a new iteration: a step
+    whose optimizers did not all step is ended before it (dsdiag.torch.steps).
 A new pass over the training loader is a new epoch (RUNTIME.epoch + 1), when the previous
 pass trained on at least one batch.
 
@@ -34,11 +41,13 @@ import torch
 from dsdiag import _core
 from dsdiag.torch.data import _sampler
 from dsdiag.torch._runtime import RUNTIME, guard, phase
+from dsdiag.torch.steps import _optimizer
 
 # What a fetch is, decided before it (_before).
 _STEP = 1  # a training batch (or, before the training loader is known, any): in a step
 _QUIET = 2  # another loader's batch: timed and held, no step, no phase
 _MAX_PENDING = 4096  # held batches: a step has a few; an evaluation-only job, no step end
+COMPANION_AFTER = 2  # steps in a row with one batch of a loader: it feeds training too
 
 
 class _Feed(object):
@@ -67,6 +76,8 @@ class _State(object):
         self.train_fetched = False  # it returned a counted batch in this step
         self.pending = []  # (feed, wait, produce, samples): other loaders' batches this step
         self.main = None  # the main thread's ident
+        self.companions = weakref.WeakSet()  # loaders zipped with the training loader
+        self.single = {}  # id(loader) -> steps in a row it gave one held batch in
 
 
 _STATE = _State()
@@ -115,6 +126,7 @@ def _make_training(feed):
         RUNTIME.epoch += 1
     feed.epoch = RUNTIME.epoch
     _STATE.train = feed
+    RUNTIME.loader_opens_steps = True
 
 
 def fetch(feed, next_fn, it):
@@ -144,15 +156,22 @@ def _before(feed):
         if feed.yielded == feed.expected:
             return None  # the fetch that ends the pass
         feed.expected = None  # len() was wrong (a repeating sampler): unknown from now
-    if feed is not _STATE.train and (_STATE.train is not None or _model_in_eval()):
+    if feed is not _STATE.train and (_STATE.train is not None or _model_in_eval()) \
+            and not _companion(feed):
         return _QUIET  # another loader: it opens no step (validation, a loader rebuilt)
+    _optimizer.end_open_step()
     RUNTIME.begin_step_if_needed()
     return _STEP
 
 
+def _companion(feed):
+    loader = feed.loader()
+    return loader is not None and loader in _STATE.companions
+
+
 def _model_in_eval():
     model = RUNTIME.model
-    return model is not None and not model.ddp.training
+    return model is not None and not model.training
 
 
 @guard("loader")
@@ -162,6 +181,8 @@ def _after(feed, batch, wait, how):
     if feed is _STATE.train and how == _STEP:
         _write(feed, wait, produce, samples)
         _STATE.train_fetched = True
+    elif how == _STEP and _STATE.train is not None:  # a companion: its wait, no samples
+        _core.write_loader(RUNTIME.session, wait, produce, samples)
     else:
         pending = _STATE.pending
         pending.append((feed, wait, produce, samples))
@@ -184,6 +205,7 @@ def on_step_end(runtime):
     fetched last did — it is the training loader now, its held batches are written."""
     pending, _STATE.pending = _STATE.pending, []
     fetched, _STATE.train_fetched = _STATE.train_fetched, False
+    _find_companions(pending)
     if fetched or not pending:
         return
     feed = pending[-1][0]
@@ -193,6 +215,22 @@ def on_step_end(runtime):
     for f, wait, produce, samples in pending:
         if f is feed:
             _write(feed, wait, produce, samples)
+
+
+def _find_companions(pending):
+    """A loader that gave one held batch in each of COMPANION_AFTER steps in a row is
+    zipped with the training loader: a companion from the next step on."""
+    loaders, counts = {}, {}
+    for feed, _, _, _ in pending:
+        loader = feed.loader()
+        if loader is not None and feed is not _STATE.train:
+            loaders[id(loader)] = loader
+            counts[id(loader)] = counts.get(id(loader), 0) + 1
+    single = {key: _STATE.single.get(key, 0) + 1 for key, n in counts.items() if n == 1}
+    for key, steps in single.items():
+        if steps >= COMPANION_AFTER:
+            _STATE.companions.add(loaders[key])
+    _STATE.single = single
 
 
 def _samples(batch, fallback):

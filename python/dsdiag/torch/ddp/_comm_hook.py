@@ -34,6 +34,7 @@ def install():
     PATCHES.replace(DDP, "__init__", _ddp_init)
     PATCHES.replace(DDP, "forward", _ddp_forward)
     PATCHES.replace(DDP, "register_comm_hook", _register_comm_hook)
+    PATCHES.append(RUNTIME.step_begin_hooks, _publish)
 
 
 def uninstall():
@@ -48,19 +49,32 @@ def _ddp_init(self, *args, **kwargs):
 
 @guard("ddp")
 def _attach(ddp):
-    probe = DDPProbe(ddp)
-    if RUNTIME.model is None:
-        RUNTIME.model = probe
-    ddp._dsdiag_probe = probe
+    """The model's probe gets this DDP's parameters: the first DDP's builds it, the others
+    built before the loop join its table (a GAN's generator and discriminator)."""
+    model = RUNTIME.model
+    if not (isinstance(model, DDPProbe) and model.add_ddp(ddp)):
+        model = DDPProbe(ddp)
+        if RUNTIME.model is None:
+            RUNTIME.model = model
+    hook = DDPHook(ddp, model)
+    ddp._dsdiag_probe = hook
     # Our hook, around the default allreduce until the job registers its own.
-    PATCHES["register_comm_hook"](ddp, probe, _comm_hook)
+    PATCHES["register_comm_hook"](ddp, hook, _comm_hook)
+
+
+def _publish(runtime):
+    """A step-begin hook: the model's table is written when the first step begins."""
+    if runtime.model is not None:
+        runtime.model.publish()
 
 
 def _ddp_forward(self, *args, **kwargs):
     probe = getattr(self, "_dsdiag_probe", None)
     # A forward without autograd (validation under no_grad / inference_mode) is no part of
-    # a training step: it opens none and is not the step's forward phase.
-    if probe is None or not RUNTIME.on or not torch.is_grad_enabled():
+    # a training step, nor one outside a step in eval mode, or in a loop whose training
+    # loader opens the steps (a validation loop that forgot no_grad): it opens no step.
+    if probe is None or not RUNTIME.on or not torch.is_grad_enabled() or \
+            (not RUNTIME.in_step and (not self.training or RUNTIME.loader_opens_steps)):
         return PATCHES["forward"](self, *args, **kwargs)
     _before_forward()
     with phase("forward"):
@@ -83,15 +97,15 @@ def _register_comm_hook(self, state, hook):
     probe.user_hook = (state, hook)
 
 
-def _default_allreduce(probe, bucket):
+def _default_allreduce(hook, bucket):
     """DDP's default: the bucket averaged over the ranks, through the process group's own
     allreduce as DDP's C++ hook calls it — not torch.distributed.all_reduce, whose Python
     checks would run per bucket and which our collective wrapper would record twice.
     Returns the Work's future (its value: a list holding the reduced tensor)."""
-    tensor = bucket.buffer().div_(probe.world_size)
-    if probe.group_object is not None:
-        return probe.group_object.allreduce([tensor]).get_future()
-    work = original("all_reduce")(tensor, group=probe.process_group, async_op=True)
+    tensor = bucket.buffer().div_(hook.world_size)
+    if hook.group_object is not None:
+        return hook.group_object.allreduce([tensor]).get_future()
+    work = original("all_reduce")(tensor, group=hook.process_group, async_op=True)
     return work.get_future()
 
 
@@ -153,30 +167,20 @@ def _group_and_size(process_group):
     return (group if callable(getattr(group, "allreduce", None)) else None), world
 
 
-class DDPProbe(ModelProbe):
-    """The probes of one DDP model: the model's (_model.py), with the table from the
-    wrapped module, and the gradients as DDP's allreduce leaves them."""
+class DDPHook(object):
+    """The communication hook's state for one DDP: its process group, the job's own hook,
+    and the model's probe its gradients go to."""
 
-    def __init__(self, ddp):
+    def __init__(self, ddp, probe):
         self.process_group = getattr(ddp, "process_group", None)
         self.group_object, self.world_size = _group_and_size(self.process_group)
         self.pg = None  # its number in `coll` records, found at the first bucket
         self.user_hook = None
-        named = [(n, p) for n, p in ddp.module.named_parameters() if p.requires_grad]
-        self.after_sync_hashes = [0] * len(named)
-        self.synced = False  # some bucket completed this step (hashed: CPU tensors only)
-        self.reduced = False  # some bucket's allreduce began this step (any device)
-        self.unsynced_steps = 0  # steps whose gradients DDP never reduced
-        self.unsynced_now = False  # this step's
-        # DDP broadcast rank 0's parameters in __init__: the `init` fingerprint follows.
-        super().__init__(ddp, [n for n, _ in named], [p for _, p in named],
-                         [list(range(len(named)))], buffers_of=ddp.module)
-
-    # --- the allreduce ---------------------------------------------------------------
+        self.probe = probe
 
     @guard("ddp-bucket")
     def begin_bucket(self, bucket):
-        self.reduced = True
+        self.probe.reduced = True
         buffer = bucket.buffer()
         count = buffer.numel()
         RUNTIME.begin_step_if_needed()
@@ -185,6 +189,43 @@ class DDPProbe(ModelProbe):
         return RUNTIME.probes.collective(
             self.pg, "allreduce", dtype_name(buffer.dtype), count, count * buffer.element_size(),
             "ddp-bucket-%d" % bucket.index())
+
+    def after_sync(self, bucket, reduced):
+        self.probe.after_sync(bucket, reduced)
+
+
+def _trained(ddp):
+    return [(n, p) for n, p in ddp.module.named_parameters() if p.requires_grad]
+
+
+class DDPProbe(ModelProbe):
+    """The probes of the DDP models: the model's (_model.py), with the table from the
+    wrapped modules, and the gradients as DDP's allreduces leave them."""
+
+    def __init__(self, ddp):
+        self.after_sync_hashes = []
+        self.reduced = False  # some bucket's allreduce began this step (any device)
+        self.unsynced_steps = 0  # steps whose gradients DDP never reduced
+        self.unsynced_now = False  # this step's
+        self.step_after = self.step_pre = None  # this step's gradient hashes, once taken
+        named = _trained(ddp)
+        # DDP broadcast rank 0's parameters in __init__: the `init` fingerprint follows.
+        super().__init__(ddp, [n for n, _ in named], [p for _, p in named],
+                         [list(range(len(named)))], buffers_of=ddp.module)
+        self.after_sync_hashes = [0] * len(self.params)
+
+    def add_ddp(self, ddp):
+        """Another DDP model, built before the first step: its parameters join the table
+        (one bucket list per DDP)."""
+        named = _trained(ddp)
+        if not self.add(ddp, [n for n, _ in named], [p for _, p in named],
+                        [list(range(len(named)))], buffers_of=ddp.module):
+            return False
+        with RUNTIME.lock:
+            self.after_sync_hashes = [0] * len(self.params)
+        return True
+
+    # --- the allreduce ---------------------------------------------------------------
 
     def after_sync(self, bucket, reduced):
         """In the hook's future (any thread): each parameter's reduced gradient, hashed in
@@ -207,27 +248,36 @@ class DDPProbe(ModelProbe):
                 for slot, h in zip(slots, hashes):
                     if slot is not None:
                         self.after_sync_hashes[slot] = h
-                self.synced = True
         except Exception as e:
             RUNTIME.switch_off("ddp-after-sync", e)
 
     # --- around the optimizer step ---------------------------------------------------
 
+    def take_gradients(self, indices):
+        """Before an optimizer steps: its parameters' gradients as the allreduce left them
+        and as it is about to use them (only what was synced this step is compared)."""
+        with RUNTIME.lock:
+            after = [self.after_sync_hashes[i] for i in indices]
+        if not any(after):
+            return
+        now = fingerprint_each([self.params[i].grad for i in indices])
+        if self.step_after is None:
+            self.step_after, self.step_pre = [0] * len(self.params), [0] * len(self.params)
+        for i, a, h in zip(indices, after, now):
+            self.step_after[i], self.step_pre[i] = a, (h if a != 0 else 0)
+
     def write_gradients(self, computed):
-        """The gradients as synced and as about to be used; a step whose backward computed
-        gradients that DDP never reduced is marked (see _note_unsynced)."""
+        """The gradients taken before the step's optimizer steps; a step whose backward
+        computed gradients that DDP never reduced is marked (see _note_unsynced)."""
         session = RUNTIME.session
         with RUNTIME.lock:
-            synced, after = self.synced, list(self.after_sync_hashes)
             reduced = self.reduced
-            self.synced = self.reduced = False
+            self.reduced = False
             self.after_sync_hashes = [0] * len(self.params)
-        if synced:
-            _core.write_fingerprints(session, "grad", "after-sync", True, after)
-            now = fingerprint_each([p.grad for p in self.params])
-            # Only what was synced this step is compared.
-            now = [h if a != 0 else 0 for h, a in zip(now, after)]
-            _core.write_fingerprints(session, "grad", "pre-step", True, now)
+        if self.step_after is not None:
+            _core.write_fingerprints(session, "grad", "after-sync", True, self.step_after)
+            _core.write_fingerprints(session, "grad", "pre-step", True, self.step_pre)
+            self.step_after = self.step_pre = None
         self.unsynced_now = computed and not reduced
         if self.unsynced_now:
             self._note_unsynced()

@@ -21,7 +21,7 @@ import weakref
 import torch
 
 from dsdiag.torch.ddp import _model_owners
-from dsdiag.torch.ddp._model import ModelProbe
+from dsdiag.torch.ddp._model import ModelProbe, module_prefixes
 from dsdiag.torch._runtime import RUNTIME, guard
 
 
@@ -127,6 +127,7 @@ class UnwrappedModelProbe(ModelProbe):
         main = owners[0][0]  # what other probes know the model by; its buffers are watched
         super().__init__(main, _names(params, owners), params, [], buffers_of=main,
                          hooked_late=hooked_late)
+        self.publish()  # built as the first step begins
         RUNTIME.session.mark(
             "model-not-wrapped",
             "the optimizers' %d parameters (%s) are in no DistributedDataParallel at world size "
@@ -141,13 +142,7 @@ class UnwrappedModelProbe(ModelProbe):
 def _names(params, owners):
     """Each parameter's name in its owner; with several owners, prefixed by the owner's class
     (and #2, #3 for a class met again)."""
-    prefixes, counts = [], {}
-    for module, _ in owners:
-        cls = type(module).__name__
-        counts[cls] = counts.get(cls, 0) + 1
-        prefixes.append(cls + ("" if counts[cls] == 1 else "#%d" % counts[cls]) + ".")
-    if len(owners) == 1:
-        prefixes = [""]
+    prefixes = module_prefixes([module for module, _ in owners])
     names = []
     for p in params:
         for (_, owned), prefix in zip(owners, prefixes):

@@ -10,9 +10,9 @@ call tells the scaler's probe (_probe.py): scale(), a loss was scaled this
 iteration; unscale_(optimizer), these parameters' gradients are unscaled; step(), whether
 the optimizer stepped; update(), the end of the iteration, where the record is written.
 
-A skipped step: GradScaler.step() does not call optimizer.step(), so the step record would
-never end; the step's end is then written here, as the optimizer probe writes it
-(dsdiag.torch.steps).
+A skipped step: GradScaler.step() does not call optimizer.step(), so the optimizer probe
+never sees it; it counts as that optimizer's step here, as the optimizer probe counts one
+(dsdiag.torch.steps: the step ends when every optimizer of the iteration has stepped).
 
 A disabled scaler (enabled=False, or torch 1.13's without CUDA) is called through: nothing
 is scaled, nothing is recorded.
@@ -149,7 +149,9 @@ def _after_scale(probe, scaler, args, kwargs, context, stock):
 @guard("scaler")
 def _before_unscale(probe, scaler, args, kwargs):
     # The gradients as the backward left them, before unscale_ divides them in place.
-    _optimizer.before_step_once()
+    optimizer = _argument(args, kwargs, "optimizer")
+    if optimizer is not None:
+        _optimizer.before_step(optimizer)
     return None
 
 
@@ -167,11 +169,12 @@ def _before_step(probe, scaler, args, kwargs):
 def _after_step(probe, scaler, args, kwargs, step_before, stock):
     if step_before is None:
         return
-    ended = probe.after_step(_argument(args, kwargs, "optimizer"), step_before)
-    if not ended and RUNTIME.in_step:
-        # Skipped: optimizer.step() never ran, its probe did not end the step. The records
-        # it writes around a step (gradients, participation, parameters) are written as if.
-        _optimizer.end_skipped_step()
+    optimizer = _argument(args, kwargs, "optimizer")
+    ran = probe.after_step(optimizer, step_before)
+    if not ran and RUNTIME.in_step:
+        # Skipped: optimizer.step() never ran, its probe did not see it. It counts as that
+        # optimizer's step, with the records written around a step.
+        _optimizer.skipped_step(optimizer)
 
 
 @guard("scaler")

@@ -36,6 +36,7 @@ import torch
 from dsdiag import _core
 from dsdiag.torch.scaler import _clip, _local
 from dsdiag.torch._runtime import RUNTIME, finite_or_nan
+from dsdiag.torch.steps import _optimizer
 
 _FLOAT32_MAX = 3.4028234663852886e38
 
@@ -53,7 +54,7 @@ class ScalerProbe(object):
         self.tracker = None  # int, the growth tracker before update()
         self.local_inf = None  # bool, this rank's own gradients overflowed
         self.found = {}  # id(optimizer) -> bool, its found-inf flag, once read
-        self.ran_step = {}  # id(optimizer) -> its optimizer.step() ended the step record
+        self.ran_step = {}  # id(optimizer) -> its optimizer.step() ran
 
     # --- the scaler's calls ----------------------------------------------------------
 
@@ -83,13 +84,14 @@ class ScalerProbe(object):
         # it would stall before the unscaling kernels are even queued.
         if _found_inf(scaler, id(optimizer)):
             self.read(scaler, [id(optimizer)])
-        return RUNTIME.step
+        return _optimizer.RUNS.count
 
-    def after_step(self, optimizer, step_before):
+    def after_step(self, optimizer, runs_before):
+        """Whether optimizer.step() ran inside the scaler's step()."""
         self.inside_step = False
-        ended = RUNTIME.step != step_before
-        self.ran_step[id(optimizer)] = ended
-        return ended
+        ran = _optimizer.RUNS.count != runs_before
+        self.ran_step[id(optimizer)] = ran
+        return ran
 
     def before_update(self, scaler):
         states = _optimizer_states(scaler)
@@ -113,9 +115,9 @@ class ScalerProbe(object):
     def skipped(self):
         """Some optimizer's step was skipped this iteration: its found-inf flag was set
         (the scaler's rule), or, where the flag could not be read, its step never ran."""
-        for key, ended in self.ran_step.items():
+        for key, ran in self.ran_step.items():
             found = self.found.get(key)
-            if found or (found is None and not ended):
+            if found or (found is None and not ran):
                 return True
         return False
 
