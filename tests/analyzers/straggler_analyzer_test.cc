@@ -72,19 +72,22 @@ const trace::JsonValue* Row(const Finding& f, int rank) {
 
 // Rank 1's backward takes 20 ms longer than rank 0's; the scheduler figures say why: it ran
 // that long on a CPU, it waited that long for one, or it was blocked.
-Finding TwoRankStraggler(int64_t runq, int64_t blocked) {
+Finding TwoRankStraggler(int64_t runq, int64_t blocked, int64_t both_runq = 0,
+                         int64_t late = 20 * kMs) {
   TestRun run;
   WriteRun(&run, 2, [&](RankSpec* s) {
     const bool slow = s->rank == 1;
-    s->shape = [slow, runq, blocked](int64_t) {
+    s->shape = [slow, runq, blocked, both_runq, late](int64_t) {
       StepShape shape;
       shape.sched = true;
+      shape.backward += both_runq;
+      shape.backward_runq = both_runq;
       if (slow) {
-        shape.backward += 20 * kMs;
-        shape.backward_runq = runq;
+        shape.backward += late;
+        shape.backward_runq += runq;
         shape.backward_blocked = blocked;
       } else {
-        shape.sync += 20 * kMs;
+        shape.sync += late;
       }
       return shape;
     };
@@ -122,6 +125,17 @@ TEST(StragglerAnalyzerTest, ARankBlockedNeitherRunningNorWaitingForACoreIsBlocke
   EXPECT_EQ(f.severity, Severity::kWarning);
   EXPECT_EQ(Evidence(f, "cause"), "\"blocked\"");
   EXPECT_NE(f.summary.find("I/O, a lock, a sleep"), std::string::npos) << f.summary;
+}
+
+// Two ranks on a contended host wait alike for a core (12 ms a step each); rank 1 comes late
+// by 10 ms with no more CPU and no more run queue than rank 0: it lost the race for a core,
+// which its 12 ms of waiting explains. Contention, not blocked, not a slower rank.
+TEST(StragglerAnalyzerTest, OnAContendedHostALateRankThatWaitedLongerThanItIsLateIsStarved) {
+  const Finding f = TwoRankStraggler(/*runq=*/0, /*blocked=*/10 * kMs, /*both_runq=*/12 * kMs,
+                                     /*late=*/10 * kMs);
+  EXPECT_EQ(f.ranks, std::vector<int>{1});
+  EXPECT_EQ(Evidence(f, "cause"), "\"cpu-starved\"");
+  EXPECT_EQ(f.severity, Severity::kInfo);
 }
 
 TEST(StragglerAnalyzerTest, TracesWithoutSchedulerFiguresHaveNoCause) {

@@ -193,7 +193,14 @@ Cause Split(double cpu, double ref_cpu, double runq, double ref_runq, double ext
   const double more_cpu = std::max(0.0, cpu - ref_cpu);
   const double more_runq = std::max(0.0, c.runq_ns - c.reference_runq_ns);
   c.blocked_ns = std::max(0.0, extra_ns - more_cpu - more_runq);
-  if (more_runq >= more_cpu && more_runq >= c.blocked_ns)
+  if (more_cpu >= 0.5 * extra_ns)
+    c.name = "more-compute";  // its own work explains most of it
+  else if (more_runq >= more_cpu && more_runq >= c.blocked_ns)
+    c.name = "cpu-starved";
+  else if (c.runq_ns >= extra_ns)
+    // A contended host: it waited for a core at least as long as it is late, every step,
+    // even if its peers waited as long (which of two ranks on shared cores loses the race
+    // for them is the scheduler's choice, not a property of the rank).
     c.name = "cpu-starved";
   else if (more_cpu >= c.blocked_ns)
     c.name = "more-compute";
