@@ -25,6 +25,17 @@
 #include "tests/support/temp_dir.h"
 #include "trace/run_files.h"
 
+// Under ASan or TSan (scripts/sanitize) the sanitizer's own handler for SIGSEGV, SIGBUS and
+// SIGFPE would report the fault and exit before dsdiag's: these tests are about dsdiag's
+// handler and the signal's own death, so the sanitizers leave those signals alone in this
+// binary (their options from the environment still apply on top). Unused without them.
+extern "C" const char* __asan_default_options() {
+  return "handle_segv=0:handle_sigbus=0:handle_sigfpe=0";
+}
+extern "C" const char* __tsan_default_options() {
+  return "handle_segv=0:handle_sigbus=0:handle_sigfpe=0";
+}
+
 namespace dsdiag::probes {
 namespace {
 
