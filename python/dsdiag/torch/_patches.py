@@ -7,6 +7,8 @@ uninstall() undoes them all, newest first. Undoing never raises into the job: an
 somebody else replaced after us is theirs now and is left as it is.
 """
 
+import inspect
+
 from dsdiag._warn import warn_once
 
 _INHERITED = object()  # the attribute came from a base class: undoing deletes ours
@@ -61,3 +63,12 @@ class Patches(object):
             except Exception as e:  # never into the job
                 warn_once("uninstall-" + self.area, "uninstalling %s: %r" % (self.area, e))
         self._originals.clear()
+
+
+def signature_of(fn):
+    """fn's signature, for a wrapper that reads its arguments by name; None where inspect
+    cannot read one (some builtins): the wrapper then passes the call through unrecorded."""
+    try:
+        return inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None

@@ -6,7 +6,6 @@ Point-to-point messages (send, recv, isend, irecv, batch_isend_irecv) are _p2p's
 per pair, never in a group's sequence."""
 
 import functools
-import inspect
 import os
 
 import torch
@@ -14,7 +13,7 @@ import torch.distributed as dist
 
 from dsdiag.torch import _futures, _header
 from dsdiag.torch.collectives import _p2p
-from dsdiag.torch._patches import Patches
+from dsdiag.torch._patches import Patches, signature_of
 from dsdiag.torch._runtime import RUNTIME, Suppress, guard, suppressed
 from dsdiag.torch._tensors import dtype_name
 
@@ -116,10 +115,7 @@ def _wrap_new_group(original):
 
 
 def _wrap_collective(fn, op, tensor_arg):
-    try:
-        signature = inspect.signature(fn)
-    except (TypeError, ValueError):
-        signature = None
+    signature = signature_of(fn)
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):

@@ -13,12 +13,12 @@ then on) and the record is written once it returns. A request never waited on st
 
 import collections
 import functools
-import inspect
 import threading
 
 import torch
 import torch.distributed as dist
 
+from dsdiag.torch._patches import signature_of
 from dsdiag.torch._runtime import RUNTIME, Suppress, guard, suppressed
 from dsdiag.torch._tensors import dtype_name
 
@@ -79,10 +79,7 @@ def install(patches, replace):
 
 
 def _wrap_call(fn, name, direction, blocking):
-    try:
-        signature = inspect.signature(fn)
-    except (TypeError, ValueError):
-        signature = None
+    signature = signature_of(fn)
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
