@@ -39,9 +39,8 @@ void CollectiveOp::Started() noexcept {
 void CollectiveOp::Completed(bool failed) noexcept {
   if (!probe_->session_->on()) return;
   ProbeTimer timer(probe_->session_);
-  failed_.store(failed, std::memory_order_relaxed);
   if (handle_ && !failed) probe_->recorder_->Complete(handle_);
-  done_ns_.store(trace::MonotonicNs(), std::memory_order_release);
+  end_.Set(failed);
 }
 
 void CollectiveOp::Write() noexcept {
@@ -49,9 +48,7 @@ void CollectiveOp::Write() noexcept {
   if (!s->on() || written_) return;
   written_ = true;
   ProbeTimer timer(s);
-  int64_t done = done_ns_.load(std::memory_order_acquire);
-  const bool failed = done == 0 || failed_.load(std::memory_order_relaxed);
-  if (done == 0) done = trace::MonotonicNs();
+  const auto [done, failed] = end_.Get();
   records::WriteCollective(s, {pg_, seq_, op_, dtype_, tag_, count_, bytes_, enter_ns_, started_ns_,
                                done, failed, &counts_});
 }

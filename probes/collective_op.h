@@ -18,6 +18,7 @@
 #include <string>
 
 #include "probes/collective_probe.h"
+#include "probes/op_end.h"
 #include "trace/peer_counts.h"
 
 namespace dsdiag::probes {
@@ -38,7 +39,7 @@ class CollectiveOp {
   void Write() noexcept;
 
   int64_t seq() const noexcept { return seq_; }
-  bool completed() const noexcept { return done_ns_.load(std::memory_order_acquire) != 0; }
+  bool completed() const noexcept { return end_.done(); }
 
  private:
   CollectiveProbe* probe_;
@@ -50,8 +51,7 @@ class CollectiveOp {
   int64_t enter_ns_ = 0;
   int64_t started_ns_ = 0;
   int64_t handle_ = 0;
-  std::atomic<int64_t> done_ns_{0};
-  std::atomic<bool> failed_{false};
+  OpEnd end_;
   bool written_ = false;
 };
 

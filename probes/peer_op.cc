@@ -41,9 +41,8 @@ void PeerOp::Waiting() noexcept {
 void PeerOp::Completed(bool failed) noexcept {
   if (!probe_->session_->on()) return;
   ProbeTimer timer(probe_->session_);
-  failed_.store(failed, std::memory_order_relaxed);
   if (handle_ && !failed) probe_->recorder_->Complete(handle_);
-  done_ns_.store(trace::MonotonicNs(), std::memory_order_release);
+  end_.Set(failed);
 }
 
 void PeerOp::Write() noexcept {
@@ -51,9 +50,7 @@ void PeerOp::Write() noexcept {
   if (!s->on() || written_) return;
   written_ = true;
   ProbeTimer timer(s);
-  int64_t done = done_ns_.load(std::memory_order_acquire);
-  const bool failed = done == 0 || failed_.load(std::memory_order_relaxed);
-  if (done == 0) done = trace::MonotonicNs();
+  const auto [done, failed] = end_.Get();
   records::WriteP2P(s, {m_.pg, m_.op, m_.peer, m_.group_peer, seq_, m_.match_tag, m_.dtype,
                         m_.count, m_.bytes, m_.tag, enter_ns_, done, failed});
 }

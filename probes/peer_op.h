@@ -21,6 +21,7 @@
 #include <string>
 
 #include "probes/collective_probe.h"
+#include "probes/op_end.h"
 
 namespace dsdiag::probes {
 
@@ -52,7 +53,7 @@ class PeerOp {
 
   int64_t seq() const noexcept { return seq_; }
   int64_t peer() const noexcept { return m_.peer; }
-  bool completed() const noexcept { return done_ns_.load(std::memory_order_acquire) != 0; }
+  bool completed() const noexcept { return end_.done(); }
 
  private:
   CollectiveProbe* probe_;
@@ -60,8 +61,7 @@ class PeerOp {
   int64_t seq_ = -1;
   int64_t enter_ns_ = 0;
   int64_t handle_ = 0;
-  std::atomic<int64_t> done_ns_{0};
-  std::atomic<bool> failed_{false};
+  OpEnd end_;
   bool written_ = false;
 };
 
