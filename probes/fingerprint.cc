@@ -1,5 +1,7 @@
 #include "probes/fingerprint.h"
 
+#include <cstring>
+
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
@@ -7,6 +9,17 @@ namespace dsdiag::probes {
 
 uint64_t FingerprintBytes(const void* data, size_t size) noexcept {
   return XXH3_64bits(data, size);
+}
+
+uint64_t SampleFingerprint(const void* data, size_t size) noexcept {
+  if (size <= kSampledBytes) return XXH3_64bits(data, size);
+  unsigned char sample[kSampledBytes];
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  const size_t last = size - 64;
+  for (size_t i = 0; i < kSampleChunks; ++i)
+    std::memcpy(sample + i * 64, bytes + last * i / (kSampleChunks - 1), 64);
+  // The size too: a tensor of another length is another tensor.
+  return XXH3_64bits_withSeed(sample, sizeof sample, static_cast<uint64_t>(size));
 }
 
 Fingerprinter::Fingerprinter() noexcept : state_(XXH3_createState()) { Reset(); }

@@ -9,5 +9,6 @@ void BindProbes(pybind11::module_& m);       // probes_binding.cc
 void BindRecords(pybind11::module_& m);      // records_binding.cc
 void BindLoaderSweep(pybind11::module_& m);  // loader_sweep_binding.cc
 void BindTraceReader(pybind11::module_& m);  // trace_reader_binding.cc
+void BindDdpHookApi(pybind11::module_& m);   // ddp_hook_api.cc (after BindProbes)
 
 }  // namespace dsdiag::python

@@ -10,4 +10,5 @@ PYBIND11_MODULE(_core, m) {
   dsdiag::python::BindRecords(m);
   dsdiag::python::BindLoaderSweep(m);
   dsdiag::python::BindTraceReader(m);
+  dsdiag::python::BindDdpHookApi(m);
 }

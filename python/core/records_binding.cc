@@ -58,6 +58,18 @@ void BindRecords(py::module_& m) {
       },
       py::arg("address"), py::arg("nbytes"), py::call_guard<py::gil_scoped_release>(),
       "xxHash3 of nbytes at address (a contiguous CPU tensor's data_ptr()).");
+  m.def(
+      "fingerprint_samples",
+      [](const std::vector<std::pair<uintptr_t, size_t>>& ranges) {
+        std::vector<uint64_t> out;
+        out.reserve(ranges.size());
+        for (const auto& [address, size] : ranges)
+          out.push_back(address != 0 ? probes::SampleFingerprint(Address(address), size) : 0);
+        return out;
+      },
+      py::arg("ranges"), py::call_guard<py::gil_scoped_release>(),
+      "One sample fingerprint (probes::SampleFingerprint) per (address, nbytes) range; 0 for "
+      "a null address.");
   m.def("fingerprint_groups", &HashRanges, py::arg("groups"),
         py::call_guard<py::gil_scoped_release>(),
         "One hash per group of (address, nbytes) ranges, each group hashed as one stream.");

@@ -4,11 +4,41 @@ computes the same losses with and without dsdiag.
 
 Run by ctest once per Python lane (DSDIAG_TEST_PYTHON); DSDIAG_BINARY names the
 dsdiag executable."""
+import json
 import os
+import shutil
 import subprocess
 import unittest
 
 from dsdiag_jobs import DSDIAG, JOBS, PYTHON, JobTestCase, compare, find, run_job, serious
+
+
+def native_hook_built():
+    """Whether the build holds a C++ DDP hook for this lane's torch (the package `dsdiag run`
+    puts on the job's path: <dsdiag's directory>/python)."""
+    package = os.path.join(os.path.dirname(os.path.realpath(shutil.which(DSDIAG) or DSDIAG)),
+                           "python")
+    code = ("import sys, torch; sys.path.insert(0, %r); from dsdiag.torch.ddp import _comm_hook; "
+            "print(_comm_hook._native_module() is not None)" % package)
+    done = subprocess.run([PYTHON, "-c", code], stdout=subprocess.PIPE, universal_newlines=True,
+                          timeout=120)
+    return done.stdout.strip() == "True"
+
+
+def ddp_evidence(run, rank):
+    """What a rank's trace holds of DDP: its bucket allreduces (seq, op, dtype, n, tag) and
+    its gradients' hashes at the allreduce and before the optimizer step, per step."""
+    colls, hashes = [], {"after-sync": [], "pre-step": []}
+    with open(os.path.join(run, "rank-%05d.jsonl" % rank)) as f:
+        for line in f:
+            r = json.loads(line)
+            if r.get("type") == "coll":
+                colls.append((r["seq"], r["op"], r["dtype"], r["n"], r["tag"]))
+            elif r.get("type") == "fp" and r.get("why") in hashes:
+                hashes[r["why"]].append((r["step"], r["h"]))
+            elif r.get("type") == "step" and r.get("pre_step_fp") == "grad":
+                hashes["pre-step"].append((r["step"], "as after-sync"))
+    return dict(hashes, colls=sorted(colls))
 
 
 class DsdiagRunGhosts(JobTestCase):
@@ -38,13 +68,41 @@ class DsdiagRunGhosts(JobTestCase):
         self.assertEqual(f["step"], 0)
 
     def test_a_gradient_changed_after_the_allreduce_names_that_rank_at_two_ranks(self):
-        status, _, err = run_job(self.path("desync"), "ddp_faults.py", env={"FAULT": "desync"})
-        self.assertEqual(status, 0, err)
-        findings = compare(self.path("desync"))
-        self.assertEqual(serious(findings), {"grad-desync/error"}, findings)
-        f = find(findings, "grad-desync")
-        self.assertEqual((f["ranks"], f["step"], f["subject"]), ([0], 5, "body.0.weight"))
-        self.assertIsNotNone(find(findings, "replica-divergence", "info"))
+        # Light mode hashes a gradient whole at the allreduce and again before the step only
+        # when it may have changed: each way of changing it must still be seen.
+        for fault in ("desync", "desync-data", "desync-replace"):
+            with self.subTest(fault=fault):
+                status, _, err = run_job(self.path(fault), "ddp_faults.py", env={"FAULT": fault})
+                self.assertEqual(status, 0, err)
+                findings = compare(self.path(fault))
+                self.assertEqual(serious(findings), {"grad-desync/error"}, findings)
+                f = find(findings, "grad-desync")
+                self.assertEqual((f["ranks"], f["step"], f["subject"]), ([0], 5, "body.0.weight"))
+                self.assertIsNotNone(find(findings, "replica-divergence", "info"))
+
+    def test_the_cpp_ddp_hook_records_what_the_python_hook_records(self):
+        # Where the build has a C++ DDP hook for this lane's torch (torch 2.13's wheel), it is
+        # the one used; DSDIAG_DDP_HOOK=python takes the Python one. Both write the same
+        # bucket allreduces and the same gradient hashes at the allreduce and before the step.
+        traces = {}
+        for hook in ("default", "python"):
+            env = {"PRINT_DDP_HOOK": "1", "STEPS": "8"}
+            if hook == "python":
+                env["DSDIAG_DDP_HOOK"] = "python"
+            status, out, err = run_job(self.path(hook), "ddp_faults.py", env=env)
+            self.assertEqual(status, 0, err)
+            self.assertNotIn("C++ DDP hook is not used", err)
+            used = {l.split()[3] for l in out.splitlines() if l.startswith("ddp hook")}
+            traces[hook] = (used, [ddp_evidence(self.path(hook), r) for r in (0, 1)])
+        if not native_hook_built():
+            self.skipTest("no C++ DDP hook for this lane's torch (%s): the Python one ran"
+                          % traces["default"][0])
+        self.assertEqual(traces["default"][0], {"c++"})
+        self.assertEqual(traces["python"][0], {"python"})
+        for rank in (0, 1):
+            default, python = traces["default"][1][rank], traces["python"][1][rank]
+            self.assertEqual(default, python, "rank %d" % rank)
+            self.assertEqual(len(default["after-sync"]), 8)
 
     def test_a_rank_that_computes_slower_is_a_straggler(self):
         status, _, err = run_job(self.path("slow"), "ddp_faults.py",

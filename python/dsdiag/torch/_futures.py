@@ -25,6 +25,7 @@ import threading
 import time
 
 _RECENT = collections.deque(maxlen=4096)  # (parent, child) futures of the last callbacks
+_NATIVE = []  # in_flight() of each C++ hook (dsdiag._ddp_hook_*): its callbacks held
 
 
 class _LiveCallbacks(object):
@@ -52,11 +53,22 @@ class _Token(object):
             LIVE.count -= 1
 
 
-def then(future, callback):
-    """future.then(callback), counted until the worker thread releases the callback."""
+def _drain_at_exit():
     if not LIVE.drain_at_exit:
         LIVE.drain_at_exit = True
         atexit.register(drain)
+
+
+def count_native(in_flight):
+    """A C++ hook's callbacks, counted by in_flight(), are waited for at exit as ours are:
+    the worker thread frees each one's work after it, with Python objects in it."""
+    _NATIVE.append(in_flight)
+    _drain_at_exit()
+
+
+def then(future, callback):
+    """future.then(callback), counted until the worker thread releases the callback."""
+    _drain_at_exit()
     token = _Token()
 
     def counted(f):
@@ -70,7 +82,13 @@ def then(future, callback):
 
 def live():
     with LIVE.lock:
-        return LIVE.count
+        count = LIVE.count
+    for in_flight in _NATIVE:
+        try:
+            count += in_flight()
+        except Exception:
+            pass
+    return count
 
 
 def drain(timeout_s=2.0, linger_s=0.02):

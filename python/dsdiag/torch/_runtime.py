@@ -39,6 +39,10 @@ class Runtime(object):
         # a forward outside a step (a validation loop) opens none.
         self.loader_opens_steps = False
         self.pending_ops = []  # CollectiveOps completed off the main thread, to write
+        # Called with write_pending_ops: C++ hooks holding ops of their own to write.
+        self.pending_writers = []
+        # Called as fn(runtime) when the probes switch off, or stop (uninstrument()).
+        self.off_hooks = []
         self.ended = False
         self.stop_signal = None  # (signo, name) once the job's own handler got a stop signal
         # Probes that write records inside every step (_data, _rng, ...): called right after
@@ -107,6 +111,7 @@ class Runtime(object):
         if reason == "ok":
             self._run_hooks(self.end_hooks)
         self.ended = True
+        self._stop_off_hooks()
         self.session.end(reason, status, detail)
         try:
             self.probes.set_stack_provider(None)  # no Python to ask once it shuts down
@@ -121,6 +126,15 @@ class Runtime(object):
             self.end("ok", 0)
         self.on = False
         self.in_step = False
+        self._stop_off_hooks()
+
+    def _stop_off_hooks(self):
+        hooks, self.off_hooks = self.off_hooks, []
+        for hook in hooks:
+            try:
+                hook(self)
+            except Exception:
+                pass
 
     def _run_hooks(self, hooks):
         for hook in hooks:
@@ -133,6 +147,7 @@ class Runtime(object):
     def switch_off(self, where, error):
         warn_once(where, "probe %s failed and is off for the rest of the run: %r" % (where, error))
         self.on = False
+        self._stop_off_hooks()
 
     # --- steps ----------------------------------------------------------------------
 
@@ -167,6 +182,8 @@ class Runtime(object):
             ops, self.pending_ops = self.pending_ops, []
         for op in ops:
             op.write()
+        for write in self.pending_writers:
+            write()
 
 
 def _is_default_group(group):

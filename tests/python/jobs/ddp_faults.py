@@ -1,14 +1,17 @@
 """A small DDP job on Gloo, started once per rank by `dsdiag run --nproc N` (RANK, WORLD_SIZE,
 MASTER_ADDR, MASTER_PORT set), with one user mistake chosen by FAULT:
   skip    rank 1 skips a submodule (find_unused_parameters=True: DDP fills the gradient in)
-  desync  rank 0 doubles one gradient after the allreduce, at step 5
+  desync  rank 0 doubles one gradient after the allreduce, at step 5 (in place: grad.mul_)
+  desync-data     the same through .data (which no version counter sees)
+  desync-replace  the same by a new tensor (p.grad = p.grad * 2)
   slow    rank 1 computes 30 ms longer every step
   raise   rank 1 raises ValueError at step 7
   hang    rank 1 blocks (a sleep) at step 5, before its forward
   extra   rank 1 issues an all_reduce of its own at step 4 (the others a barrier)
   config  rank 1 turns cudnn.benchmark on (folklore) before the process group starts
   uneven  rank 1 has one batch more than rank 0 (uneven inputs): rank 0 finishes first
-Prints "final loss <rank> <value>" so that a test can compare losses with and without dsdiag.
+Prints "final loss <rank> <value>" so that a test can compare losses with and without dsdiag,
+and with PRINT_DDP_HOOK=1 "ddp hook <rank> c++|python": which of dsdiag's DDP hooks ran.
 """
 import os
 import time
@@ -58,12 +61,22 @@ for step in range(steps):
     if fault == "slow" and rank == 1:
         time.sleep(0.03)
     loss.backward()
-    if fault == "desync" and rank == 0 and step == 5:
+    if fault.startswith("desync") and rank == 0 and step == 5:
+        weight = model.module.body[0].weight
         with torch.no_grad():
-            model.module.body[0].weight.grad.mul_(2)
+            if fault == "desync":
+                weight.grad.mul_(2)
+            elif fault == "desync-data":
+                weight.grad.data.mul_(2)
+            else:
+                weight.grad = weight.grad * 2
     if fault == "raise" and rank == 1 and step == 7:
         raise ValueError("bad batch at step 7")
     opt.step()
 # One write(2) per line: the ranks share the test's stdout pipe.
+if os.environ.get("PRINT_DDP_HOOK"):
+    probe = getattr(model, "_dsdiag_probe", None)
+    hook = "none" if probe is None else ("c++" if probe.native is not None else "python")
+    os.write(1, ("ddp hook %d %s\n" % (rank, hook)).encode())
 os.write(1, ("final loss %d %.17g\n" % (rank, loss.item())).encode())
 dist.destroy_process_group()

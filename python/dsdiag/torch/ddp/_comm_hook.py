@@ -9,9 +9,17 @@ The allreduces are seen through DDP's communication hook: dsdiag registers one t
 the job's own hook when it registers one (register_comm_hook is wrapped: the job's hook
 runs unchanged, inside ours), else the default allreduce (average). The gradient hashes at
 the allreduce's completion are taken in the hook's future, from the reduced bucket in place.
+
+Where the build has a C++ hook for this torch (dsdiag._ddp_hook_torch<major>_<minor>,
+python/torch_ext/), that one is registered instead: it averages and records the same, with
+no Python per bucket (a Python hook costs a 2-rank CPU job ~7% of its step). The job's own
+hook, registered later, is then handed to it (Hook.delegate) and runs inside _comm_hook as
+on a lane without it.
 """
 
 import functools
+import importlib
+import os
 
 import torch
 import torch.distributed as dist
@@ -21,7 +29,7 @@ from dsdiag import _core
 from dsdiag.torch import _futures
 from dsdiag.torch._patches import Patches
 from dsdiag.torch._runtime import RUNTIME, Suppress, guard, phase
-from dsdiag.torch._tensors import dtype_name, fingerprint_each
+from dsdiag.torch._tensors import dtype_name, fingerprint_each, memory_range
 from dsdiag.torch.collectives import original
 from dsdiag.torch.ddp._model import ModelProbe
 
@@ -58,8 +66,10 @@ def _attach(ddp):
             RUNTIME.model = model
     hook = DDPHook(ddp, model)
     ddp._dsdiag_probe = hook
+    model.hooks.append(hook)
     # Our hook, around the default allreduce until the job registers its own.
-    PATCHES["register_comm_hook"](ddp, hook, _comm_hook)
+    if not hook.install_native(ddp):
+        PATCHES["register_comm_hook"](ddp, hook, _comm_hook)
 
 
 def _publish(runtime):
@@ -95,6 +105,8 @@ def _register_comm_hook(self, state, hook):
     if probe.user_hook is not None:
         raise RuntimeError("register_comm_hook must be called only once.")
     probe.user_hook = (state, hook)
+    if probe.native is not None:
+        probe.native.delegate(probe, _comm_hook)
 
 
 def _default_allreduce(hook, bucket):
@@ -177,6 +189,26 @@ class DDPHook(object):
         self.pg = None  # its number in `coll` records, found at the first bucket
         self.user_hook = None
         self.probe = probe
+        self.native = None  # the C++ hook's handle, where this torch has one
+
+    def install_native(self, ddp):
+        """Registers the C++ hook on this DDP's reducer; False where there is none for this
+        torch (or it refuses this DDP: the Python hook then records the same)."""
+        native = _native_module()
+        if native is None or self.group_object is None or RUNTIME.probes is None:
+            return False
+        if self.pg is None:
+            self.pg = RUNTIME.group_id(self.process_group)
+        try:
+            self.native = native.install(ddp.reducer, self.group_object, self.world_size,
+                                         self.pg, _core.ddp_hook_api(RUNTIME.probes))
+        except Exception as e:
+            _warn_native(e)
+            return False
+        RUNTIME.off_hooks.append(lambda runtime: self.native.stop_recording())
+        RUNTIME.pending_writers.append(self.native.write_ended)
+        _futures.count_native(self.native.in_flight)
+        return True
 
     @guard("ddp-bucket")
     def begin_bucket(self, bucket):
@@ -194,6 +226,31 @@ class DDPHook(object):
         self.probe.after_sync(bucket, reduced)
 
 
+_NATIVE = []  # [module or None], once looked up
+
+
+def _native_module():
+    """dsdiag._ddp_hook_torch<major>_<minor> for the running torch, or None (also with
+    DSDIAG_DDP_HOOK=python: the Python hook, to compare or to step around the C++ one)."""
+    if not _NATIVE and os.environ.get("DSDIAG_DDP_HOOK", "") == "python":
+        _NATIVE.append(None)
+    if not _NATIVE:
+        major, minor = torch.__version__.split("+")[0].split(".")[:2]
+        name = "dsdiag._ddp_hook_torch%s_%s" % (major, "".join(c for c in minor if c.isdigit()))
+        try:
+            _NATIVE.append(importlib.import_module(name))
+        except ImportError:
+            _NATIVE.append(None)
+    return _NATIVE[0]
+
+
+def _warn_native(error):
+    from dsdiag._warn import warn_once
+
+    warn_once("ddp-native-hook", "the C++ DDP hook is not used (%r): DDP is hooked in Python, "
+              "which records the same at a higher cost" % (error,))
+
+
 def _trained(ddp):
     return [(n, p) for n, p in ddp.module.named_parameters() if p.requires_grad]
 
@@ -208,11 +265,20 @@ class DDPProbe(ModelProbe):
         self.unsynced_steps = 0  # steps whose gradients DDP never reduced
         self.unsynced_now = False  # this step's
         self.step_after = self.step_pre = None  # this step's gradient hashes, once taken
+        self.hooks = []  # the DDPs' DDPHooks
+        self.by_impl = None  # {parameter's TensorImpl address: slot}, for the C++ hooks
         named = _trained(ddp)
         # DDP broadcast rank 0's parameters in __init__: the `init` fingerprint follows.
         super().__init__(ddp, [n for n, _ in named], [p for _, p in named],
                          [list(range(len(named)))], buffers_of=ddp.module)
         self.after_sync_hashes = [0] * len(self.params)
+        self.after_sync_samples = [0] * len(self.params)
+        # Light mode hashes a gradient whole once, at the allreduce, and takes that hash
+        # again before the optimizer step when the gradient is provably the same tensor,
+        # unwritten since the backward (its version counter) and its sample unchanged
+        # (a write through .data, which no counter sees): see _pre_step_hashes.
+        self.reuse_after_sync = not RUNTIME.settings.full
+        self.grad_marks = None  # [(grad, its _version) or None] per slot, after the backward
 
     def add_ddp(self, ddp):
         """Another DDP model, built before the first step: its parameters join the table
@@ -223,7 +289,37 @@ class DDPProbe(ModelProbe):
             return False
         with RUNTIME.lock:
             self.after_sync_hashes = [0] * len(self.params)
+            self.after_sync_samples = [0] * len(self.params)
+            self.by_impl = None
         return True
+
+    def after_backward(self):
+        """Each gradient as the backward (and DDP's copy out of its buckets) left it."""
+        if self.reuse_after_sync:
+            self.grad_marks = [None if g is None else (g, g._version)
+                               for g in (p.grad for p in self.params)]
+
+    def _take_native(self):
+        """What the C++ hooks saw since the last step: whether a bucket was reduced, and
+        each reduced gradient's hash, into after_sync_hashes."""
+        reduced = False
+        for hook in self.hooks:
+            if hook.native is None:
+                continue
+            reduced = hook.native.take_reduced() or reduced
+            hashes = hook.native.take_after_sync()
+            if not hashes:
+                continue
+            if self.by_impl is None:
+                self.by_impl = {p._cdata: i for i, p in enumerate(self.params)}
+            with RUNTIME.lock:
+                for impl, h, sample in hashes:
+                    slot = self.by_impl.get(impl)
+                    if slot is not None:
+                        self.after_sync_hashes[slot] = h
+                        self.after_sync_samples[slot] = sample
+        if reduced:
+            self.reduced = True
 
     # --- the allreduce ---------------------------------------------------------------
 
@@ -237,17 +333,19 @@ class DDPProbe(ModelProbe):
             if reduced.device.type != "cpu":
                 return  # device memory is not read here; the pre-step hash still is
             base, element = reduced.data_ptr(), reduced.element_size()
-            groups, slots, offset = [], [], 0
+            ranges, slots, offset = [], [], 0
             for p in params:
                 n = p.numel()
-                groups.append([(base + offset * element, n * element)])
+                ranges.append((base + offset * element, n * element))
                 slots.append(self.index.get(id(p)))
                 offset += n
-            hashes = _core.fingerprint_groups(groups)
+            hashes = _core.fingerprint_groups([[r] for r in ranges])
+            samples = _core.fingerprint_samples(ranges) if self.reuse_after_sync else hashes
             with RUNTIME.lock:
-                for slot, h in zip(slots, hashes):
+                for slot, h, sample in zip(slots, hashes, samples):
                     if slot is not None:
                         self.after_sync_hashes[slot] = h
+                        self.after_sync_samples[slot] = sample
         except Exception as e:
             RUNTIME.switch_off("ddp-after-sync", e)
 
@@ -256,24 +354,53 @@ class DDPProbe(ModelProbe):
     def take_gradients(self, indices):
         """Before an optimizer steps: its parameters' gradients as the allreduce left them
         and as it is about to use them (only what was synced this step is compared)."""
+        self._take_native()
         with RUNTIME.lock:
             after = [self.after_sync_hashes[i] for i in indices]
+            samples = [self.after_sync_samples[i] for i in indices]
         if not any(after):
             return
-        now = fingerprint_each([self.params[i].grad for i in indices])
+        now = self._pre_step_hashes(indices, after, samples)
         if self.step_after is None:
             self.step_after, self.step_pre = [0] * len(self.params), [0] * len(self.params)
         for i, a, h in zip(indices, after, now):
             self.step_after[i], self.step_pre[i] = a, (h if a != 0 else 0)
 
+    def _pre_step_hashes(self, indices, after, samples):
+        """The gradients' hashes now, for those the allreduce hashed (after != 0). In light
+        mode a gradient that is the tensor the backward left, at the same version, with the
+        same sample as at the allreduce, is not hashed again: its after-sync hash is taken.
+        A write through .data to a few elements goes unseen there; full mode hashes all."""
+        grads = [self.params[i].grad for i in indices]
+        now = [0] * len(indices)
+        marks = self.grad_marks if self.reuse_after_sync else None
+        if marks is not None:
+            same = [k for k, (i, g) in enumerate(zip(indices, grads))
+                    if after[k] and g is not None and marks[i] is not None
+                    and marks[i][0] is g and marks[i][1] == g._version
+                    and g.device.type == "cpu" and g.is_contiguous()]
+            if same:
+                got = _core.fingerprint_samples([memory_range(grads[k]) for k in same])
+                for k, sample in zip(same, got):
+                    if sample == samples[k]:
+                        now[k] = after[k]
+        redo = [k for k in range(len(indices)) if after[k] and not now[k]]
+        if redo:
+            for k, h in zip(redo, fingerprint_each([grads[k] for k in redo])):
+                now[k] = h
+        return now
+
     def write_gradients(self, computed):
         """The gradients taken before the step's optimizer steps; a step whose backward
         computed gradients that DDP never reduced is marked (see _note_unsynced)."""
         session = RUNTIME.session
+        self._take_native()
         with RUNTIME.lock:
             reduced = self.reduced
             self.reduced = False
             self.after_sync_hashes = [0] * len(self.params)
+            self.after_sync_samples = [0] * len(self.params)
+        self.grad_marks = None
         if self.step_after is not None:
             _core.write_fingerprints(session, "grad", "after-sync", True, self.step_after)
             _core.write_fingerprints(session, "grad", "pre-step", True, self.step_pre)

@@ -122,6 +122,9 @@ class ModelProbe(object):
 
         return hook
 
+    def after_backward(self):
+        """A backward returned (Tensor.backward): DDP's probe marks the gradients it left."""
+
     # --- around the optimizer steps ----------------------------------------------------
 
     def before_optimizer_step(self, optimizer):

@@ -20,7 +20,9 @@ def _backward(self, *args, **kwargs):
         return PATCHES["backward"](self, *args, **kwargs)
     _enter(self)
     with phase("backward"):
-        return PATCHES["backward"](self, *args, **kwargs)
+        result = PATCHES["backward"](self, *args, **kwargs)
+    _leave()
+    return result
 
 
 @guard("backward")
@@ -31,3 +33,10 @@ def _enter(loss):
     if loss.numel() == 1 and loss.device.type == "cpu":
         value = float(loss.detach())
         RUNTIME.loss = value if math.isfinite(value) else float("nan")
+
+
+@guard("backward")
+def _leave():
+    model = RUNTIME.model
+    if model is not None:
+        model.after_backward()
