@@ -84,13 +84,14 @@ class Compactor {
  private:
   FrEntry Entry(const trace::TorchFrDump& dump, const TorchFrEntry& e) {
     FrEntry c;
-    const bool p2p = e.is_p2p.value_or(false);
-    c.seq = p2p ? e.p2p_seq_id.value_or(0) : e.collective_seq_id;
+    const std::string_view op = e.op();
+    // Before format 2.0 no is_p2p: a send or recv is one (and counts in seq_id).
+    const bool p2p = e.is_p2p.value_or(op == "send" || op == "recv");
+    c.seq = p2p ? e.p2p_seq_id.value_or(e.collective_seq_id) : e.collective_seq_id;
     c.numel = e.input_numel();
     if (e.time_created_ns) c.created_ns = *e.time_created_ns;
     if (e.time_discovered_completed_ns) c.completed_ns = *e.time_discovered_completed_ns;
     c.group = Group(e, p2p);
-    const std::string_view op = e.op();
     c.op = run_->strings.Intern(op.empty() ? std::string_view(e.profiling_name) : op);
     c.profiling_name = run_->strings.Intern(e.profiling_name);
     c.sizes = run_->strings.Intern(SizesText(e));
@@ -102,15 +103,17 @@ class Compactor {
   }
 
   int32_t Group(const TorchFrEntry& e, bool p2p) {
-    const auto key = std::make_pair(e.pg_name, p2p);
+    // No process_group before format 2.0: the pg_id, alike on every rank then.
+    const std::string name = e.pg_name.empty() ? std::to_string(e.pg_id) : e.pg_name;
+    const auto key = std::make_pair(name, p2p);
     auto it = groups_.find(key);
     if (it == groups_.end()) {
       it = groups_.emplace(key, static_cast<int32_t>(run_->groups.size())).first;
-      run_->groups.push_back(FrGroupName{e.pg_name, e.pg_desc, p2p, false});
+      run_->groups.push_back(FrGroupName{name, e.pg_desc, p2p, false});
     }
     FrGroupName& g = run_->groups[it->second];
     if (g.desc.empty()) g.desc = e.pg_desc;
-    g.is_default = g.is_default || e.pg_desc == "default_pg" || e.pg_name == "0";
+    g.is_default = g.is_default || e.pg_desc == "default_pg" || name == "0";
     return it->second;
   }
 

@@ -39,7 +39,10 @@ class StringTable {
 
 // A process group of the job, by its job-wide name (and whether it is its p2p sequence).
 struct FrGroupName {
-  std::string name;  // the entries' process_group name: "0", "1", ... or a hash
+  // The entries' process_group name: "0", "1", ... or a hash. Layouts before format 2.0
+  // (torch 2.2, 2.3) have no process_group: there it is the pg_id, which those versions
+  // numbered alike on every rank (groups are created in the same order everywhere).
+  std::string name;
   std::string desc;  // "default_pg", "undefined", or the job's group_desc
   bool p2p = false;
   bool is_default = false;
@@ -48,7 +51,8 @@ struct FrGroupName {
 // One entry of one rank's dump, as the analysis uses it.
 struct FrEntry {
   static constexpr int64_t kNoTime = INT64_MIN;
-  int64_t seq = 0;                 // collective_seq_id, or p2p_seq_id for p2p ops
+  // collective_seq_id, or p2p_seq_id for p2p ops; seq_id before format 2.0.
+  int64_t seq = 0;
   int64_t numel = 0;               // elements of the input tensors
   int64_t created_ns = kNoTime;    // wall clock
   int64_t completed_ns = kNoTime;  // time_discovered_completed_ns
