@@ -71,6 +71,7 @@ class Compactor {
     out.version = dump.version;
     out.entries_skipped = dump.entries_skipped;
     out.entries.reserve(dump.entries.size());
+    if (!dump.entries.empty()) out.first_record_id = dump.entries.front().record_id;
     for (const TorchFrEntry& e : dump.entries) {
       if (e.is_coalesced_marker()) continue;  // its ops are recorded one by one
       out.entries.push_back(Entry(dump, e));
@@ -91,29 +92,35 @@ class Compactor {
     c.numel = e.input_numel();
     if (e.time_created_ns) c.created_ns = *e.time_created_ns;
     if (e.time_discovered_completed_ns) c.completed_ns = *e.time_discovered_completed_ns;
-    c.group = Group(e, p2p);
+    c.group = Group(dump, e, p2p);
     c.op = run_->strings.Intern(op.empty() ? std::string_view(e.profiling_name) : op);
     c.profiling_name = run_->strings.Intern(e.profiling_name);
     c.sizes = run_->strings.Intern(SizesText(e));
     c.dtypes = run_->strings.Intern(DtypesText(e));
     c.where = run_->strings.Intern(WhereOf(e));
+    c.op_detail = run_->strings.Intern(e.op_detail());
     c.state = e.state;
     c.done_by_dump = DoneByItsDump(dump, e, c.seq, p2p);
     return c;
   }
 
-  int32_t Group(const TorchFrEntry& e, bool p2p) {
+  int32_t Group(const trace::TorchFrDump& dump, const TorchFrEntry& e, bool p2p) {
     // No process_group before format 2.0: the pg_id, alike on every rank then.
     const std::string name = e.pg_name.empty() ? std::to_string(e.pg_id) : e.pg_name;
     const auto key = std::make_pair(name, p2p);
     auto it = groups_.find(key);
     if (it == groups_.end()) {
       it = groups_.emplace(key, static_cast<int32_t>(run_->groups.size())).first;
-      run_->groups.push_back(FrGroupName{name, e.pg_desc, p2p, false});
+      run_->groups.push_back(FrGroupName{name, e.pg_desc, p2p, false, {}});
     }
     FrGroupName& g = run_->groups[it->second];
     if (g.desc.empty()) g.desc = e.pg_desc;
     g.is_default = g.is_default || e.pg_desc == "default_pg" || name == "0";
+    if (g.ranks.empty())
+      if (const trace::TorchFrGroup* config = dump.FindGroup(name)) {
+        g.ranks = config->ranks;
+        std::sort(g.ranks.begin(), g.ranks.end());
+      }
     return it->second;
   }
 

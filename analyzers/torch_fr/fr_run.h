@@ -46,6 +46,10 @@ struct FrGroupName {
   std::string desc;  // "default_pg", "undefined", or the job's group_desc
   bool p2p = false;
   bool is_default = false;
+  // The members (global ranks, sorted) the first dump whose pg_config names the group with
+  // a non-empty list gives: a point-to-point op's peers are group ranks. Empty when no dump
+  // says (Gloo's pg_config cannot be relied on).
+  std::vector<int64_t> ranks;
 };
 
 // One entry of one rank's dump, as the analysis uses it.
@@ -62,6 +66,7 @@ struct FrEntry {
   int32_t sizes = 0;               // strings: the input sizes as JSON, "[[4],[2,3]]"
   int32_t dtypes = 0;              // strings: "Float", "Float,Double"
   int32_t where = 0;               // strings: "/path/train.py:88 in train_step", "" without frames
+  int32_t op_detail = 0;           // strings: "0->1" of "nccl:send 0->1", "1<-0" of a recv
   trace::TorchFrState state = trace::TorchFrState::kScheduled;
   bool done_by_dump = false;  // completed, retired, or past the group's last_completed
 };
@@ -72,6 +77,9 @@ struct FrRankDump {
   std::string version;           // the dump's format version, "2.10"
   std::vector<FrEntry> entries;  // oldest first; coalesced markers left out
   int64_t entries_skipped = 0;   // malformed entries the reader left out
+  // The first entry's record_id: above 0, the ring buffer wrapped (or only active entries
+  // were dumped) and the rank's oldest ops are gone. nullopt before format 1.4.
+  std::optional<int64_t> first_record_id;
 };
 
 struct FrRun {

@@ -221,6 +221,24 @@ TEST_P(TorchFrVersions, ARankWithoutADumpIsRankDied) {
   }
 }
 
+// Before format 2.0 there is no is_p2p: a send and its recv share seq_id with the
+// collectives, and must not read as an op mismatch there.
+TEST(TorchFrOldLayouts, BeforeFormat2SendAndRecvAreP2pNotAMismatchedCollective) {
+  FrRankSpec r0 = Rank(3, false, 2), r1 = Rank(3, false, 2);
+  r0.ops[1].profiling_name = "nccl:send 0->1";
+  r1.ops[1].profiling_name = "nccl:recv 1<-0";
+  r1.ops[1].sizes = {{6}};  // and paired: its size differs from the send's
+  testing::TestRun run;
+  run.WriteFile("nccl_trace_rank_0", EmulatedFrPickle(FrLayout::kV1_4, r0));
+  run.WriteFile("nccl_trace_rank_1", EmulatedFrPickle(FrLayout::kV1_4, r1));
+  const CompareResult r = RunCompare(run.dir());
+  const auto mismatches = OfKind(r, kind::kCollectiveMismatch);
+  ASSERT_EQ(mismatches.size(), 1u);
+  ASSERT_TRUE(mismatches[0]->subject.has_value());
+  EXPECT_EQ(*mismatches[0]->subject, "send/recv group 0 rank 0 -> rank 1 message 1");
+  EXPECT_TRUE(OfKind(r, kind::kHang).empty());
+}
+
 INSTANTIATE_TEST_SUITE_P(Releases, TorchFrVersions, ::testing::ValuesIn(kReleases), ReleaseName);
 INSTANTIATE_TEST_SUITE_P(Releases, TorchFrJsonVersions, ::testing::ValuesIn(kJsonReleases),
                          ReleaseName);
