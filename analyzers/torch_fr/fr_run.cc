@@ -54,7 +54,10 @@ std::string DtypesText(const TorchFrEntry& e) {
 
 bool DoneByItsDump(const trace::TorchFrDump& dump, const TorchFrEntry& e, int64_t seq, bool p2p) {
   if (e.state == trace::TorchFrState::kCompleted) return true;
-  if (e.retired.value_or(false)) return true;
+  // Retired: no longer watched. Gloo has no events, its finished ops stay "scheduled" and
+  // are retired; a backend with events (NCCL) retires an op it did not see complete only
+  // when the op timed out.
+  if (e.retired.value_or(false) && e.backend() == "gloo") return true;
   if (p2p) return false;  // pg_status counts collectives only
   const trace::TorchFrGroupStatus* status = dump.FindStatus(e.pg_id);
   return status && status->last_completed && *status->last_completed >= seq;

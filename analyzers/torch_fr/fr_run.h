@@ -68,7 +68,7 @@ struct FrEntry {
   int32_t where = 0;               // strings: "/path/train.py:88 in train_step", "" without frames
   int32_t op_detail = 0;           // strings: "0->1" of "nccl:send 0->1", "1<-0" of a recv
   trace::TorchFrState state = trace::TorchFrState::kScheduled;
-  bool done_by_dump = false;  // completed, retired, or past the group's last_completed
+  bool done_by_dump = false;  // completed, retired (Gloo), or past the group's last_completed
 };
 
 struct FrRankDump {

@@ -221,6 +221,35 @@ TEST_P(TorchFrVersions, ARankWithoutADumpIsRankDied) {
   }
 }
 
+// NCCL's states (scheduled, started, completed from its CUDA events): an op the watchdog
+// retired without seeing it complete timed out — still pending, unlike Gloo's retired ops,
+// which stay `scheduled` when done.
+TEST(TorchFrNcclEntries, ARetiredOpThatNeverCompletedTimedOutAndIsStillPending) {
+  FrRankSpec r0 = Rank(3, true, 2), r1 = Rank(2, false, 2);
+  r0.ops[2].retired = true;  // state "started", retired: timed out
+  testing::TestRun run;
+  run.WriteFile("nccl_trace_rank_0", EmulatedFrPickle(FrLayout::kV2_10, r0));
+  run.WriteFile("nccl_trace_rank_1", EmulatedFrPickle(FrLayout::kV2_10, r1));
+  const CompareResult r = RunCompare(run.dir());
+  const auto hangs = OfKind(r, kind::kHang);
+  ASSERT_EQ(hangs.size(), 1u);
+  EXPECT_EQ(hangs[0]->ranks, std::vector<int>{1});
+  EXPECT_EQ(hangs[0]->subject, "all_reduce group 0 (default_pg) seq 3");
+}
+
+TEST(TorchFrNcclEntries, AGlooOpRetiredWhileScheduledIsDone) {
+  FrRankSpec r0 = Rank(3, false, 2), r1 = Rank(3, false, 2);
+  for (FrRankSpec* rank : {&r0, &r1})
+    for (auto& op : rank->ops) {
+      op.profiling_name = "gloo:all_reduce";
+      op.state = "scheduled";
+    }
+  testing::TestRun run;
+  run.WriteFile("nccl_trace_rank_0", EmulatedFrPickle(FrLayout::kV2_10, r0));
+  run.WriteFile("nccl_trace_rank_1", EmulatedFrPickle(FrLayout::kV2_10, r1));
+  EXPECT_TRUE(RunCompare(run.dir()).findings.empty());
+}
+
 // Before format 2.0 there is no is_p2p: a send and its recv share seq_id with the
 // collectives, and must not read as an op mismatch there.
 TEST(TorchFrOldLayouts, BeforeFormat2SendAndRecvAreP2pNotAMismatchedCollective) {
