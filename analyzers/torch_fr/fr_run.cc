@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 
 #include "analyzers/framework/input_error.h"
@@ -52,15 +53,36 @@ std::string DtypesText(const TorchFrEntry& e) {
   return text;
 }
 
-bool DoneByItsDump(const trace::TorchFrDump& dump, const TorchFrEntry& e, int64_t seq, bool p2p) {
+// pg_status's sequence, where it counts what collective_seq_id counts: torch 2.13's Gloo
+// counts every op of the group in it, sends and recvs too (a rank that sent twice and
+// reduced six times shows last_enqueued_collective 8 beside collective_seq_id 6), so it is
+// used only when its last enqueued op is the group's last recorded collective.
+std::unordered_map<int64_t, const trace::TorchFrGroupStatus*> UsableStatus(
+    const trace::TorchFrDump& dump) {
+  std::unordered_map<int64_t, int64_t> last_seq;
+  for (const TorchFrEntry& e : dump.entries) {
+    const std::string_view op = e.op();
+    if (e.is_p2p.value_or(op == "send" || op == "recv") || e.is_coalesced_marker()) continue;
+    int64_t& last = last_seq.emplace(e.pg_id, e.collective_seq_id).first->second;
+    last = std::max(last, e.collective_seq_id);
+  }
+  std::unordered_map<int64_t, const trace::TorchFrGroupStatus*> out;
+  for (const auto& [pg_id, seq] : last_seq)
+    if (const trace::TorchFrGroupStatus* s = dump.FindStatus(pg_id))
+      if (s->last_enqueued && *s->last_enqueued == seq) out.emplace(pg_id, s);
+  return out;
+}
+
+bool DoneByItsDump(const std::unordered_map<int64_t, const trace::TorchFrGroupStatus*>& status,
+                   const TorchFrEntry& e, int64_t seq, bool p2p) {
   if (e.state == trace::TorchFrState::kCompleted) return true;
   // Retired: no longer watched. Gloo has no events, its finished ops stay "scheduled" and
   // are retired; a backend with events (NCCL) retires an op it did not see complete only
   // when the op timed out.
   if (e.retired.value_or(false) && e.backend() == "gloo") return true;
-  if (p2p) return false;  // pg_status counts collectives only
-  const trace::TorchFrGroupStatus* status = dump.FindStatus(e.pg_id);
-  return status && status->last_completed && *status->last_completed >= seq;
+  if (p2p) return false;  // pg_status has no p2p sequence
+  const auto it = status.find(e.pg_id);
+  return it != status.end() && it->second->last_completed && *it->second->last_completed >= seq;
 }
 
 class Compactor {
@@ -75,6 +97,7 @@ class Compactor {
     out.entries_skipped = dump.entries_skipped;
     out.entries.reserve(dump.entries.size());
     if (!dump.entries.empty()) out.first_record_id = dump.entries.front().record_id;
+    status_ = UsableStatus(dump);
     for (const TorchFrEntry& e : dump.entries) {
       if (e.is_coalesced_marker()) continue;  // its ops are recorded one by one
       out.entries.push_back(Entry(dump, e));
@@ -103,7 +126,7 @@ class Compactor {
     c.where = run_->strings.Intern(WhereOf(e));
     c.op_detail = run_->strings.Intern(e.op_detail());
     c.state = e.state;
-    c.done_by_dump = DoneByItsDump(dump, e, c.seq, p2p);
+    c.done_by_dump = DoneByItsDump(status_, e, c.seq, p2p);
     return c;
   }
 
@@ -128,6 +151,7 @@ class Compactor {
   }
 
   FrRun* run_;
+  std::unordered_map<int64_t, const trace::TorchFrGroupStatus*> status_;  // the dump's, usable
   std::map<std::pair<std::string, bool>, int32_t> groups_;
   int most_ranks_ = 0;
 };

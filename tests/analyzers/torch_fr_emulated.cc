@@ -44,7 +44,12 @@ std::map<int64_t, Status> StatusOf(const FrRankSpec& rank) {
     if (op.is_p2p) continue;
     s.enqueued = std::max(s.enqueued, op.collective_seq);
     if (Started(op)) s.started = std::max(s.started, op.collective_seq);
-    if (Completed(op)) s.completed = std::max(s.completed, op.collective_seq);
+    if (Completed(op) || (op.retired && op.profiling_name.rfind("gloo:", 0) == 0))
+      s.completed = std::max(s.completed, op.collective_seq);
+  }
+  for (auto& [pg_id, s] : out) {
+    s.enqueued += rank.status_offset;
+    if (s.completed >= 0) s.completed += rank.status_offset;
   }
   return out;
 }

@@ -47,6 +47,9 @@ struct FrRankSpec {
   std::vector<std::vector<int64_t>> other_groups;  // pg_config's ranks of groups "1", "2", ...
   int64_t first_record_id = 0;                     // above 0: the ring buffer wrapped
   int64_t timeout_ms = 600000;
+  // Ops pg_status counts that the entries do not show: torch 2.13's Gloo counts its sends and
+  // recvs there, and records none of them.
+  int64_t status_offset = 0;
 };
 
 // The rank's dump in `layout`, as a pickle or (layouts with JSON) as JSON.

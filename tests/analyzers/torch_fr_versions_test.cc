@@ -250,6 +250,28 @@ TEST(TorchFrNcclEntries, AGlooOpRetiredWhileScheduledIsDone) {
   EXPECT_TRUE(RunCompare(run.dir()).findings.empty());
 }
 
+// Real torch 2.13 Gloo dumps count sends and recvs in pg_status (and record none): a rank
+// that sent twice shows last_completed_collective 6 while waiting in collective 5. pg_status
+// is then no witness of what completed.
+TEST(TorchFrNcclEntries, APgStatusThatCountsUnrecordedOpsIsNotTakenForCompletion) {
+  FrRankSpec r0 = Rank(5, true, 2), r1 = Rank(4, false, 2);
+  for (FrRankSpec* rank : {&r0, &r1})
+    for (auto& op : rank->ops) {
+      op.profiling_name = "gloo:all_reduce";
+      op.state = "scheduled";
+    }
+  r0.status_offset = 2;  // its two sends
+  r1.status_offset = 2;  // the two recvs
+  testing::TestRun run;
+  run.WriteFile("nccl_trace_rank_0", EmulatedFrPickle(FrLayout::kV2_10, r0));
+  run.WriteFile("nccl_trace_rank_1", EmulatedFrPickle(FrLayout::kV2_10, r1));
+  const CompareResult r = RunCompare(run.dir());
+  const auto hangs = OfKind(r, kind::kHang);
+  ASSERT_EQ(hangs.size(), 1u);
+  EXPECT_EQ(hangs[0]->ranks, std::vector<int>{1});
+  EXPECT_EQ(hangs[0]->subject, "all_reduce group 0 (default_pg) seq 5");
+}
+
 // Before format 2.0 there is no is_p2p: a send and its recv share seq_id with the
 // collectives, and must not read as an op mismatch there.
 TEST(TorchFrOldLayouts, BeforeFormat2SendAndRecvAreP2pNotAMismatchedCollective) {
