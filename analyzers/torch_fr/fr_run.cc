@@ -62,7 +62,7 @@ std::unordered_map<int64_t, const trace::TorchFrGroupStatus*> UsableStatus(
   std::unordered_map<int64_t, int64_t> last_seq;
   for (const TorchFrEntry& e : dump.entries) {
     const std::string_view op = e.op();
-    if (e.is_p2p.value_or(op == "send" || op == "recv") || e.is_coalesced_marker()) continue;
+    if (e.is_p2p.value_or(op == "send" || op == "recv")) continue;
     int64_t& last = last_seq.emplace(e.pg_id, e.collective_seq_id).first->second;
     last = std::max(last, e.collective_seq_id);
   }
@@ -98,10 +98,13 @@ class Compactor {
     out.entries.reserve(dump.entries.size());
     if (!dump.entries.empty()) out.first_record_id = dump.entries.front().record_id;
     status_ = UsableStatus(dump);
+    std::vector<bool> markers;
+    markers.reserve(dump.entries.size());
     for (const TorchFrEntry& e : dump.entries) {
-      if (e.is_coalesced_marker()) continue;  // its ops are recorded one by one
       out.entries.push_back(Entry(dump, e));
+      markers.push_back(e.is_coalesced_marker());
     }
+    MergeCoalesced(markers, &out.entries);
     for (const trace::TorchFrGroup& g : dump.groups)
       most_ranks_ = std::max(most_ranks_, static_cast<int>(g.ranks.size()));
     return out;
@@ -128,6 +131,75 @@ class Compactor {
     c.state = e.state;
     c.done_by_dump = DoneByItsDump(status_, e, c.seq, p2p);
     return c;
+  }
+
+  // Coalesced groups: the entries of one group sharing a sequence number, or closed by a
+  // marker. Before format 2.7 a group of collectives is its marker alone (empty sizes); from
+  // 2.7 its ops come first. NCCL records the ops without events: the marker says whether the
+  // group completed.
+  void MergeCoalesced(const std::vector<bool>& markers, std::vector<FrEntry>* entries) {
+    std::map<std::pair<int32_t, int64_t>, std::vector<size_t>> at;
+    for (size_t i = 0; i < entries->size(); ++i)
+      at[{(*entries)[i].group, (*entries)[i].seq}].push_back(i);
+    std::vector<bool> drop(entries->size(), false);
+    for (const auto& [key, indices] : at) {
+      const FrEntry* marker = nullptr;
+      std::vector<size_t> members;
+      for (size_t i : indices) {
+        if (markers[i])
+          marker = &(*entries)[i];
+        else
+          members.push_back(i);
+      }
+      if (marker == nullptr && members.size() < 2) continue;
+      const bool p2p = run_->groups[key.first].p2p;
+      if (p2p) {  // each op stays one, for the pairing; the marker tells when they completed
+        for (size_t i : members) {
+          FrEntry& m = (*entries)[i];
+          if (marker == nullptr) continue;
+          m.done_by_dump = m.done_by_dump || marker->done_by_dump;
+          m.state = std::max(m.state, marker->state);
+          if (marker->completed_ns != FrEntry::kNoTime) m.completed_ns = marker->completed_ns;
+        }
+        for (size_t i : indices)
+          if (markers[i]) drop[i] = true;
+        continue;
+      }
+      // A group of collectives: one entry, in the place of its first.
+      FrEntry merged = (*entries)[members.empty() ? indices.front() : members.front()];
+      std::string ops, sizes, dtypes;
+      int64_t numel = 0;
+      bool all_done = true;
+      for (size_t i : members) {
+        const FrEntry& m = (*entries)[i];
+        ops += (ops.empty() ? "" : ",") + run_->Str(m.op);
+        const std::string& s = run_->Str(m.sizes);  // "[[2],[3]]": its shapes
+        if (s.size() > 2) sizes += (sizes.empty() ? "" : ",") + s.substr(1, s.size() - 2);
+        const std::string& d = run_->Str(m.dtypes);
+        if (!d.empty()) dtypes += (dtypes.empty() ? "" : ",") + d;
+        numel += m.numel;
+        all_done = all_done && m.done_by_dump;
+      }
+      merged.op = run_->strings.Intern(ops.empty() ? "coalesced" : "coalesced(" + ops + ")");
+      merged.sizes = run_->strings.Intern("[" + sizes + "]");
+      merged.dtypes = run_->strings.Intern(dtypes);
+      merged.numel = numel;
+      merged.coalesced = true;
+      if (marker != nullptr) {
+        merged.done_by_dump = marker->done_by_dump || (!members.empty() && all_done);
+        merged.state = marker->state;
+        merged.completed_ns = marker->completed_ns;
+        if (run_->Str(merged.where).empty()) merged.where = marker->where;
+      } else {
+        merged.done_by_dump = all_done;
+      }
+      (*entries)[indices.front()] = merged;
+      for (size_t i = 1; i < indices.size(); ++i) drop[indices[i]] = true;
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < entries->size(); ++i)
+      if (!drop[i]) (*entries)[kept++] = (*entries)[i];
+    entries->resize(kept);
   }
 
   int32_t Group(const trace::TorchFrDump& dump, const TorchFrEntry& e, bool p2p) {

@@ -69,14 +69,21 @@ struct FrEntry {
   int32_t op_detail = 0;           // strings: "0->1" of "nccl:send 0->1", "1<-0" of a recv
   trace::TorchFrState state = trace::TorchFrState::kScheduled;
   bool done_by_dump = false;  // completed, retired (Gloo), or past the group's last_completed
+  // A coalesced group of collectives, merged into this one entry: its op is
+  // "coalesced(all_reduce,all_reduce)", its sizes and dtypes those of its members in turn.
+  bool coalesced = false;
 };
 
 struct FrRankDump {
   int rank = 0;
   std::string file_name;
-  std::string version;           // the dump's format version, "2.10"
-  std::vector<FrEntry> entries;  // oldest first; coalesced markers left out
-  int64_t entries_skipped = 0;   // malformed entries the reader left out
+  std::string version;  // the dump's format version, "2.10"
+  // Oldest first. A coalesced group of collectives (its ops sharing one collective_seq_id,
+  // from format 2.7 on, and the closing `…:coalesced` entry) is one entry, as torch's
+  // fr_trace takes it; a coalesced group of p2p ops stays one entry per op, each done when
+  // the closing entry is (NCCL records the ops inside a group without events).
+  std::vector<FrEntry> entries;
+  int64_t entries_skipped = 0;  // malformed entries the reader left out
   // The first entry's record_id: above 0, the ring buffer wrapped (or only active entries
   // were dumped) and the rank's oldest ops are gone. nullopt before format 1.4.
   std::optional<int64_t> first_record_id;
