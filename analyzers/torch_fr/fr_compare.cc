@@ -9,6 +9,7 @@
 #include "analyzers/torch_fr/fr_groups.h"
 #include "analyzers/torch_fr/fr_hang.h"
 #include "analyzers/torch_fr/fr_mismatch.h"
+#include "analyzers/torch_fr/fr_p2p.h"
 
 namespace dsdiag::analyzers::torch_fr {
 namespace {
@@ -58,6 +59,7 @@ std::vector<Finding> AnalyzeFrRun(const FrRun& run) {
     if (group && seq) mismatched.insert({group->as_string(), seq->as_int()});
   }
   FindHangs(run, groups, mismatched, &findings);
+  FindP2pFindings(run, groups, &findings);
   for (const trace::LocatedIssue& issue : run.unreadable) findings.push_back(Unreadable(issue));
   if (run.entries_skipped > 0) findings.push_back(SkippedEntries(run));
   return findings;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 
 #include "analyzers/framework/input_error.h"
@@ -52,12 +53,36 @@ std::string DtypesText(const TorchFrEntry& e) {
   return text;
 }
 
-bool DoneByItsDump(const trace::TorchFrDump& dump, const TorchFrEntry& e, int64_t seq, bool p2p) {
+// pg_status's sequence, where it counts what collective_seq_id counts: torch 2.13's Gloo
+// counts every op of the group in it, sends and recvs too (a rank that sent twice and
+// reduced six times shows last_enqueued_collective 8 beside collective_seq_id 6), so it is
+// used only when its last enqueued op is the group's last recorded collective.
+std::unordered_map<int64_t, const trace::TorchFrGroupStatus*> UsableStatus(
+    const trace::TorchFrDump& dump) {
+  std::unordered_map<int64_t, int64_t> last_seq;
+  for (const TorchFrEntry& e : dump.entries) {
+    const std::string_view op = e.op();
+    if (e.is_p2p.value_or(op == "send" || op == "recv")) continue;
+    int64_t& last = last_seq.emplace(e.pg_id, e.collective_seq_id).first->second;
+    last = std::max(last, e.collective_seq_id);
+  }
+  std::unordered_map<int64_t, const trace::TorchFrGroupStatus*> out;
+  for (const auto& [pg_id, seq] : last_seq)
+    if (const trace::TorchFrGroupStatus* s = dump.FindStatus(pg_id))
+      if (s->last_enqueued && *s->last_enqueued == seq) out.emplace(pg_id, s);
+  return out;
+}
+
+bool DoneByItsDump(const std::unordered_map<int64_t, const trace::TorchFrGroupStatus*>& status,
+                   const TorchFrEntry& e, int64_t seq, bool p2p) {
   if (e.state == trace::TorchFrState::kCompleted) return true;
-  if (e.retired.value_or(false)) return true;
-  if (p2p) return false;  // pg_status counts collectives only
-  const trace::TorchFrGroupStatus* status = dump.FindStatus(e.pg_id);
-  return status && status->last_completed && *status->last_completed >= seq;
+  // Retired: no longer watched. Gloo has no events, its finished ops stay "scheduled" and
+  // are retired; a backend with events (NCCL) retires an op it did not see complete only
+  // when the op timed out.
+  if (e.retired.value_or(false) && e.backend() == "gloo") return true;
+  if (p2p) return false;  // pg_status has no p2p sequence
+  const auto it = status.find(e.pg_id);
+  return it != status.end() && it->second->last_completed && *it->second->last_completed >= seq;
 }
 
 class Compactor {
@@ -71,10 +96,15 @@ class Compactor {
     out.version = dump.version;
     out.entries_skipped = dump.entries_skipped;
     out.entries.reserve(dump.entries.size());
+    if (!dump.entries.empty()) out.first_record_id = dump.entries.front().record_id;
+    status_ = UsableStatus(dump);
+    std::vector<bool> markers;
+    markers.reserve(dump.entries.size());
     for (const TorchFrEntry& e : dump.entries) {
-      if (e.is_coalesced_marker()) continue;  // its ops are recorded one by one
       out.entries.push_back(Entry(dump, e));
+      markers.push_back(e.is_coalesced_marker());
     }
+    MergeCoalesced(markers, &out.entries);
     for (const trace::TorchFrGroup& g : dump.groups)
       most_ranks_ = std::max(most_ranks_, static_cast<int>(g.ranks.size()));
     return out;
@@ -84,37 +114,116 @@ class Compactor {
  private:
   FrEntry Entry(const trace::TorchFrDump& dump, const TorchFrEntry& e) {
     FrEntry c;
-    const bool p2p = e.is_p2p.value_or(false);
-    c.seq = p2p ? e.p2p_seq_id.value_or(0) : e.collective_seq_id;
+    const std::string_view op = e.op();
+    // Before format 2.0 no is_p2p: a send or recv is one (and counts in seq_id).
+    const bool p2p = e.is_p2p.value_or(op == "send" || op == "recv");
+    c.seq = p2p ? e.p2p_seq_id.value_or(e.collective_seq_id) : e.collective_seq_id;
     c.numel = e.input_numel();
     if (e.time_created_ns) c.created_ns = *e.time_created_ns;
     if (e.time_discovered_completed_ns) c.completed_ns = *e.time_discovered_completed_ns;
-    c.group = Group(e, p2p);
-    const std::string_view op = e.op();
+    c.group = Group(dump, e, p2p);
     c.op = run_->strings.Intern(op.empty() ? std::string_view(e.profiling_name) : op);
     c.profiling_name = run_->strings.Intern(e.profiling_name);
     c.sizes = run_->strings.Intern(SizesText(e));
     c.dtypes = run_->strings.Intern(DtypesText(e));
     c.where = run_->strings.Intern(WhereOf(e));
+    c.op_detail = run_->strings.Intern(e.op_detail());
     c.state = e.state;
-    c.done_by_dump = DoneByItsDump(dump, e, c.seq, p2p);
+    c.done_by_dump = DoneByItsDump(status_, e, c.seq, p2p);
     return c;
   }
 
-  int32_t Group(const TorchFrEntry& e, bool p2p) {
-    const auto key = std::make_pair(e.pg_name, p2p);
+  // Coalesced groups: the entries of one group sharing a sequence number, or closed by a
+  // marker. Before format 2.7 a group of collectives is its marker alone (empty sizes); from
+  // 2.7 its ops come first. NCCL records the ops without events: the marker says whether the
+  // group completed.
+  void MergeCoalesced(const std::vector<bool>& markers, std::vector<FrEntry>* entries) {
+    std::map<std::pair<int32_t, int64_t>, std::vector<size_t>> at;
+    for (size_t i = 0; i < entries->size(); ++i)
+      at[{(*entries)[i].group, (*entries)[i].seq}].push_back(i);
+    std::vector<bool> drop(entries->size(), false);
+    for (const auto& [key, indices] : at) {
+      const FrEntry* marker = nullptr;
+      std::vector<size_t> members;
+      for (size_t i : indices) {
+        if (markers[i])
+          marker = &(*entries)[i];
+        else
+          members.push_back(i);
+      }
+      if (marker == nullptr && members.size() < 2) continue;
+      const bool p2p = run_->groups[key.first].p2p;
+      if (p2p) {  // each op stays one, for the pairing; the marker tells when they completed
+        for (size_t i : members) {
+          FrEntry& m = (*entries)[i];
+          if (marker == nullptr) continue;
+          m.done_by_dump = m.done_by_dump || marker->done_by_dump;
+          m.state = std::max(m.state, marker->state);
+          if (marker->completed_ns != FrEntry::kNoTime) m.completed_ns = marker->completed_ns;
+        }
+        for (size_t i : indices)
+          if (markers[i]) drop[i] = true;
+        continue;
+      }
+      // A group of collectives: one entry, in the place of its first.
+      FrEntry merged = (*entries)[members.empty() ? indices.front() : members.front()];
+      std::string ops, sizes, dtypes;
+      int64_t numel = 0;
+      bool all_done = true;
+      for (size_t i : members) {
+        const FrEntry& m = (*entries)[i];
+        ops += (ops.empty() ? "" : ",") + run_->Str(m.op);
+        const std::string& s = run_->Str(m.sizes);  // "[[2],[3]]": its shapes
+        if (s.size() > 2) sizes += (sizes.empty() ? "" : ",") + s.substr(1, s.size() - 2);
+        const std::string& d = run_->Str(m.dtypes);
+        if (!d.empty()) dtypes += (dtypes.empty() ? "" : ",") + d;
+        numel += m.numel;
+        all_done = all_done && m.done_by_dump;
+      }
+      merged.op = run_->strings.Intern(ops.empty() ? "coalesced" : "coalesced(" + ops + ")");
+      merged.sizes = run_->strings.Intern("[" + sizes + "]");
+      merged.dtypes = run_->strings.Intern(dtypes);
+      merged.numel = numel;
+      merged.coalesced = true;
+      if (marker != nullptr) {
+        merged.done_by_dump = marker->done_by_dump || (!members.empty() && all_done);
+        merged.state = marker->state;
+        merged.completed_ns = marker->completed_ns;
+        if (run_->Str(merged.where).empty()) merged.where = marker->where;
+      } else {
+        merged.done_by_dump = all_done;
+      }
+      (*entries)[indices.front()] = merged;
+      for (size_t i = 1; i < indices.size(); ++i) drop[indices[i]] = true;
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < entries->size(); ++i)
+      if (!drop[i]) (*entries)[kept++] = (*entries)[i];
+    entries->resize(kept);
+  }
+
+  int32_t Group(const trace::TorchFrDump& dump, const TorchFrEntry& e, bool p2p) {
+    // No process_group before format 2.0: the pg_id, alike on every rank then.
+    const std::string name = e.pg_name.empty() ? std::to_string(e.pg_id) : e.pg_name;
+    const auto key = std::make_pair(name, p2p);
     auto it = groups_.find(key);
     if (it == groups_.end()) {
       it = groups_.emplace(key, static_cast<int32_t>(run_->groups.size())).first;
-      run_->groups.push_back(FrGroupName{e.pg_name, e.pg_desc, p2p, false});
+      run_->groups.push_back(FrGroupName{name, e.pg_desc, p2p, false, {}});
     }
     FrGroupName& g = run_->groups[it->second];
     if (g.desc.empty()) g.desc = e.pg_desc;
-    g.is_default = g.is_default || e.pg_desc == "default_pg" || e.pg_name == "0";
+    g.is_default = g.is_default || e.pg_desc == "default_pg" || name == "0";
+    if (g.ranks.empty())
+      if (const trace::TorchFrGroup* config = dump.FindGroup(name)) {
+        g.ranks = config->ranks;
+        std::sort(g.ranks.begin(), g.ranks.end());
+      }
     return it->second;
   }
 
   FrRun* run_;
+  std::unordered_map<int64_t, const trace::TorchFrGroupStatus*> status_;  // the dump's, usable
   std::map<std::pair<std::string, bool>, int32_t> groups_;
   int most_ranks_ = 0;
 };

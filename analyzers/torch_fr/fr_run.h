@@ -39,16 +39,24 @@ class StringTable {
 
 // A process group of the job, by its job-wide name (and whether it is its p2p sequence).
 struct FrGroupName {
-  std::string name;  // the entries' process_group name: "0", "1", ... or a hash
+  // The entries' process_group name: "0", "1", ... or a hash. Layouts before format 2.0
+  // (torch 2.2, 2.3) have no process_group: there it is the pg_id, which those versions
+  // numbered alike on every rank (groups are created in the same order everywhere).
+  std::string name;
   std::string desc;  // "default_pg", "undefined", or the job's group_desc
   bool p2p = false;
   bool is_default = false;
+  // The members (global ranks, sorted) the first dump whose pg_config names the group with
+  // a non-empty list gives: a point-to-point op's peers are group ranks. Empty when no dump
+  // says (Gloo's pg_config cannot be relied on).
+  std::vector<int64_t> ranks;
 };
 
 // One entry of one rank's dump, as the analysis uses it.
 struct FrEntry {
   static constexpr int64_t kNoTime = INT64_MIN;
-  int64_t seq = 0;                 // collective_seq_id, or p2p_seq_id for p2p ops
+  // collective_seq_id, or p2p_seq_id for p2p ops; seq_id before format 2.0.
+  int64_t seq = 0;
   int64_t numel = 0;               // elements of the input tensors
   int64_t created_ns = kNoTime;    // wall clock
   int64_t completed_ns = kNoTime;  // time_discovered_completed_ns
@@ -58,16 +66,27 @@ struct FrEntry {
   int32_t sizes = 0;               // strings: the input sizes as JSON, "[[4],[2,3]]"
   int32_t dtypes = 0;              // strings: "Float", "Float,Double"
   int32_t where = 0;               // strings: "/path/train.py:88 in train_step", "" without frames
+  int32_t op_detail = 0;           // strings: "0->1" of "nccl:send 0->1", "1<-0" of a recv
   trace::TorchFrState state = trace::TorchFrState::kScheduled;
-  bool done_by_dump = false;  // completed, retired, or past the group's last_completed
+  bool done_by_dump = false;  // completed, retired (Gloo), or past the group's last_completed
+  // A coalesced group of collectives, merged into this one entry: its op is
+  // "coalesced(all_reduce,all_reduce)", its sizes and dtypes those of its members in turn.
+  bool coalesced = false;
 };
 
 struct FrRankDump {
   int rank = 0;
   std::string file_name;
-  std::string version;           // the dump's format version, "2.10"
-  std::vector<FrEntry> entries;  // oldest first; coalesced markers left out
-  int64_t entries_skipped = 0;   // malformed entries the reader left out
+  std::string version;  // the dump's format version, "2.10"
+  // Oldest first. A coalesced group of collectives (its ops sharing one collective_seq_id,
+  // from format 2.7 on, and the closing `…:coalesced` entry) is one entry, as torch's
+  // fr_trace takes it; a coalesced group of p2p ops stays one entry per op, each done when
+  // the closing entry is (NCCL records the ops inside a group without events).
+  std::vector<FrEntry> entries;
+  int64_t entries_skipped = 0;  // malformed entries the reader left out
+  // The first entry's record_id: above 0, the ring buffer wrapped (or only active entries
+  // were dumped) and the rank's oldest ops are gone. nullopt before format 1.4.
+  std::optional<int64_t> first_record_id;
 };
 
 struct FrRun {

@@ -2,9 +2,10 @@
 torch jobs without dsdiag (jobs/fr_scenarios.py: Gloo on CPU, 2 to 4 ranks, torch's own dump
 bytes, one file per rank), one test per scenario, each asserting that compare names the rank
 to blame — the one that skipped a collective, blocked in Python, issued another size, dtype or
-op, skipped one in a sub-group, died without a dump, rank 0 among them — with the collective
-(process group, sequence number, op) and the Python line that issued it, and that no error
-finding names a healthy rank. fr_scenarios.TRUTH says what each job did.
+op, skipped one in a sub-group, died without a dump, blocked in a recv never sent, rank 0
+among them — with the collective (process group, sequence number, op) and the Python line
+that issued it, and that no error finding names a healthy rank. fr_scenarios.TRUTH says what
+each job did.
 
 Run by ctest once per Python lane (DSDIAG_TEST_PYTHON); DSDIAG_BINARY names the dsdiag
 executable. Skips on a lane whose torch has no backend-generic Flight Recorder (Debian's
@@ -153,6 +154,21 @@ class TorchFrDumps(JobTestCase):
         self.assertIn("rank 0", f["summary"])
         self.assert_culprit_went_as_far_as("rank0_skips", f)
 
+    def test_i_a_rank_blocked_in_a_recv_never_sent_is_named_where_gloo_shows_it(self):
+        """Gloo records no send or recv: no send/recv finding can be made, and the hang names
+        rank 1, stuck after its last collective, which it went as far as; its row shows
+        nothing pending (the recv it blocks in is not in its dump)."""
+        _, findings = self.scenario("recv_unsent")
+        self.assertFalse([g for g in findings
+                          if (g.get("subject") or "").startswith("send/recv")], findings)
+        f = self.culprit("recv_unsent", findings)
+        self.assertEqual(f["evidence"]["op"], "all_reduce", f["summary"])
+        self.assertIn("seq 6", f["subject"])
+        self.assert_names_line("recv_unsent", f)
+        self.assert_culprit_went_as_far_as("recv_unsent", f)
+        row = [r for r in f["evidence"]["ranks"] if r["rank"] == 1][0]
+        self.assertEqual(row["role"], "never joined", row)
+        self.assertNotIn("waiting_in", row)
 
 if __name__ == "__main__":
     unittest.main()

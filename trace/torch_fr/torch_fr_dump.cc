@@ -546,6 +546,14 @@ int64_t Numel(const std::vector<std::vector<int64_t>>& shapes) {
 int64_t TorchFrEntry::input_numel() const { return Numel(input_sizes); }
 int64_t TorchFrEntry::output_numel() const { return Numel(output_sizes); }
 
+bool TorchFrEntry::is_coalesced_marker() const {
+  const std::string_view name = op();
+  constexpr std::string_view kSuffix = "_coalesced";
+  if (name == "coalesced") return true;
+  return name.size() > kSuffix.size() && name.substr(name.size() - kSuffix.size()) == kSuffix &&
+         name.front() >= 'A' && name.front() <= 'Z';
+}
+
 bool TorchFrDump::records_coalesced_collectives() const {
   return version_major && version_minor &&
          (*version_major > 2 || (*version_major == 2 && *version_minor >= 7));

@@ -95,8 +95,10 @@ struct TorchFrEntry {
   std::string_view backend() const;
   std::string_view op() const;
   std::string_view op_detail() const;
-  // The entry that closes a coalesced group (op "coalesced"), not an op of its own.
-  bool is_coalesced_marker() const { return op() == "coalesced"; }
+  // The entry that closes a coalesced group, not an op of its own: "nccl:coalesced", or
+  // "nccl:ALLGATHER_coalesced" / "nccl:REDUCE_SCATTER_coalesced" (endCoalescing's op type,
+  // upper case) — not "allreduce_coalesced" and the like, which are collectives of their own.
+  bool is_coalesced_marker() const;
   // Elements of all input (output) tensors: the product of each shape, summed.
   int64_t input_numel() const;
   int64_t output_numel() const;
@@ -136,8 +138,8 @@ struct TorchFrDump {
   int64_t entries_skipped = 0;
   std::string first_entry_problem;
 
-  // Before format 2.7 only the ops of a coalesced p2p group were each recorded (a closing
-  // "coalesced" entry carries the group); from 2.7 every coalesced collective is too.
+  // Before format 2.7 only the p2p ops inside a coalesced group were recorded one by one (a
+  // group of collectives is its closing "coalesced" entry alone); from 2.7 every op is.
   bool records_coalesced_collectives() const;
   const TorchFrGroup* FindGroup(std::string_view pg_name) const;
   const TorchFrGroupStatus* FindStatus(int64_t pg_id) const;

@@ -75,6 +75,13 @@ TRUTH = {
     "rank0_skips": dict(
         letter="h", world=4, kind="hang", ranks=[0], pg="0", seq=6, op="all_reduce",
         line="rank0_skips", why="rank 0 skips step 2's loss all_reduce; ranks 1-3 wait"),
+    # Gloo records no send or recv (torch 2.13): the dumps cannot show the recv nor the send
+    # rank 0 skipped, only that rank 1, stuck after its last collective, never joins the next.
+    "recv_unsent": dict(
+        letter="i", world=2, kind="hang", ranks=[1], pg="0", seq=6, op="all_reduce",
+        line="recv_unsent",
+        why="rank 1 blocks in recv(src=0) at step 2, a send rank 0 skips; Gloo records no "
+            "send/recv: rank 1 never joins the all_reduce rank 0 waits in"),
 }
 
 
@@ -198,8 +205,26 @@ def died(job):
         dist.all_reduce(torch.ones(4))  # @died
 
 
+def recv_unsent(job):
+    """(i) A recv whose send never comes: every step rank 0 sends its state to rank 1 between
+    the gradients' and the loss's all_reduce, but skips it at step 2 and goes on to the loss
+    all_reduce; rank 1 blocks in dist.recv(src=0). torch 2.13's Gloo records neither the sends
+    nor the recv (NCCL would: there dsdiag pairs them and names rank 0), so the dumps show
+    rank 1 never joining the all_reduce rank 0 waits in, after the gradients' all_reduce."""
+    import torch
+    import torch.distributed as dist
+    for step in range(3):
+        dist.all_reduce(torch.ones(4))  # the gradients @recv_unsent_last
+        if job.rank == 0 and step != 2:
+            dist.send(torch.ones(3), dst=1)
+        elif job.rank == 1:
+            dist.recv(torch.empty(3), src=0)
+        dist.all_reduce(torch.ones(1))  # the loss @recv_unsent
+    job.log("done")
+
+
 SCENARIOS = {f.__name__: f for f in (skip, blocked, size_mismatch, dtype_mismatch, op_mismatch,
-                                     subgroup_hang, died, rank0_skips)}
+                                     subgroup_hang, died, rank0_skips, recv_unsent)}
 assert sorted(SCENARIOS) == sorted(TRUTH)
 
 
