@@ -26,9 +26,7 @@ void* BeginAllreduce(void* probes, int pg, const char* dtype, int64_t count, int
 
 void Started(void* op) { static_cast<probes::CollectiveOp*>(op)->Started(); }
 
-void Completed(void* op, bool failed) {
-  static_cast<probes::CollectiveOp*>(op)->Completed(failed);
-}
+void Completed(void* op, bool failed) { static_cast<probes::CollectiveOp*>(op)->Completed(failed); }
 
 void WriteAndFree(void* op) {
   auto* collective = static_cast<probes::CollectiveOp*>(op);
@@ -56,9 +54,8 @@ void BindDdpHookApi(py::module_& m) {
   m.def(
       "ddp_hook_api",
       [](probes::RankProbes& p) {
-        auto* api = new DdpHookApi{kDdpHookApiVersion, &p,       BeginAllreduce,  Started,
-                                   Completed,          WriteAndFree, FingerprintRange,
-                                   SampleRange};
+        auto* api = new DdpHookApi{kDdpHookApiVersion, &p,           BeginAllreduce,   Started,
+                                   Completed,          WriteAndFree, FingerprintRange, SampleRange};
         return py::capsule(api, kDdpHookApiCapsule, &FreeApi);
       },
       py::arg("probes"),

@@ -21,7 +21,7 @@ struct DdpHookApi {
   // as the Python hook records it. Null when the probes are off.
   void* (*begin_allreduce)(void* probes, int pg, const char* dtype, int64_t count, int64_t bytes,
                            int64_t bucket);
-  void (*started)(void* op);                // the backend accepted it
+  void (*started)(void* op);                 // the backend accepted it
   void (*completed)(void* op, bool failed);  // any thread (the backend's)
   void (*write_and_free)(void* op);          // the `coll` record, on the job's thread
   // The fingerprint the Python probes take of one contiguous range (fingerprint_groups),

@@ -14,10 +14,7 @@
 // PythonCommHook runs dsdiag's Python hook, which runs the job's inside it.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
-#include <torch/csrc/distributed/c10d/comm.hpp>
 #include <torch/csrc/distributed/c10d/python_comm_hook.h>
-#include <torch/csrc/distributed/c10d/reducer.hpp>
 
 #include <atomic>
 #include <cstdint>
@@ -25,6 +22,9 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/comm.hpp>
+#include <torch/csrc/distributed/c10d/reducer.hpp>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -40,15 +40,24 @@ using dsdiag::python::DdpHookApi;
 // The short dtype names of `coll` records (dsdiag/torch/_tensors.py's dtype_name).
 std::string DtypeName(c10::ScalarType t) {
   switch (t) {
-    case c10::ScalarType::Float: return "f32";
-    case c10::ScalarType::Double: return "f64";
-    case c10::ScalarType::Half: return "f16";
-    case c10::ScalarType::BFloat16: return "bf16";
-    case c10::ScalarType::Long: return "i64";
-    case c10::ScalarType::Int: return "i32";
-    case c10::ScalarType::Char: return "i8";
-    case c10::ScalarType::Byte: return "u8";
-    case c10::ScalarType::Bool: return "bool";
+    case c10::ScalarType::Float:
+      return "f32";
+    case c10::ScalarType::Double:
+      return "f64";
+    case c10::ScalarType::Half:
+      return "f16";
+    case c10::ScalarType::BFloat16:
+      return "bf16";
+    case c10::ScalarType::Long:
+      return "i64";
+    case c10::ScalarType::Int:
+      return "i32";
+    case c10::ScalarType::Char:
+      return "i8";
+    case c10::ScalarType::Byte:
+      return "u8";
+    case c10::ScalarType::Bool:
+      return "bool";
     default: {
       std::string name = c10::toString(t);
       for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -180,10 +189,9 @@ class RecordingAllreduceHook final : public c10d::CommHookInterface {
     void* op = nullptr;
     if (state_->recording.load(std::memory_order_relaxed)) {
       state_->reduced.store(true, std::memory_order_relaxed);
-      op = state_->api().begin_allreduce(state_->api().probes, pg_,
-                                         DtypeName(buffer.scalar_type()).c_str(), buffer.numel(),
-                                         buffer.numel() * buffer.element_size(),
-                                         static_cast<int64_t>(bucket.getIndex()));
+      op = state_->api().begin_allreduce(
+          state_->api().probes, pg_, DtypeName(buffer.scalar_type()).c_str(), buffer.numel(),
+          buffer.numel() * buffer.element_size(), static_cast<int64_t>(bucket.getIndex()));
     }
     // DDP's ALLREDUCE hook: averaged, divided first so that fp16 does not overflow.
     buffer.div_(world_size_);
@@ -242,7 +250,8 @@ class HookHandle {
   bool TakeReduced() { return state_->reduced.exchange(false); }
   std::vector<std::tuple<uintptr_t, uint64_t, uint64_t>> TakeHashes() {
     std::vector<std::tuple<uintptr_t, uint64_t, uint64_t>> out;
-    for (const ReducedGradient& g : state_->TakeHashes()) out.emplace_back(g.param, g.hash, g.sample);
+    for (const ReducedGradient& g : state_->TakeHashes())
+      out.emplace_back(g.param, g.hash, g.sample);
     return out;
   }
   void WriteEnded() { state_->WriteEnded(); }
