@@ -27,6 +27,17 @@ def records(run, rank, kind):
             if r["type"] == kind]
 
 
+def run_files(run):
+    """What a failed assertion shows of a run: each file's size and last line (a trace's end
+    record, a flight dump's reason)."""
+    shown = {}
+    for name in sorted(os.listdir(run)):
+        with open(os.path.join(run, name), "rb") as f:
+            data = f.read()
+        shown[name] = (len(data), data.rstrip().splitlines()[-1][:400] if data.strip() else b"")
+    return shown
+
+
 class PointToPoint(JobTestCase):
     def test_every_form_is_recorded_with_its_peer_and_the_pairs_sequence(self):
         run = self.path("p2p")
@@ -124,6 +135,7 @@ class PointToPoint(JobTestCase):
         self.assertNotEqual(status, 0, err)
         findings = compare(run)
         hang = find(findings, "hang")
+        self.assertIsNotNone(hang, (findings, err, run_files(run)))
         self.assertEqual((hang["ranks"], hang["step"]), ([1], 2), findings)
         self.assertIn("it waited in a recv from rank 0 (pg 0, message 0 of the pair, recv)",
                       hang["summary"])
