@@ -302,6 +302,75 @@ TEST(HangAnalyzerTest, ARankWaitingInAMessageIsACulpritSayingWhichPeerItWaitsFor
             "{\"op\":\"recv\",\"peer\":3,\"pg\":0,\"pair_seq\":4,\"tag\":\"recv\",\"step\":5}");
 }
 
+// Two ranks: rank 1's watchdog ends it in a recv from rank 0 that never came; the launcher then
+// stops rank 0 (SIGTERM) while it waits in allreduce seq 15, 6 s in, long before its own
+// timeout. Rank 0 is still the hang's witness (its wait was only cut short), and rank 1 the
+// rank that never joined. CI saw this order under load: without the rule, no hang finding.
+TEST(HangAnalyzerTest, ARankStoppedWhileItsPeerTimedOutOnAMessageFromItWitnessesTheHang) {
+  TestRun run;
+  const int64_t fire = Enter(kStuckStep, 0) + 10 * kSec;
+  {
+    auto w = WriteUpToStuckStep(&run, 0, 2);
+    WritePhase(w.get(), Local(0, StepStart(kStuckStep) + 16 * kMs), "backward", 22 * kMs);
+    TestRun::WriteEnd(w.get(), "signal", 143);
+  }
+  WriteDump(&run, 0, 2, "signal", Enter(kStuckStep, 0) + 6 * kSec, kStuckStep, "sync",
+            WaiterEntries());
+  {
+    auto w = WriteUpToStuckStep(&run, 1, 2);
+    const std::string message =
+        "point-to-point recv from rank 0 on group 0 (message 0 of the pair, recv) waited on for "
+        "10.0 s, past the 10.0 s timeout";
+    w->BeginAt(trace::rec::kError, Local(1, fire))
+        .line()
+        .Field("where", "watchdog")
+        .Field("message", message);
+    w->BeginAt(trace::rec::kEnd, Local(1, fire + kMs))
+        .line()
+        .Field("reason", "error")
+        .Field("status", 1)
+        .Field("error", message);
+  }
+  const std::string at = std::to_string(Local(1, Enter(kStuckStep, 0) - 4 * kSec));
+  run.WriteFile(trace::FlightDumpFileName(1),
+                "{\"schema\":\"dsdiag.flight/1\",\"run_id\":\"test-run\",\"rank\":1,"
+                "\"world_size\":2,\"reason\":\"timeout\",\"ts\":" +
+                    std::to_string(Local(1, fire)) +
+                    ",\"where\":{\"step\":5,\"phase\":\"forward\"},\"entries\":[],"
+                    "\"p2p\":[{\"pg\":0,\"seq\":0,\"op\":\"recv\",\"peer\":0,\"dtype\":"
+                    "\"f32\",\"n\":3,\"tag\":\"recv\",\"step\":5,\"phase\":\"forward\","
+                    "\"state\":\"started\",\"issued\":" +
+                    at + ",\"started\":" + at + "}]}\n");
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  const Finding& f = findings[0];
+  EXPECT_EQ(f.ranks, std::vector<int>{1});
+  EXPECT_EQ(f.subject, "allreduce pg 0 seq 15 (grad-bucket-0)");
+  EXPECT_NE(f.summary.find("it waited in a recv from rank 0 (pg 0, message 0 of the pair, recv)"),
+            std::string::npos)
+      << f.summary;
+  EXPECT_NE(f.evidence.ToJson().find("pending while rank 1 timed out on a message with it"),
+            std::string::npos)
+      << f.evidence.ToJson();
+}
+
+// Without a peer that timed out on a message with it, a short pending wait witnesses nothing:
+// the same rank 0, stopped 6 s in, beside a rank 1 that crashed.
+TEST(HangAnalyzerTest, AShortPendingWaitWithoutAPeerTimingOutIsNoWitness) {
+  TestRun run;
+  {
+    auto w = WriteUpToStuckStep(&run, 0, 2);
+    TestRun::WriteEnd(w.get(), "signal", 143);
+  }
+  WriteDump(&run, 0, 2, "signal", Enter(kStuckStep, 0) + 6 * kSec, kStuckStep, "sync",
+            WaiterEntries());
+  {
+    auto w = WriteUpToStuckStep(&run, 1, 2);
+    TestRun::WriteEnd(w.get(), "error", 1, "error", "ValueError: bad batch");
+  }
+  EXPECT_TRUE(Analyze(run).empty());
+}
+
 TEST(HangAnalyzerTest, APythonCulpritsDumpGivesItsMainThreadsLine) {
   TestRun run;
   const int64_t fire = Enter(kStuckStep, 0) + 60 * kSec;

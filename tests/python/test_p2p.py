@@ -142,10 +142,11 @@ class PointToPoint(JobTestCase):
         self.assertIsNone(find(findings, "collective-mismatch"), findings)
         waiters = [d for d in findings if d["kind"] == "rank-died" and d["ranks"] == [0]]
         self.assertEqual([d["severity"] for d in waiters], ["info"], findings)
-        # its watchdog timed out on the message, which its dump lists pending, apart
+        # its watchdog timed out on the message, which its dump lists pending, apart (or,
+        # where rank 0's watchdog fired first, the launcher's SIGTERM wrote the dump)
         with open(os.path.join(run, "flight-rank-00001.json")) as f:
             dump = json.load(f)
-        self.assertEqual(dump["reason"], "timeout")
+        self.assertIn(dump["reason"], ("timeout", "signal"))
         self.assertFalse([e for e in dump["entries"] if e["state"] != "completed"], dump)
         self.assertEqual([(e["op"], e["peer"], e["seq"], e["state"]) for e in dump["p2p"]
                           if e["state"] != "completed"], [("recv", 0, 0, "started")], dump)

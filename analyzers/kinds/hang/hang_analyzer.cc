@@ -21,8 +21,9 @@
 // ranks that never joined the others' collective, and the finding says which message from
 // or to which peer it waited in instead.
 // A rank *waits* (is a hang witness) when it timed out (error or end record as above), its
-// dump's reason is "timeout", or its dump holds an entry pending for longer than
-// max(30 s, 3 x the longest step) — but a rank that ended with "peer-failure" (or an error
+// dump's reason is "timeout", its dump holds an entry pending for longer than
+// max(30 s, 3 x the longest step), or for any time while another rank timed out waiting in a
+// message from or to it — but a rank that ended with "peer-failure" (or an error
 // that is a lost peer's, trace/peer_loss.h) saw another
 // rank fail, not a hang: a crash is the rank-died analyzer's, and without any witness there
 // is no hang finding.
@@ -200,6 +201,10 @@ class HangAnalyzer : public Analyzer {
                  (s.end.reason == "peer-failure" ||
                   (s.end.reason == "error" && trace::LooksLikePeerLoss(s.end.detail))))) {
       w.signal = "pending in dump";
+    } else if (const auto peer = pending ? PeerTimedOutOnMessageWith(rank) : std::nullopt) {
+      // However short its own wait: the launcher stops it as soon as the peer's watchdog ends
+      // the peer, often before its own timeout (the two waits began apart).
+      w.signal = "pending while rank " + std::to_string(*peer) + " timed out on a message with it";
     } else {
       return std::nullopt;
     }
@@ -212,6 +217,21 @@ class HangAnalyzer : public Analyzer {
       w.inferred = true;
     }
     return w;
+  }
+
+  // Another rank whose watchdog ended it while it waited in a point-to-point message from or
+  // to `rank`: the hang's witness on the other side is `rank`, pending in a collective.
+  std::optional<int> PeerTimedOutOnMessageWith(int rank) const {
+    for (size_t r = 0; r < run_.ranks.size(); ++r) {
+      const HangRankState& other = run_.ranks[r];
+      const trace::FlightDumpEntry* m = WaitedMessage(other);
+      if (static_cast<int>(r) == rank || m == nullptr || m->peer.value_or(-1) != rank) continue;
+      const bool timed_out = other.timeout || (other.dump && other.dump->reason == "timeout") ||
+                             (other.ended && other.end.end_seen && other.end.reason == "error" &&
+                              IsTimeoutText(other.end.detail));
+      if (timed_out) return static_cast<int>(r);
+    }
+    return std::nullopt;
   }
 
   int64_t StuckAfter() const { return std::max(kMinStuckNs, kStuckSteps * run_.max_step_ns); }

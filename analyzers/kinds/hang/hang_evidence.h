@@ -52,7 +52,9 @@ struct HangRankState {
 // Why a rank counts as a witness of the hang, and where it waits.
 struct Witness {
   int rank = 0;
-  std::string signal;  // "watchdog error", "timeout dump", "end: error", "pending in dump"
+  // "watchdog error", "timeout dump", "end: error", "pending in dump", "pending while rank R
+  // timed out on a message with it"
+  std::string signal;
   std::optional<CollectiveKey> key;
   bool inferred = false;
 };
