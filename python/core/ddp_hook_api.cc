@@ -34,16 +34,6 @@ void WriteAndFree(void* op) {
   delete collective;
 }
 
-// As fingerprint_groups hashes a group of one range, so that a gradient hashed here and
-// again before the optimizer step gives the same value when it did not change.
-uint64_t FingerprintRange(const void* data, size_t nbytes) {
-  return probes::FingerprintBytes(data, nbytes);
-}
-
-uint64_t SampleRange(const void* data, size_t nbytes) {
-  return probes::SampleFingerprint(data, nbytes);
-}
-
 void FreeApi(PyObject* capsule) {
   delete static_cast<DdpHookApi*>(PyCapsule_GetPointer(capsule, kDdpHookApiCapsule));
 }
@@ -54,8 +44,9 @@ void BindDdpHookApi(py::module_& m) {
   m.def(
       "ddp_hook_api",
       [](probes::RankProbes& p) {
-        auto* api = new DdpHookApi{kDdpHookApiVersion, &p,           BeginAllreduce,   Started,
-                                   Completed,          WriteAndFree, FingerprintRange, SampleRange};
+        auto* api = new DdpHookApi{
+            kDdpHookApiVersion, &p,           BeginAllreduce,           Started,
+            Completed,          WriteAndFree, probes::FingerprintBytes, probes::SampleFingerprint};
         return py::capsule(api, kDdpHookApiCapsule, &FreeApi);
       },
       py::arg("probes"),

@@ -253,6 +253,44 @@ TEST(HangAnalyzerTest, FlightDumpsSaySinceWhenTheOthersWaitAndWhereTheCulpritWas
   EXPECT_EQ(f.ts_ns, Local(*f.ts_rank, Enter(kStuckStep, 0)));
 }
 
+// A recv from `peer` that never came: the rank's watchdog ends it at `fire` (true time), and its
+// dump lists the message pending (started at `since`) and no collective.
+struct WaitedRecv {
+  int peer;
+  int64_t pair_seq, n, timeout_s, since;
+};
+
+void WriteMessageWaiter(TestRun* run, int rank, int world, const WaitedRecv& m, int64_t fire) {
+  auto w = WriteUpToStuckStep(run, rank, world);
+  const std::string secs = std::to_string(m.timeout_s) + ".0 s";
+  const std::string message = "point-to-point recv from rank " + std::to_string(m.peer) +
+                              " on group 0 (message " + std::to_string(m.pair_seq) +
+                              " of the pair, recv) waited on for " + secs + ", past the " + secs +
+                              " timeout";
+  w->BeginAt(trace::rec::kError, Local(rank, fire))
+      .line()
+      .Field("where", "watchdog")
+      .Field("message", message);
+  w->BeginAt(trace::rec::kEnd, Local(rank, fire + kMs))
+      .line()
+      .Field("reason", "error")
+      .Field("status", 1)
+      .Field("error", message);
+  const std::string at = std::to_string(Local(rank, m.since));
+  run->WriteFile(
+      trace::FlightDumpFileName(rank),
+      "{\"schema\":\"dsdiag.flight/1\",\"run_id\":\"test-run\",\"rank\":" + std::to_string(rank) +
+          ",\"world_size\":" + std::to_string(world) +
+          ",\"reason\":\"timeout\",\"ts\":" + std::to_string(Local(rank, fire)) +
+          ",\"where\":{\"step\":5,\"phase\":\"forward\"},\"entries\":[],"
+          "\"p2p\":[{\"pg\":0,\"seq\":" +
+          std::to_string(m.pair_seq) + ",\"op\":\"recv\",\"peer\":" + std::to_string(m.peer) +
+          ",\"dtype\":\"f32\",\"n\":" + std::to_string(m.n) +
+          ",\"tag\":\"recv\",\"step\":5,\"phase\":\"forward\","
+          "\"state\":\"started\",\"issued\":" +
+          at + ",\"started\":" + at + "}]}\n");
+}
+
 // Rank 2 waits in a recv from rank 3 that never came (its watchdog timed out on the
 // message, not on a collective) while ranks 0, 1 and 3 wait in allreduce seq 15: it is no
 // witness of their collective — a message has no place in a group's sequence — but the rank
@@ -264,31 +302,7 @@ TEST(HangAnalyzerTest, ARankWaitingInAMessageIsACulpritSayingWhichPeerItWaitsFor
     WriteWatchdogWaiter(&run, r, 4);
     WriteDump(&run, r, 4, "timeout", fire, kStuckStep, "sync", WaiterEntries());
   }
-  {
-    auto w = WriteUpToStuckStep(&run, 2, 4);
-    const std::string message =
-        "point-to-point recv from rank 3 on group 0 (message 4 of the pair, recv) waited on for "
-        "60.0 s, past the 60.0 s timeout";
-    w->BeginAt(trace::rec::kError, Local(2, fire))
-        .line()
-        .Field("where", "watchdog")
-        .Field("message", message);
-    w->BeginAt(trace::rec::kEnd, Local(2, fire + kMs))
-        .line()
-        .Field("reason", "error")
-        .Field("status", 1)
-        .Field("error", message);
-  }
-  const std::string at = std::to_string(Local(2, Enter(kStuckStep, 0)));
-  run.WriteFile(trace::FlightDumpFileName(2),
-                "{\"schema\":\"dsdiag.flight/1\",\"run_id\":\"test-run\",\"rank\":2,"
-                "\"world_size\":4,\"reason\":\"timeout\",\"ts\":" +
-                    std::to_string(Local(2, fire)) +
-                    ",\"where\":{\"step\":5,\"phase\":\"forward\"},\"entries\":[],"
-                    "\"p2p\":[{\"pg\":0,\"seq\":4,\"op\":\"recv\",\"peer\":3,\"dtype\":"
-                    "\"f32\",\"n\":8,\"tag\":\"recv\",\"step\":5,\"phase\":\"forward\","
-                    "\"state\":\"started\",\"issued\":" +
-                    at + ",\"started\":" + at + "}]}\n");
+  WriteMessageWaiter(&run, 2, 4, {3, 4, 8, 60, Enter(kStuckStep, 0)}, fire);
   const auto findings = Analyze(run);
   ASSERT_EQ(findings.size(), 1u);
   const Finding& f = findings[0];
@@ -316,31 +330,7 @@ TEST(HangAnalyzerTest, ARankStoppedWhileItsPeerTimedOutOnAMessageFromItWitnesses
   }
   WriteDump(&run, 0, 2, "signal", Enter(kStuckStep, 0) + 6 * kSec, kStuckStep, "sync",
             WaiterEntries());
-  {
-    auto w = WriteUpToStuckStep(&run, 1, 2);
-    const std::string message =
-        "point-to-point recv from rank 0 on group 0 (message 0 of the pair, recv) waited on for "
-        "10.0 s, past the 10.0 s timeout";
-    w->BeginAt(trace::rec::kError, Local(1, fire))
-        .line()
-        .Field("where", "watchdog")
-        .Field("message", message);
-    w->BeginAt(trace::rec::kEnd, Local(1, fire + kMs))
-        .line()
-        .Field("reason", "error")
-        .Field("status", 1)
-        .Field("error", message);
-  }
-  const std::string at = std::to_string(Local(1, Enter(kStuckStep, 0) - 4 * kSec));
-  run.WriteFile(trace::FlightDumpFileName(1),
-                "{\"schema\":\"dsdiag.flight/1\",\"run_id\":\"test-run\",\"rank\":1,"
-                "\"world_size\":2,\"reason\":\"timeout\",\"ts\":" +
-                    std::to_string(Local(1, fire)) +
-                    ",\"where\":{\"step\":5,\"phase\":\"forward\"},\"entries\":[],"
-                    "\"p2p\":[{\"pg\":0,\"seq\":0,\"op\":\"recv\",\"peer\":0,\"dtype\":"
-                    "\"f32\",\"n\":3,\"tag\":\"recv\",\"step\":5,\"phase\":\"forward\","
-                    "\"state\":\"started\",\"issued\":" +
-                    at + ",\"started\":" + at + "}]}\n");
+  WriteMessageWaiter(&run, 1, 2, {0, 0, 3, 10, Enter(kStuckStep, 0) - 4 * kSec}, fire);
   const auto findings = Analyze(run);
   ASSERT_EQ(findings.size(), 1u);
   const Finding& f = findings[0];

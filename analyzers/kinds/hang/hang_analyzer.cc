@@ -225,11 +225,9 @@ class HangAnalyzer : public Analyzer {
     for (size_t r = 0; r < run_.ranks.size(); ++r) {
       const HangRankState& other = run_.ranks[r];
       const trace::FlightDumpEntry* m = WaitedMessage(other);
-      if (static_cast<int>(r) == rank || m == nullptr || m->peer.value_or(-1) != rank) continue;
-      const bool timed_out = other.timeout || (other.dump && other.dump->reason == "timeout") ||
-                             (other.ended && other.end.end_seen && other.end.reason == "error" &&
-                              IsTimeoutText(other.end.detail));
-      if (timed_out) return static_cast<int>(r);
+      if (static_cast<int>(r) != rank && m != nullptr && m->peer.value_or(-1) == rank &&
+          TimedOut(other))
+        return static_cast<int>(r);
     }
     return std::nullopt;
   }

@@ -44,6 +44,12 @@ const trace::FlightDumpEntry* WaitedMessage(const HangRankState& s) {
   return nullptr;
 }
 
+bool TimedOut(const HangRankState& s) {
+  return s.timeout ||
+         (s.ended && s.end.end_seen && s.end.reason == "error" && IsTimeoutText(s.end.detail)) ||
+         (s.dump && s.dump->reason == "timeout");
+}
+
 std::string DescribeMessage(const trace::FlightDumpEntry& m) {
   const bool send = m.op == "send";
   const int64_t peer = m.peer.value_or(-1);

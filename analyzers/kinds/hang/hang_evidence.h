@@ -80,6 +80,10 @@ const trace::FlightDumpEntry* DumpEntry(const HangRankState& s, const Collective
 // `p2p` entries that is "started": a blocking send/recv, or wait() on its request), or null.
 // A message is no collective: such a rank waits for one peer, not in its group's sequence.
 const trace::FlightDumpEntry* WaitedMessage(const HangRankState& s);
+
+// The rank says it timed out: a timeout error, an `end` error saying timeout, or a dump written
+// for a timeout.
+bool TimedOut(const HangRankState& s);
 // "a recv from rank 1 (pg 0, message 3 of the pair, irecv)".
 std::string DescribeMessage(const trace::FlightDumpEntry& m);
 // Whether the rank takes part in process group `pg` (pg 0 holds every rank).
