@@ -10,6 +10,7 @@
 #include "analyzers/torch_fr/fr_hang.h"
 #include "analyzers/torch_fr/fr_mismatch.h"
 #include "analyzers/torch_fr/fr_p2p.h"
+#include "analyzers/torch_fr/fr_parting.h"
 
 namespace dsdiag::analyzers::torch_fr {
 namespace {
@@ -46,6 +47,20 @@ Finding SkippedEntries(const FrRun& run) {
   return f;
 }
 
+// A mismatch of op, size or dtype later in a group whose streams parted is the parting's
+// consequence: its collectives were paired with the wrong ones.
+void FollowParting(const FrParting& p, Finding* f) {
+  const trace::JsonValue* group = f->evidence.Find("group");
+  const trace::JsonValue* seq = f->evidence.Find("seq");
+  if (f->kind != kind::kCollectiveMismatch || !group || !seq ||
+      group->as_string() != p.group->name() || seq->as_int() <= p.seq)
+    return;
+  f->severity = Severity::kInfo;
+  f->summary =
+      "a follow-on of where the streams parted at seq " + std::to_string(p.seq) + ": " + f->summary;
+  f->evidence.Set("follows_from", "parting at seq " + std::to_string(p.seq));
+}
+
 }  // namespace
 
 std::vector<Finding> AnalyzeFrRun(const FrRun& run) {
@@ -58,7 +73,13 @@ std::vector<Finding> AnalyzeFrRun(const FrRun& run) {
     const trace::JsonValue* seq = f.evidence.Find("seq");
     if (group && seq) mismatched.insert({group->as_string(), seq->as_int()});
   }
-  FindHangs(run, groups, mismatched, &findings);
+  std::set<std::string> parted;
+  for (const FrParting& p : FindPartings(run, groups)) {
+    parted.insert(p.group->name());
+    for (Finding& f : findings) FollowParting(p, &f);
+    findings.push_back(PartingFinding(run, p));
+  }
+  FindHangs(run, groups, mismatched, parted, &findings);
   FindP2pFindings(run, groups, &findings);
   for (const trace::LocatedIssue& issue : run.unreadable) findings.push_back(Unreadable(issue));
   if (run.entries_skipped > 0) findings.push_back(SkippedEntries(run));

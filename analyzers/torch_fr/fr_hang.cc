@@ -78,7 +78,9 @@ struct GroupHang {
   const FrGroup* group = nullptr;
   int64_t seq = 0;
   const FrOp* op = nullptr;  // a waiting rank's entry: what the collective is
-  std::vector<int> waiting;
+  // Dumps written after the failure: nothing is pending, the streams end at different seqs.
+  bool after = false;
+  std::vector<int> waiting;      // after: the ranks whose streams reach the group's last seq
   std::vector<int> free_absent;  // dump, nothing pending: culprits
   std::vector<int> held_absent;  // waiting in another group's op
   std::vector<int> missing;      // no dump at all
@@ -96,7 +98,24 @@ std::optional<GroupHang> HangOf(const FrRun& run, const std::vector<FrGroup>& gr
       if (!h.op) h.op = w;
     }
   }
-  if (h.waiting.empty() || g.p2p()) return std::nullopt;
+  if (g.p2p()) return std::nullopt;
+  const bool none_pending = h.waiting.empty();
+  if (none_pending) {
+    // Dumps written after the failure (an except or SIGTERM handler, the job's end): Gloo
+    // retires a collective that timed out or failed as one that completed, so nothing is
+    // pending; the ranks that reached the group's last seq waited in it, the others never
+    // issued it.
+    h.after = true;
+    for (const FrRankOps& r : g.ranks)
+      if (r.Last() && r.Last()->seq == h.seq) {
+        h.waiting.push_back(r.rank);
+        // Pending in its own dump: a collective may complete on some members (Gloo's
+        // algorithms) while a rank that never joined it holds the others.
+        h.after = h.after && r.Last()->entry->done_by_dump;
+      }
+    if (h.waiting.size() == g.ranks.size()) return std::nullopt;  // the streams end together
+    h.op = g.Of(h.waiting.front())->Last();
+  }
   for (const FrRankOps& r : g.ranks) {
     if (std::find(h.waiting.begin(), h.waiting.end(), r.rank) != h.waiting.end()) continue;
     if (r.Last() && r.Last()->seq >= h.seq) continue;  // joined it (and finished)
@@ -113,7 +132,7 @@ std::optional<GroupHang> HangOf(const FrRun& run, const std::vector<FrGroup>& gr
   for (int r : h.held_absent)
     if (const FrOp* last = g.Of(r)->Last()) first_missed = std::min(first_missed, last->seq + 1);
   for (const FrRankOps& r : g.ranks)
-    if (const FrOp* op = r.At(first_missed); op && !op->done) {
+    if (const FrOp* op = r.At(first_missed); op && (!op->done || none_pending)) {
       h.seq = first_missed;
       h.op = op;
       break;
@@ -126,8 +145,33 @@ std::string Where(const FrRun& run, const FrOp* op) {
   return where.empty() ? "" : " (" + where + ")";
 }
 
+// What the ranks at the end of a group's streams were in: the summary's "waits in", or, in
+// dumps written after the failure, the collective they last issued.
+std::string WaitText(const GroupHang& h) {
+  const bool many = h.waiting.size() > 1;
+  if (!h.after) return many ? " wait in" : " waits in";
+  return " last issued";
+}
+
+// Dumps written after the failure: what the culprits' own dumps say of them.
+std::string AfterNote(const std::vector<FrGroup>& groups, const GroupHang& h) {
+  std::string note =
+      " — the dumps were written after it failed or timed out (Gloo counts such a "
+      "collective completed, as one that succeeded)";
+  std::vector<int> outside;
+  for (int r : h.free_absent)
+    if (!HeldIn(groups, r)) outside.push_back(r);
+  if (!outside.empty())
+    note +=
+        "; rank" + std::string(outside.size() > 1 ? "s " : " ") + FormatRankRanges(outside) +
+        (outside.size() > 1 ? " were" : " was") +
+        " outside any recorded collective when dumped: " + (outside.size() > 1 ? "their" : "its") +
+        " last collective had completed";
+  return note;
+}
+
 Finding HangFinding(const FrRun& run, const std::vector<FrGroup>& groups, const GroupHang& h,
-                    bool mismatched) {
+                    bool mismatched, bool parted) {
   const FrGroup& g = *h.group;
   Finding f;
   f.kind = std::string(kind::kHang);
@@ -135,10 +179,12 @@ Finding HangFinding(const FrRun& run, const std::vector<FrGroup>& groups, const 
   culprits.insert(culprits.end(), h.missing.begin(), h.missing.end());
   const bool follow_on = culprits.empty() && !h.held_absent.empty();
   const bool all_in = culprits.empty() && h.held_absent.empty();
-  // Every rank in a collective the ranks disagree on: the mismatch is the cause.
-  f.severity = all_in && mismatched ? Severity::kInfo
-               : follow_on          ? Severity::kWarning
-                                    : Severity::kError;
+  // Every rank in a collective the ranks disagree on, or streams that parted earlier: the
+  // collective-mismatch is the cause.
+  const bool follows_mismatch = (all_in && mismatched) || (parted && !all_in);
+  f.severity = follows_mismatch ? Severity::kInfo
+               : follow_on      ? Severity::kWarning
+                                : Severity::kError;
   f.ranks = all_in ? h.waiting : follow_on ? h.held_absent : culprits;
   const std::string what = OpText(run, g, *h.op);
   f.subject = what;
@@ -152,34 +198,40 @@ Finding HangFinding(const FrRun& run, const std::vector<FrGroup>& groups, const 
                 " and none completed it: no rank is missing from it (a mismatch, the "
                 "network or the backend)";
   } else if (follow_on) {
-    f.summary = waiting + " wait in " + what + Where(run, h.op) + "; rank" +
+    f.summary = waiting + WaitText(h) + " " + what + Where(run, h.op) + "; rank" +
                 (h.held_absent.size() > 1 ? "s " : " ") + FormatRankRanges(h.held_absent) +
                 " never joined it, held in another group's collective";
   } else {
     f.summary = "rank" + std::string(culprits.size() > 1 ? "s " : " ") +
-                FormatRankRanges(culprits) + " never joined " + what + " that " + waiting +
-                (h.waiting.size() > 1 ? " wait in" : " waits in") + Where(run, h.op);
+                FormatRankRanges(culprits) + (h.after ? " never issued " : " never joined ") +
+                what + " that " + waiting + WaitText(h) + Where(run, h.op);
     if (!h.missing.empty())
       f.summary += "; rank" + std::string(h.missing.size() > 1 ? "s " : " ") +
                    FormatRankRanges(h.missing) + " left no dump";
+    if (h.after) f.summary += AfterNote(groups, h);
   }
+  if (parted && !all_in)
+    f.summary = "a follow-on of where the streams of " + g.Label() +
+                " parted (collective-mismatch): " + f.summary;
   JsonValue ev = JsonValue::Object();
   ev.Set("source", "torch-flight-recorder");
   ev.Set("group", g.name());
   ev.Set("group_desc", g.desc());
   ev.Set("seq", h.seq);
   ev.Set("op", run.Str(h.op->entry->op));
+  ev.Set("dumps", h.after ? "after the failure" : "in flight");
   JsonValue rows = JsonValue::Array();
-  for (int r : h.waiting) rows.Push(RankRow(run, groups, g, r, "waiting"));
+  const std::string ended = h.after ? "ended in it" : "waiting";
+  for (int r : h.waiting) rows.Push(RankRow(run, groups, g, r, ended));
   for (int r : h.free_absent) rows.Push(RankRow(run, groups, g, r, "never joined"));
   for (int r : h.held_absent) rows.Push(RankRow(run, groups, g, r, "held elsewhere"));
   for (int r : h.missing) rows.Push(RankRow(run, groups, g, r, "no dump"));
   ev.Set("ranks", std::move(rows));
+  if (follows_mismatch) ev.Set("follows_from", std::string(kind::kCollectiveMismatch));
   f.evidence = std::move(ev);
-  if (mismatched) ev.Set("follows_from", std::string(kind::kCollectiveMismatch));
-  f.hint = all_in && mismatched ? "fix the collective-mismatch: this hang follows from it"
-           : all_in             ? "look for a collective-mismatch finding at this seq, else at the "
-                                  "backend (NCCL_DEBUG=INFO) and the network between these ranks"
+  f.hint = follows_mismatch ? "fix the collective-mismatch: this hang follows from it"
+           : all_in         ? "look for a collective-mismatch finding at this seq, else at the "
+                              "backend (NCCL_DEBUG=INFO) and the network between these ranks"
            : follow_on
                ? "see the hang of the group these ranks wait in: this one follows from it"
                : "the ranks named never reached this collective: look at what they ran after "
@@ -188,37 +240,67 @@ Finding HangFinding(const FrRun& run, const std::vector<FrGroup>& groups, const 
   return f;
 }
 
-Finding DiedFinding(const FrRun& run, int rank, const std::optional<GroupHang>& hang) {
+// Where the dumped ranks of a group ended: its last seq and the ranks whose streams reach it.
+struct GroupEnd {
+  const FrGroup* group = nullptr;
+  const FrOp* op = nullptr;
+  std::vector<int> ranks;
+};
+
+std::optional<GroupEnd> EndOf(const FrGroup& g) {
+  GroupEnd end{&g, nullptr, {}};
+  const int64_t top = g.MaxSeq();
+  for (const FrRankOps& r : g.ranks)
+    if (r.Last() && r.Last()->seq == top) {
+      end.ranks.push_back(r.rank);
+      if (!end.op) end.op = r.Last();
+    }
+  if (!end.op) return std::nullopt;
+  return end;
+}
+
+Finding DiedFinding(const FrRun& run, int rank, const std::optional<GroupEnd>& peers,
+                    bool in_mismatch) {
   Finding f;
   f.kind = std::string(kind::kRankDied);
-  f.severity = Severity::kError;
+  // A rank missing beside a collective-mismatch it was in: Gloo aborts a rank that receives
+  // more bytes than it posted.
+  f.severity = in_mismatch ? Severity::kInfo : Severity::kError;
   f.ranks = {rank};
   f.subject = run.prefix + std::to_string(rank);
   f.summary = "rank " + std::to_string(rank) + " left no Flight Recorder dump (" + run.prefix +
               std::to_string(rank) + "): it died, was killed, or its dump was never written";
-  if (hang && hang->op)
-    f.summary += "; rank" + std::string(hang->waiting.size() > 1 ? "s " : " ") +
-                 FormatRankRanges(hang->waiting) +
-                 (hang->waiting.size() > 1 ? " wait in " : " waits in ") +
-                 OpText(run, *hang->group, *hang->op);
+  if (peers) {
+    const bool many = peers->ranks.size() > 1;
+    const bool pending = !peers->op->done;
+    f.summary += "; rank" + std::string(many ? "s " : " ") + FormatRankRanges(peers->ranks) +
+                 (pending ? (many ? " wait in " : " waits in ") : " last issued ") +
+                 OpText(run, *peers->group, *peers->op) + Where(run, peers->op);
+  }
+  if (in_mismatch)
+    f.summary +=
+        ": the collective-mismatch there, in which Gloo aborts a rank that receives "
+        "more bytes than it posted — a follow-on";
   JsonValue ev = JsonValue::Object();
   ev.Set("source", "torch-flight-recorder");
   ev.Set("expected_file", run.prefix + std::to_string(rank));
   ev.Set("world_size", run.world_size);
   ev.Set("world_size_from", run.world_size_source);
-  if (hang && hang->op) {
-    JsonValue w = OpJson(run, hang->op);
-    w.Set("group", hang->group->name());
-    w.Set("ranks", JsonValue::Array());
+  if (peers) {
+    JsonValue w = OpJson(run, peers->op);
+    w.Set("group", peers->group->name());
     JsonValue ranks = JsonValue::Array();
-    for (int r : hang->waiting) ranks.Push(r);
+    for (int r : peers->ranks) ranks.Push(r);
     w.Set("ranks", std::move(ranks));
     ev.Set("peers_wait_in", std::move(w));
   }
+  if (in_mismatch) ev.Set("follows_from", std::string(kind::kCollectiveMismatch));
   f.evidence = std::move(ev);
-  f.hint =
-      "look for that rank's end in the job's logs (an OOM kill, a segfault, a Python "
-      "exception) and make every rank dump (TORCH_FR_DUMP_TEMP_FILE on shared storage)";
+  f.hint = in_mismatch
+               ? "fix the collective-mismatch: this rank died in it"
+               : "look for that rank's end in the job's logs (an OOM kill, a segfault, a Python "
+                 "exception) and make every rank dump (TORCH_FR_DUMP_TEMP_FILE on shared "
+                 "storage)";
   return f;
 }
 
@@ -226,15 +308,20 @@ Finding DiedFinding(const FrRun& run, int rank, const std::optional<GroupHang>& 
 
 void FindHangs(const FrRun& run, const std::vector<FrGroup>& groups,
                const std::set<std::pair<std::string, int64_t>>& mismatched,
-               std::vector<Finding>* findings) {
-  std::optional<GroupHang> default_hang;
+               const std::set<std::string>& parted, std::vector<Finding>* findings) {
+  std::optional<GroupEnd> default_end;
   for (const FrGroup& g : groups) {
+    if (g.is_default() && !g.p2p() && !default_end) default_end = EndOf(g);
     std::optional<GroupHang> h = HangOf(run, groups, g);
     if (!h) continue;
-    if (g.is_default() && !default_hang) default_hang = h;
-    findings->push_back(HangFinding(run, groups, *h, mismatched.count({g.name(), h->seq}) > 0));
+    if (g.is_default() && !g.p2p()) default_end = GroupEnd{h->group, h->op, h->waiting};
+    findings->push_back(HangFinding(run, groups, *h, mismatched.count({g.name(), h->seq}) > 0,
+                                    parted.count(g.name()) > 0));
   }
-  for (int rank : run.missing_ranks) findings->push_back(DiedFinding(run, rank, default_hang));
+  const bool in_mismatch =
+      default_end && mismatched.count({default_end->group->name(), default_end->op->seq}) > 0;
+  for (int rank : run.missing_ranks)
+    findings->push_back(DiedFinding(run, rank, default_end, in_mismatch));
 }
 
 }  // namespace dsdiag::analyzers::torch_fr

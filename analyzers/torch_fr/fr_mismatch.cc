@@ -1,6 +1,7 @@
 #include "analyzers/torch_fr/fr_mismatch.h"
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -191,12 +192,88 @@ Finding MakeFinding(const FrRun& run, const FrGroup& g, const AtSeq& a, const Ve
   return f;
 }
 
+// The collective the dumped ranks of a group last issued, when ranks of the job left no dump
+// and fewer than two dumps hold it (so nothing compares ranks there): the dumped ranks whose
+// entry there differs from every earlier one issued from the same line.
+struct Lone {
+  int64_t seq = 0;
+  std::map<int, const FrEntry*> odd;
+  const FrEntry* before = nullptr;  // the line's earlier entry
+};
+
+std::optional<Lone> LoneChange(const FrRun& run, const FrGroup& g) {
+  if (g.p2p() || !g.is_default() || run.missing_ranks.empty()) return std::nullopt;
+  Lone lone;
+  lone.seq = g.MaxSeq();
+  int holders = 0;
+  for (const FrRankOps& r : g.ranks) {
+    const FrOp* last = r.Last();
+    if (!last || last->seq != lone.seq) continue;
+    ++holders;
+    const FrEntry& e = *last->entry;
+    if (run.Str(e.site).empty()) continue;
+    const FrEntry* same_line = nullptr;
+    bool line_agrees = true;
+    for (const FrOp& op : r.ops) {
+      if (op.seq >= lone.seq || op.entry->site != e.site) continue;
+      line_agrees =
+          line_agrees && (!same_line || SignatureOf(*same_line) == SignatureOf(*op.entry));
+      same_line = op.entry;
+    }
+    if (same_line && line_agrees && !(SignatureOf(*same_line) == SignatureOf(e))) {
+      lone.odd[r.rank] = &e;
+      lone.before = same_line;
+    }
+  }
+  if (holders >= 2 || lone.odd.empty()) return std::nullopt;
+  return lone;
+}
+
+Finding LoneFinding(const FrRun& run, const FrGroup& g, const Lone& lone) {
+  Finding f;
+  f.kind = std::string(kind::kCollectiveMismatch);
+  f.severity = Severity::kError;
+  for (const auto& [rank, e] : lone.odd) f.ranks.push_back(rank);
+  const FrEntry& e = *lone.odd.begin()->second;
+  const std::string what = g.Label() + " seq " + std::to_string(lone.seq);
+  f.subject = what;
+  f.summary = "rank" + std::string(f.ranks.size() > 1 ? "s " : " ") + FormatRankRanges(f.ranks) +
+              " issued " + SignatureText(run, SignatureOf(e)) + " at " + what + " (" +
+              run.Str(e.site) + ") where every earlier collective of that line was " +
+              SignatureText(run, SignatureOf(*lone.before)) + "; rank" +
+              (run.missing_ranks.size() > 1 ? "s " : " ") + FormatRankRanges(run.missing_ranks) +
+              ", which left no dump, ended in it: Gloo aborts a rank that receives more bytes "
+              "than it posted";
+  JsonValue ev = JsonValue::Object();
+  ev.Set("source", "torch-flight-recorder");
+  ev.Set("group", g.name());
+  ev.Set("group_desc", g.desc());
+  ev.Set("seq", lone.seq);
+  ev.Set("basis", "call-site history");
+  ev.Set("expected", SignatureText(run, SignatureOf(*lone.before)));
+  JsonValue rows = JsonValue::Array();
+  for (const auto& [rank, entry] : lone.odd) rows.Push(RankRow(rank, *entry, run));
+  ev.Set("ranks", std::move(rows));
+  JsonValue missing = JsonValue::Array();
+  for (int r : run.missing_ranks) missing.Push(r);
+  ev.Set("no_dump", std::move(missing));
+  f.evidence = std::move(ev);
+  f.hint =
+      "make every rank issue the same shapes and dtypes from this line; a size that depends "
+      "on the rank's data (an uneven last batch) needs padding or an all_gather of the sizes";
+  return f;
+}
+
 }  // namespace
 
 void FindMismatches(const FrRun& run, const std::vector<FrGroup>& groups,
                     std::vector<Finding>* findings) {
   for (const FrGroup& g : groups) {
     if (g.p2p()) continue;  // a send and its recv differ in op by design
+    if (std::optional<Lone> lone = LoneChange(run, g)) {
+      findings->push_back(LoneFinding(run, g, *lone));
+      continue;
+    }
     std::set<Signature> agreed;
     const std::vector<AtSeq> seqs = SharedSeqs(g);
     for (size_t i = 0; i < seqs.size(); ++i) {

@@ -9,6 +9,11 @@
 // when neither tells, every rank of the entry is named and the finding says so. One finding
 // per group: the first seq that disagrees (what follows a mismatch is its consequence); the
 // evidence counts the later ones.
+//
+// Dumps written after the failure may hold one side only: a rank Gloo aborted for receiving
+// more bytes than it posted leaves no dump. When ranks left none and fewer than two dumps hold
+// the collective the others ended in, a dumped rank whose entry there differs in size or dtype
+// from every earlier entry its same line issued is named (`basis` `call-site history`).
 #pragma once
 
 #include <vector>

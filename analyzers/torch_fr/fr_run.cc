@@ -126,7 +126,10 @@ class Compactor {
     c.profiling_name = run_->strings.Intern(e.profiling_name);
     c.sizes = run_->strings.Intern(SizesText(e));
     c.dtypes = run_->strings.Intern(DtypesText(e));
-    c.where = run_->strings.Intern(WhereOf(e));
+    const std::string where = WhereOf(e);
+    c.where = run_->strings.Intern(where);
+    // Ranks may run the job from different directories: the file's name and line compare.
+    c.site = run_->strings.Intern(ShortWhere(where));
     c.op_detail = run_->strings.Intern(e.op_detail());
     c.state = e.state;
     c.done_by_dump = DoneByItsDump(status_, e, c.seq, p2p);
@@ -189,7 +192,10 @@ class Compactor {
         merged.done_by_dump = marker->done_by_dump || (!members.empty() && all_done);
         merged.state = marker->state;
         merged.completed_ns = marker->completed_ns;
-        if (run_->Str(merged.where).empty()) merged.where = marker->where;
+        if (run_->Str(merged.where).empty()) {
+          merged.where = marker->where;
+          merged.site = marker->site;
+        }
       } else {
         merged.done_by_dump = all_done;
       }

@@ -66,7 +66,8 @@ struct FrEntry {
   int32_t sizes = 0;               // strings: the input sizes as JSON, "[[4],[2,3]]"
   int32_t dtypes = 0;              // strings: "Float", "Float,Double"
   int32_t where = 0;               // strings: "/path/train.py:88 in train_step", "" without frames
-  int32_t op_detail = 0;           // strings: "0->1" of "nccl:send 0->1", "1<-0" of a recv
+  int32_t site = 0;       // strings: the call site ranks compare, "train.py:88 in train_step"
+  int32_t op_detail = 0;  // strings: "0->1" of "nccl:send 0->1", "1<-0" of a recv
   trace::TorchFrState state = trace::TorchFrState::kScheduled;
   bool done_by_dump = false;  // completed, retired (Gloo), or past the group's last_completed
   // A coalesced group of collectives, merged into this one entry: its op is

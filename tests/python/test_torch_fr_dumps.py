@@ -1,11 +1,18 @@
-"""`dsdiag compare DIR` on a directory of PyTorch Flight Recorder dumps alone (issue #26): real
-torch jobs without dsdiag (jobs/fr_scenarios.py: Gloo on CPU, 2 to 4 ranks, torch's own dump
-bytes, one file per rank), one test per scenario, each asserting that compare names the rank
-to blame — the one that skipped a collective, blocked in Python, issued another size, dtype or
-op, skipped one in a sub-group, died without a dump, blocked in a recv never sent, rank 0
-among them — with the collective (process group, sequence number, op) and the Python line
-that issued it, and that no error finding names a healthy rank. fr_scenarios.TRUTH says what
-each job did.
+"""`dsdiag compare DIR` on a directory of PyTorch Flight Recorder dumps alone (issues #26, #32):
+real torch jobs without dsdiag (jobs/fr_scenarios.py: Gloo on CPU, 2 to 4 ranks, torch's own
+dump bytes, one file per rank), one test per scenario, each asserting that compare names the
+rank to blame — the one that skipped a collective (of the same size as its neighbour too),
+blocked in Python, issued another size, dtype or op, skipped one in a sub-group, died without
+a dump, blocked in a recv never sent, rank 0 among them — with the collective (process group,
+sequence number, op) and the Python line that issued it, that no error finding names a
+healthy rank, and that a clean job's dumps give no finding. fr_scenarios.TRUTH says what each
+job did.
+
+Every scenario runs twice: with the dumps written while the bad collective is in flight (as
+NCCL's watchdog dumps, TorchFrDumps), and with the dumps a job leaves after the failure — its
+except handler once the collective raised, its SIGTERM handler when torchrun stops a stuck
+rank, none from a crashed rank (TorchFrDumpsAfterTheFailure, which also runs the scenarios
+that take a world size at 2 and 4 ranks besides their own 3).
 
 Run by ctest once per Python lane (DSDIAG_TEST_PYTHON); DSDIAG_BINARY names the dsdiag
 executable. Skips on a lane whose torch has no backend-generic Flight Recorder (Debian's
@@ -44,16 +51,26 @@ def seqs_in(value):
     return []
 
 
-@unittest.skipUnless(has_dump_api(), "this lane's torch has no backend-generic Flight Recorder "
-                     "dump API (torch._C._distributed_c10d._dump_fr_trace; torch 1.13 has none)")
+NO_DUMP_API = ("this lane's torch has no backend-generic Flight Recorder dump API "
+               "(torch._C._distributed_c10d._dump_fr_trace; torch 1.13 has none)")
+
+
+@unittest.skipUnless(has_dump_api(), NO_DUMP_API)
 class TorchFrDumps(JobTestCase):
+    WHEN = "in-flight"  # fr_scenarios.WHENS
+    world = None  # the scenario's own world size, unless a test sets it
+
+    def truth(self, name):
+        return fr_scenarios.truth_of(name, self.WHEN, self.world)
+
     def scenario(self, name):
         """Runs the scenario's job into a fresh directory; returns (the directory, compare's
         findings), having checked that every rank that should dump did, and only those."""
-        truth = TRUTH[name]
-        out = self.path(name)
-        done = subprocess.run([PYTHON, os.path.join(JOBS, "fr_scenarios.py"), name, out],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        truth = self.truth(name)
+        out = self.path("%s-%s-%d" % (name, self.WHEN, truth["world"]))
+        command = [PYTHON, os.path.join(JOBS, "fr_scenarios.py"), name, out,
+                   "--world", str(truth["world"])] + (["--after"] if self.WHEN == "after" else [])
+        done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               universal_newlines=True, timeout=180,
                               env=dict(os.environ, OMP_NUM_THREADS="1"))
         self.assertEqual(done.returncode, 0, done.stdout + done.stderr[-3000:])
@@ -73,7 +90,7 @@ class TorchFrDumps(JobTestCase):
         """The error finding of the scenario's kind, checked: it names exactly the culprits,
         the collective's group and sequence number; and no error finding names a rank that
         did nothing wrong."""
-        truth = TRUTH[name]
+        truth = self.truth(name)
         errors = [f for f in findings if f["severity"] == "error"]
         for f in errors:
             self.assertLessEqual(set(f["ranks"]), set(truth["ranks"]),
@@ -90,33 +107,35 @@ class TorchFrDumps(JobTestCase):
 
     def assert_names_line(self, name, finding):
         """The summary names the Python line that issued the collective."""
-        where = "fr_scenarios.py:%d" % fr_scenarios.line_of(TRUTH[name]["line"])
+        where = "fr_scenarios.py:%d" % fr_scenarios.line_of(self.truth(name)["line"])
         self.assertIn(where, finding["summary"])
 
     def assert_hang(self, name):
         _, findings = self.scenario(name)
         f = self.culprit(name, findings)
-        self.assertEqual(f["evidence"]["op"], TRUTH[name]["op"], f["summary"])
-        self.assertIn("seq %d" % TRUTH[name]["seq"], f["subject"])
+        self.assertEqual(f["evidence"]["op"], self.truth(name)["op"], f["summary"])
+        self.assertIn("seq %d" % self.truth(name)["seq"], f["subject"])
         self.assert_names_line(name, f)
         return f
 
-    def assert_mismatch(self, name):
-        _, findings = self.scenario(name)
+    def assert_mismatch(self, name, findings=None):
+        if findings is None:
+            _, findings = self.scenario(name)
         f = self.culprit(name, findings)
-        self.assertIn(TRUTH[name]["op"], f["summary"])
+        self.assertIn(self.truth(name)["op"], f["summary"])
         # Named for a reason, not by rank order: with two ranks, the group's history.
-        self.assertEqual(f["evidence"]["basis"], TRUTH[name]["basis"], f["summary"])
+        self.assertEqual(f["evidence"]["basis"], self.truth(name)["basis"], f["summary"])
         self.assert_names_line(name, f)
         return f
 
     def assert_culprit_went_as_far_as(self, name, finding):
         """The culprit's row says the last collective it completed, one before the stuck one,
         and the Python line that issued it."""
-        rows = [r for r in finding["evidence"]["ranks"] if r["rank"] in TRUTH[name]["ranks"]]
+        truth = self.truth(name)
+        rows = [r for r in finding["evidence"]["ranks"] if r["rank"] in truth["ranks"]]
         self.assertEqual(len(rows), 1, finding["evidence"])
         last = rows[0]["last_completed"]
-        self.assertEqual(last["seq"], TRUTH[name]["seq"] - 1, rows)
+        self.assertEqual(last["seq"], truth["seq"] - 1, rows)
         self.assertIn("fr_scenarios.py:%d" % fr_scenarios.line_of(name + "_last"),
                       last["python_where"])
 
@@ -144,9 +163,12 @@ class TorchFrDumps(JobTestCase):
         self.assert_hang("subgroup_hang")
 
     def test_g_a_rank_that_died_before_dumping_is_named_with_what_its_peers_wait_in(self):
+        self.assert_died_named()
+
+    def assert_died_named(self):
         _, findings = self.scenario("died")
         f = self.culprit("died", findings)
-        self.assertIn("nccl_trace_rank_2", json.dumps(f))
+        self.assertIn("nccl_trace_rank_%d" % self.truth("died")["ranks"][0], json.dumps(f))
         self.assertIn("seq 3", f["summary"])
 
     def test_h_rank_0_as_the_culprit_is_named_not_the_healthy_majority(self):
@@ -169,6 +191,54 @@ class TorchFrDumps(JobTestCase):
         row = [r for r in f["evidence"]["ranks"] if r["rank"] == 1][0]
         self.assertEqual(row["role"], "never joined", row)
         self.assertNotIn("waiting_in", row)
+
+    def test_j_a_rank_that_skips_a_collective_of_the_same_size_is_named_where_it_parted(self):
+        self.assert_parted_where_rank_1_skipped()
+
+    def assert_parted_where_rank_1_skipped(self):
+        """Nothing fails where rank 1 skips (same op and size): the frames show the streams
+        parting at seq 12, rank 1 issuing the gradients' all_reduce where the others issue the
+        metrics'; the hang at the streams' end is that parting's follow-on."""
+        _, findings = self.scenario("skip_same_size")
+        f = self.assert_mismatch("skip_same_size", findings)
+        self.assertEqual(f["evidence"]["parted"], "skipped", f["summary"])
+        other = "fr_scenarios.py:%d" % fr_scenarios.line_of("skip_same_size_other")
+        self.assertIn(other, f["summary"])
+        self.assertIn("skipped", f["summary"])
+        hangs = [g for g in findings if g["kind"] == "hang"]
+        self.assertTrue(all(g["severity"] == "info" for g in hangs), hangs)
+
+    def test_k_a_clean_jobs_dumps_give_no_finding(self):
+        _, findings = self.scenario("clean")
+        self.assertEqual([f for f in findings if f["severity"] != "info"], [],
+                         json.dumps(findings, indent=1))
+
+
+@unittest.skipUnless(has_dump_api(), NO_DUMP_API)
+class TorchFrDumpsAfterTheFailure(TorchFrDumps):
+    """The same scenarios, their dumps written after the failure (fr_scenarios's `after`):
+    there the collective that timed out or failed is recorded completed, as one that
+    succeeded; the culprit must be named all the same."""
+    WHEN = "after"
+
+    def at_every_world(self, name, test):
+        for world in fr_scenarios.WORLDS[name]:
+            with self.subTest(world=world):
+                self.world = world
+                try:
+                    test()
+                finally:
+                    self.world = None
+
+    def test_l_a_blocked_rank_at_2_and_4_ranks(self):
+        self.at_every_world("blocked", lambda: self.assert_hang("blocked"))
+
+    def test_m_a_same_size_skip_at_2_and_4_ranks(self):
+        self.at_every_world("skip_same_size", self.assert_parted_where_rank_1_skipped)
+
+    def test_n_a_crashed_rank_at_2_and_4_ranks(self):
+        self.at_every_world("died", self.assert_died_named)
+
 
 if __name__ == "__main__":
     unittest.main()

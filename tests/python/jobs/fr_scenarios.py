@@ -3,8 +3,24 @@ torch's dumps, one file per rank (`<prefix><rank>`, `nccl_trace_rank_<R>` unless
 a job that ran without dsdiag leaves them (issue #26). One scenario per function below; TRUTH
 says what went wrong in each, which rank is to blame and where.
 
-    python fr_scenarios.py SCENARIO OUT_DIR [--prefix PREFIX]   # torch 2.x, with the FR dump API
+    python fr_scenarios.py SCENARIO OUT_DIR [--prefix PREFIX] [--after] [--world N]  # torch 2.x
     python fr_scenarios.py --list
+
+Each scenario runs in one of two ways, which differ only in when and by whom the dumps are
+written (WHEN):
+
+- `in-flight` (the default): every rank dumps while the bad collective is still pending, as
+  NCCL's watchdog does on a timeout (below).
+- `after` (`--after`): the dumps a job that ran without any watchdog leaves, written after the
+  failure. The job is started by torchrun itself (`python -m torch.distributed.run --standalone`)
+  with a short Gloo timeout (AFTER_TIMEOUT_S); each rank installs the two handlers jobs write: an
+  `except` around its training loop that dumps once a collective has raised (timed out, or lost
+  its peer), and a SIGTERM handler that dumps when torchrun stops the ranks still running after
+  one failed; a rank that ends its loop dumps at its end (the post-mortem dump some jobs always
+  write) and leaves with destroy_process_group(). A rank that crashes (SIGKILL, as the OOM killer
+  sends, or Gloo's abort) leaves none. In these dumps the collective that timed out or failed is
+  `retired` and counted in pg_status's `last_completed_collective`, exactly as one that
+  succeeded: only where each rank's stream ends tells the culprit.
 
 The job: WORLD ranks on CPU with Gloo (OMP_NUM_THREADS=1, TORCH_FR_BUFFER_SIZE=2000), started by
 this script as torchrun's agent starts them (RANK, WORLD_SIZE, MASTER_ADDR/PORT,
@@ -38,6 +54,8 @@ from datetime import timedelta
 HERE = os.path.abspath(__file__)
 STUCK_S = 3  # how long a collective is pending before the watchdog asks for the dumps
 GLOO_TIMEOUT_S = 60  # the process groups' timeout: past the dumps
+AFTER_TIMEOUT_S = 5  # `after`: the process groups' timeout, which the waiting ranks then hit
+WHENS = ("in-flight", "after")
 PREFIX = "nccl_trace_rank_"
 
 # What each scenario does wrong: the culprit ranks, the finding that names them, the process
@@ -45,7 +63,9 @@ PREFIX = "nccl_trace_rank_"
 # comment ends `@tag` below) that issued it: the waiters' for a hang, the odd rank's for a
 # mismatch. `basis`: what says which side of a mismatch is odd (two ranks: no majority, the
 # group's earlier collectives). `absent`: ranks that leave no dump; `prefix`: the dumps'
-# (PREFIX unless said).
+# (PREFIX unless said). `after`: what differs when the dumps are written after the failure
+# (WHEN `after`): there a rank that Gloo aborts, or that crashes, leaves no dump. A clean job
+# has kind None.
 TRUTH = {
     "skip": dict(
         letter="a", world=2, kind="hang", ranks=[1], pg="0", seq=6, op="all_reduce",
@@ -56,11 +76,17 @@ TRUTH = {
     "size_mismatch": dict(
         letter="c", world=2, kind="collective-mismatch", ranks=[1], pg="0", seq=4,
         op="all_reduce", line="size_mismatch", basis="history",
-        why="rank 1 reduces 5 floats at step 3, 4 at steps 0-2 like rank 0"),
+        why="rank 1 reduces 5 floats at step 3, 4 at steps 0-2 like rank 0",
+        after=dict(absent=[0], basis="call-site history",
+                   why="as in flight; Gloo aborts rank 0 (5 floats received, 4 posted): no "
+                       "dump of it")),
     "dtype_mismatch": dict(
         letter="d", world=3, kind="collective-mismatch", ranks=[0], pg="0", seq=4,
         op="all_reduce", line="dtype_mismatch", basis="majority",
-        why="rank 0 reduces float64 at step 3; ranks 1,2 float32"),
+        why="rank 0 reduces float64 at step 3; ranks 1,2 float32",
+        after=dict(absent=[2], basis="history",
+                   why="as in flight; Gloo aborts rank 2 (receives rank 0's float64): the "
+                       "two dumps left disagree, the group's history decides")),
     "op_mismatch": dict(
         letter="e", world=2, kind="collective-mismatch", ranks=[0], pg="0", seq=4,
         op="broadcast", line="op_mismatch", basis="history",
@@ -71,7 +97,10 @@ TRUTH = {
         why="in new_group([2,3]) rank 3 skips step 2's all_reduce"),
     "died": dict(
         letter="g", world=3, kind="rank-died", ranks=[2], pg="0", seq=3, op="all_reduce",
-        line="died", absent=[2], why="rank 2 stops at step 2, is killed undumped; ranks 0,1 wait"),
+        line="died", absent=[2], culprit_is_last=True,
+        why="rank 2 stops at step 2, is killed undumped; ranks 0,1 wait",
+        after=dict(why="rank 2 is SIGKILLed at step 2; the others' all_reduce fails, they "
+                       "dump in their except or SIGTERM handler")),
     "rank0_skips": dict(
         letter="h", world=4, kind="hang", ranks=[0], pg="0", seq=6, op="all_reduce",
         line="rank0_skips", why="rank 0 skips step 2's loss all_reduce; ranks 1-3 wait"),
@@ -82,6 +111,16 @@ TRUTH = {
         line="recv_unsent",
         why="rank 1 blocks in recv(src=0) at step 2, a send rank 0 skips; Gloo records no "
             "send/recv: rank 1 never joins the all_reduce rank 0 waits in"),
+    # Every collective has the same op and size: nothing fails where the streams part, only
+    # the call sites (the frames) show it; the job fails at its end, one collective short.
+    "skip_same_size": dict(
+        letter="j", world=3, kind="collective-mismatch", ranks=[1], pg="0", seq=12,
+        op="all_reduce", line="skip_same_size", basis="majority", basis_at_2="history",
+        why="rank 1 skips step 5's metrics all_reduce (same size as the gradients'): from "
+            "there its collectives pair with the others' wrong ones until the last"),
+    "clean": dict(
+        letter="k", world=3, kind=None, ranks=[], pg="0", seq=8, op="all_reduce", line="clean",
+        why="a clean job: every rank dumps at its end"),
 }
 
 
@@ -191,17 +230,16 @@ def subgroup_hang(job):
 
 
 def died(job):
-    """(g) A rank dies before dumping: rank 2 stops at step 2, before the step's all_reduce,
-    and is SIGKILLed (its node lost, the OOM killer) when the dumps are asked for, before it
-    writes its own; ranks 0 and 1 wait in the all_reduce and dump. No dump of rank 2. (Had it
-    died first, Gloo would have failed the others' all_reduce at once, and their dumps would
-    count it completed.)"""
+    """(g) A rank dies before dumping: the last rank (2) stops at step 2, before the step's
+    all_reduce, and is SIGKILLed (its node lost, the OOM killer) when the dumps are asked for,
+    before it writes its own; ranks 0 and 1 wait in the all_reduce and dump. No dump of rank 2.
+    (Had it died first, Gloo would have failed the others' all_reduce at once, and their dumps
+    would count it completed: WHEN `after` has it die so.)"""
     import torch
     import torch.distributed as dist
-    job.dies_instead_of_dumping = job.rank == 2
     for step in range(3):
-        if job.rank == 2 and step == 2:
-            threading.Event().wait(120)
+        if job.rank == job.world - 1 and step == 2:
+            job.crash_undumped()
         dist.all_reduce(torch.ones(4))  # @died
 
 
@@ -223,8 +261,34 @@ def recv_unsent(job):
     job.log("done")
 
 
+def skip_same_size(job):
+    """(j) A rank skips a collective of the same size as its neighbours: every step reduces
+    the gradients, then the step's metrics (as many floats); rank 1 skips the metrics at step 5.
+    Its next all_reduce (step 6's gradients) pairs with the others' metrics of step 5, and so
+    on: Gloo reduces them without a word (same op, same size), and the job only fails at the
+    end, where ranks 0 and 2 issue one all_reduce more than rank 1."""
+    import torch
+    import torch.distributed as dist
+    for step in range(8):
+        dist.all_reduce(torch.ones(4))  # the gradients @skip_same_size_other
+        if not (job.rank == 1 and step == 5):
+            dist.all_reduce(torch.ones(4))  # the metrics @skip_same_size
+    job.log("done")
+
+
+def clean(job):
+    """(k) A clean job: four steps of two all_reduces; every rank dumps at its end."""
+    import torch
+    import torch.distributed as dist
+    for _ in range(4):
+        dist.all_reduce(torch.ones(4))
+        dist.all_reduce(torch.ones(1))  # @clean
+    job.log("done")
+
+
 SCENARIOS = {f.__name__: f for f in (skip, blocked, size_mismatch, dtype_mismatch, op_mismatch,
-                                     subgroup_hang, died, rank0_skips, recv_unsent)}
+                                     subgroup_hang, died, rank0_skips, recv_unsent,
+                                     skip_same_size, clean)}
 assert sorted(SCENARIOS) == sorted(TRUTH)
 
 
@@ -268,6 +332,12 @@ class Job:
 
     def request_dumps(self):
         self.store.set("fr/dump", "1")
+
+    def crash_undumped(self):
+        """Stops here and is SIGKILLed, undumped, when the dumps are asked for (a lost node,
+        the OOM killer); the others' dumps show it missing while they wait."""
+        self.dies_instead_of_dumping = True
+        threading.Event().wait(120)
 
     def dumper(self):
         """Waits for a dump request, dumps, waits to be told to leave, and ends the process
@@ -324,6 +394,66 @@ class Job:
             self.request_dumps()
 
 
+class AfterJob:
+    """One rank's side when the dumps are written after the failure (WHEN `after`): torchrun
+    starts it; no watchdog, no store of the harness; the job's own handlers dump."""
+
+    def __init__(self, out, prefix):
+        self.rank = int(os.environ["RANK"])
+        self.world = int(os.environ["WORLD_SIZE"])
+        self.path = os.path.join(out, f"{prefix}{self.rank}")
+        self.dumped = False
+
+    def log(self, what):
+        print(f"rank {self.rank}: {what}", flush=True)
+
+    def dump(self, why):
+        """torch's dump API's bytes, unchanged; once (a SIGTERM may come while the except
+        handler dumps)."""
+        import torch
+        if self.dumped:
+            return
+        data = torch._C._distributed_c10d._dump_fr_trace()
+        partial = os.path.join(os.path.dirname(self.path), f".partial.{self.rank}.{why}")
+        with open(partial, "wb") as f:
+            f.write(data)
+        os.replace(partial, self.path)
+        self.dumped = True  # only now: a SIGTERM that stops a dump half way dumps again
+        self.log(f"dumped {len(data)} bytes ({why})")
+
+    def crash_undumped(self):
+        """Killed here, as the OOM killer kills: no handler runs, no dump."""
+        self.log("SIGKILL")
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    def odd_goes_last(self, odd, now):
+        """Nothing to stage: each rank issues when it gets there."""
+
+    def settle(self, work, odd, last):
+        work.wait()
+
+
+def rank_main_after(scenario, out, prefix):
+    """What a job that leaves its Flight Recorder dumps after the failure does (WHEN `after`)."""
+    import torch.distributed as dist
+    job = AfterJob(out, prefix)
+    dist.init_process_group("gloo", timeout=timedelta(seconds=AFTER_TIMEOUT_S))
+
+    def on_sigterm(signum, frame):  # torchrun stops the ranks left after one failed
+        job.dump("SIGTERM")
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        SCENARIOS[scenario](job)
+    except Exception as error:  # noqa: BLE001 - a collective raised: leave the evidence
+        job.log(f"{type(error).__name__}: {str(error).splitlines()[0][:200]}")
+        job.dump("except")
+        os._exit(1)
+    job.dump("end")
+    dist.destroy_process_group()
+
+
 def rank_main(scenario, out, prefix):
     import torch.distributed as dist
     job = Job(scenario, out, prefix)
@@ -336,6 +466,8 @@ def rank_main(scenario, out, prefix):
     except Exception as error:  # noqa: BLE001 - a collective failed: ask every rank to dump
         job.log(f"{type(error).__name__}: {str(error).splitlines()[0][:200]}")
         job.request_dumps()
+    if TRUTH[scenario]["kind"] is None:
+        job.dump_once()  # a clean job: nothing to wait for, it dumps at its end
     threading.Event().wait(120)  # the dumper thread ends the process
     os._exit(3)
 
@@ -348,13 +480,60 @@ def free_port():
         return s.getsockname()[1]
 
 
-def run(scenario, out, prefix=None, python=None, timeout=90):
+def truth_of(scenario, when="in-flight", world=None):
+    """The scenario's TRUTH, with its `after` overrides when the dumps are written after, and
+    at another world size (`world`: the scenarios that take one, WORLDS)."""
+    truth = dict(TRUTH[scenario])
+    overrides = truth.pop("after", {})
+    if when == "after":
+        truth.update(overrides)
+    if world is not None and world != truth["world"]:
+        truth["world"] = world
+        if truth.get("culprit_is_last"):
+            truth["ranks"] = [world - 1]
+            truth["absent"] = [world - 1]
+        if world == 2 and "basis_at_2" in truth:
+            truth["basis"] = truth["basis_at_2"]
+    return truth
+
+
+# The other world sizes the scenarios that take one (`--world N`) run at besides their own.
+WORLDS = {"blocked": (2, 4), "skip_same_size": (2, 4), "died": (2, 4)}
+
+
+def run(scenario, out, prefix=None, python=None, timeout=90, when="in-flight", world=None):
     """Runs the scenario's job, its dumps going to `out`; returns (each rank's exit status,
-    the ranks' output)."""
-    from torch.distributed import TCPStore
+    the ranks' output). `when`: WHENS; `world`: the ranks (TRUTH's unless given)."""
     prefix = prefix or TRUTH[scenario].get("prefix", PREFIX)
-    world = TRUTH[scenario]["world"]
+    world = world or TRUTH[scenario]["world"]
     os.makedirs(out, exist_ok=True)
+    if when == "after":
+        codes, logs = run_under_torchrun(scenario, out, prefix, python, timeout, world)
+    else:
+        codes, logs = run_with_watchdog(scenario, out, prefix, python, timeout, world)
+    for name in os.listdir(out):
+        if name.startswith(".partial."):
+            os.remove(os.path.join(out, name))
+    return codes, logs
+
+
+def run_under_torchrun(scenario, out, prefix, python, timeout, world):
+    """WHEN `after`: torchrun starts the ranks and, once one fails, stops the others
+    (SIGTERM). Returns ([torchrun's exit status], [its output, every rank's lines])."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", TORCH_FR_BUFFER_SIZE="2000")
+    command = [python or sys.executable, "-m", "torch.distributed.run", "--standalone",
+               "--nproc_per_node", str(world), HERE, "--rank-after", scenario, out, prefix]
+    try:
+        done = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired as expired:
+        return [None], [(expired.stdout or b"").decode(errors="replace")]
+    return [done.returncode], [done.stdout.decode(errors="replace")]
+
+
+def run_with_watchdog(scenario, out, prefix, python, timeout, world):
+    """WHEN `in-flight`: this script starts the ranks, each with its watchdog and dumper."""
+    from torch.distributed import TCPStore
     store = TCPStore("127.0.0.1", free_port(), is_master=True, wait_for_workers=False,
                      timeout=timedelta(seconds=timeout))
     ranks = []
@@ -388,9 +567,6 @@ def run(scenario, out, prefix=None, python=None, timeout=90):
         log.seek(0)
         logs.append(log.read().decode(errors="replace"))
         log.close()
-    for name in os.listdir(out):
-        if name.startswith(".partial."):
-            os.remove(os.path.join(out, name))
     return codes, logs
 
 
@@ -398,24 +574,34 @@ def main(argv):
     if argv[:1] == ["--rank"]:
         rank_main(*argv[1:4])
         return 0
+    if argv[:1] == ["--rank-after"]:
+        rank_main_after(*argv[1:4])
+        return 0
     if argv[:1] == ["--list"]:
         for name, truth in TRUTH.items():
             print(f"{truth['letter']} {name}: {truth['why']}")
         return 0
+    when = "after" if "--after" in argv else "in-flight"
+    argv = [a for a in argv if a != "--after"]
+    world = None
+    if "--world" in argv[:-1]:
+        at = argv.index("--world")
+        world = int(argv[at + 1])
+        argv = argv[:at] + argv[at + 2:]
     if len(argv) not in (2, 4) or argv[0] not in TRUTH or (len(argv) == 4
                                                            and argv[2] != "--prefix"):
         print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 2
     scenario, out = argv[:2]
     prefix = argv[3] if len(argv) == 4 else TRUTH[scenario].get("prefix", PREFIX)
-    codes, logs = run(scenario, out, prefix)
-    missing = [r for r in range(TRUTH[scenario]["world"])
-               if r not in TRUTH[scenario].get("absent", [])
+    truth = truth_of(scenario, when, world)
+    codes, logs = run(scenario, out, prefix, when=when, world=truth["world"])
+    missing = [r for r in range(truth["world"]) if r not in truth.get("absent", [])
                and not os.path.exists(os.path.join(out, f"{prefix}{r}"))]
-    print(f"{scenario}: exits {codes}, dumps {sorted(os.listdir(out))}")
+    print(f"{scenario} ({when}): exits {codes}, dumps {sorted(os.listdir(out))}")
     for rank in missing:
-        print(f"{scenario}: rank {rank} wrote no dump (exit {codes[rank]}):\n"
-              + logs[rank][-2000:], file=sys.stderr)
+        log = logs[rank] if len(logs) > rank else logs[0]
+        print(f"{scenario}: rank {rank} wrote no dump:\n" + log[-3000:], file=sys.stderr)
     return 1 if missing else 0
 
 
