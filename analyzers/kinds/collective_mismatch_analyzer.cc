@@ -253,16 +253,18 @@ class CollectiveMismatchAnalyzer : public Analyzer {
 
   void Check(const CollectiveKey& key, const CollectiveSlot<Issued>& slot, bool from_dump) {
     std::vector<Issued> issued = slot.entries;
-    // A collective only one rank's trace holds, which another rank's dump holds pending (the
-    // rank that died in it: Gloo aborts the receiver of a wrong size): compared with the
-    // dump's entries at the end, instead of dropped for want of a second rank.
-    if (!from_dump && issued.size() == 1 && pending_keys_.count(key)) {
-      lone_.emplace(key, issued.front());
-      return;
+    // A collective some ranks' traces hold (they completed it) while other ranks' dumps hold
+    // it pending (they waited in it, or died in it: Gloo aborts the receiver of a wrong size,
+    // and at three ranks or more the others may complete it): its records are compared with
+    // the dumps' entries at the end too, so that the majority counts every rank — and one
+    // record is not dropped for want of a second rank.
+    if (!from_dump && pending_keys_.count(key)) {
+      records_of_pending_[key] = issued;
+      if (issued.size() == 1) return;
     }
     if (from_dump) {
-      if (auto lone = lone_.find(key); lone != lone_.end())
-        issued.insert(issued.begin(), lone->second);
+      if (auto held = records_of_pending_.find(key); held != records_of_pending_.end())
+        issued.insert(issued.begin(), held->second.begin(), held->second.end());
     }
     auto known = mismatches_.find(key.pg);
     const bool merge = from_dump && known != mismatches_.end() && known->second.key == key;
@@ -466,7 +468,8 @@ class CollectiveMismatchAnalyzer : public Analyzer {
   InternTable<std::string, std::less<>> tags_;
   std::vector<PendingEntry> pending_;
   std::set<CollectiveKey> pending_keys_;  // the (pg, seq) of every pending dump entry
-  std::map<CollectiveKey, Issued> lone_;  // one rank's record of a pending_keys_ collective
+  // The traces' records of each pending_keys_ collective.
+  std::map<CollectiveKey, std::vector<Issued>> records_of_pending_;
   std::map<int, PgMismatch> mismatches_;
   std::map<int, PgCountMismatch> count_mismatches_;
   P2PMessages messages_;

@@ -67,6 +67,24 @@ class Collectives(JobTestCase):
         self.assertTrue(died, deaths)
         self.assertIn("follow-on of the collective mismatch", died[0]["summary"])
 
+    def test_a_wrong_size_at_3_and_4_ranks_is_a_mismatch_naming_the_odd_rank_and_sizes(self):
+        """At more than two ranks Gloo may complete the collective on some ranks (their `coll`
+        records say n=4) while the odd rank, and a peer of it, wait in it until the watchdog
+        (their dumps' pending entries): every rank counts in the majority, and the hang and
+        the deaths that follow are the mismatch's follow-ons."""
+        for nproc in (3, 4):
+            with self.subTest(nproc=nproc):
+                run = self.path("size-mismatch-%d" % nproc)
+                status, _, err = run_job(run, "collective_size_mismatch.py", nproc=nproc,
+                                         timeout=180, extra=["--timeout", "10"])
+                self.assertNotEqual(status, 0, err)
+                findings = compare(run)
+                self.assertEqual({"collective-mismatch/error"}, set(serious(findings)), findings)
+                f = find(findings, "collective-mismatch")
+                self.assertEqual((f["ranks"], f["step"]), ([1], 3), f)
+                self.assertIn("rank 1 issued allreduce f32 n=5", f["summary"])
+                self.assertIn("n=4", f["summary"])
+
     def test_uneven_all_to_all_splits_are_recorded_per_peer_and_a_clean_job_is_clean(self):
         run = self.path("alltoall-clean")
         status, _, err = run_job(run, "alltoall_split_mismatch.py", nproc=3, timeout=180)

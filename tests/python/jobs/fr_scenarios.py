@@ -466,8 +466,10 @@ def rank_main(scenario, out, prefix):
     except Exception as error:  # noqa: BLE001 - a collective failed: ask every rank to dump
         job.log(f"{type(error).__name__}: {str(error).splitlines()[0][:200]}")
         job.request_dumps()
-    if TRUTH[scenario]["kind"] is None:
-        job.dump_once()  # a clean job: nothing to wait for, it dumps at its end
+    if TRUTH[scenario]["kind"] is None:  # a clean job: nothing to wait for, it dumps at its end
+        job.dump_once()
+        job.store.wait(["fr/leave"])
+        os._exit(0)
     threading.Event().wait(120)  # the dumper thread ends the process
     os._exit(3)
 
