@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "probes/nvtx.h"
 #include "probes/probe_timer.h"
 #include "probes/records/collective_record.h"
 #include "trace/clock.h"
@@ -27,6 +28,9 @@ CollectiveOp::CollectiveOp(CollectiveProbe* probe, int pg, std::string op, std::
   if (probe_->recorder_)
     handle_ = probe_->recorder_->Issue(pg_, seq_, op_, dtype_, count_, bytes_, tag_,
                                        s->current_step(), s->current_phase(), &counts_);
+  char name[kNvtxNameSize];
+  NvtxName(op_, seq_, tag_, name);
+  nvtx_range_ = nvtx::StartRange(name);
 }
 
 void CollectiveOp::Started() noexcept {
@@ -40,6 +44,7 @@ void CollectiveOp::Completed(bool failed) noexcept {
   if (!probe_->session_->on()) return;
   ProbeTimer timer(probe_->session_);
   if (handle_ && !failed) probe_->recorder_->Complete(handle_);
+  nvtx::EndRange(nvtx_range_);  // on the thread that saw it end
   end_.Set(failed);
 }
 

@@ -10,7 +10,9 @@
 //
 // Write() before Completed() records the op as failed (it never completed: the entry stays
 // pending in the flight recorder). With probes off every call is one branch; the sequence
-// number still advances. No NVTX range: the op's life does not nest on one thread.
+// number still advances. Its NVTX range is a start/end one, named as CollectiveScope's
+// ("allreduce seq 17 ddp-bucket-0"): started where it is issued, ended where it completes
+// (the backend's thread), for its life does not nest on one thread.
 #pragma once
 
 #include <atomic>
@@ -51,6 +53,7 @@ class CollectiveOp {
   int64_t enter_ns_ = 0;
   int64_t started_ns_ = 0;
   int64_t handle_ = 0;
+  uint64_t nvtx_range_ = 0;  // 0: no NVTX tool attached
   OpEnd end_;
   bool written_ = false;
 };

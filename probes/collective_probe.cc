@@ -10,6 +10,12 @@
 
 namespace dsdiag::probes {
 
+void NvtxName(std::string_view op, int64_t seq, std::string_view tag,
+              char (&out)[kNvtxNameSize]) noexcept {
+  std::snprintf(out, sizeof out, "%.*s seq %lld %.*s", static_cast<int>(op.size()), op.data(),
+                static_cast<long long>(seq), static_cast<int>(tag.size()), tag.data());
+}
+
 int64_t CollectiveProbe::TakePairSeq(int pg, bool send, int64_t peer, int64_t match_tag) noexcept {
   std::lock_guard<std::mutex> lock(pair_mu_);
   try {
@@ -35,10 +41,8 @@ CollectiveScope::CollectiveScope(CollectiveProbe* probe, int pg, std::string_vie
   if (!s->on()) return;
   ProbeTimer timer(s);
   enter_ns_ = trace::MonotonicNs();
-  // "allreduce seq 17 grad-bucket-2": the same key the analyzers align ranks on.
-  char name[96];
-  std::snprintf(name, sizeof name, "%.*s seq %lld %.*s", static_cast<int>(op_.size()), op_.data(),
-                static_cast<long long>(seq_), static_cast<int>(tag_.size()), tag_.data());
+  char name[kNvtxNameSize];
+  NvtxName(op_, seq_, tag_, name);
   nvtx::PushRange(name);
   if (probe_->recorder_)
     handle_ = probe_->recorder_->Issue(pg_, seq_, op_, dtype_, count_, bytes_, tag_,

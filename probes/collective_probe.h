@@ -27,6 +27,12 @@
 
 namespace dsdiag::probes {
 
+// The NVTX range of a collective: "allreduce seq 17 grad-bucket-2", the same key the
+// analyzers align ranks on (pushed by CollectiveScope, started and ended by CollectiveOp).
+inline constexpr size_t kNvtxNameSize = 96;
+void NvtxName(std::string_view op, int64_t seq, std::string_view tag,
+              char (&out)[kNvtxNameSize]) noexcept;
+
 class CollectiveProbe {
  public:
   static constexpr int kMaxGroups = 16;

@@ -60,6 +60,15 @@ void PushRange(const RegisteredName& name) noexcept {
 
 void PopRange() noexcept { nvtxDomainRangePop(Domain()); }
 
+uint64_t StartRange(const char* name) noexcept {
+  const nvtxEventAttributes_t event = AsciiEvent(name);
+  return nvtxDomainRangeStartEx(Domain(), &event);
+}
+
+void EndRange(uint64_t id) noexcept {
+  if (id != 0) nvtxDomainRangeEnd(Domain(), id);
+}
+
 void Mark(const char* message) noexcept {
   const nvtxEventAttributes_t event = AsciiEvent(message);
   nvtxDomainMarkEx(Domain(), &event);

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace dsdiag::probes::nvtx {
 
@@ -47,6 +48,11 @@ void PushRange(const char* name) noexcept;
 void PushRange(const RegisteredName& name) noexcept;
 void PopRange() noexcept;
 void Mark(const char* message) noexcept;
+// A range that need not nest on one thread (an asynchronous op's: issued on one thread,
+// completed on the backend's): StartRange returns its id, EndRange closes it from any thread.
+// 0 is no range (no tool attached, or NVTX not compiled in); EndRange(0) does nothing.
+uint64_t StartRange(const char* name) noexcept;
+void EndRange(uint64_t id) noexcept;
 
 #else  // NVTX not compiled in: everything below compiles to nothing.
 
@@ -55,6 +61,8 @@ inline void PushRange(const char*) noexcept {}
 inline void PushRange(const RegisteredName&) noexcept {}
 inline void PopRange() noexcept {}
 inline void Mark(const char*) noexcept {}
+inline uint64_t StartRange(const char*) noexcept { return 0; }
+inline void EndRange(uint64_t) noexcept {}
 
 #endif
 

@@ -115,7 +115,8 @@ void Session::BeginStep(int64_t step, int64_t epoch) noexcept {
   }
   char name[32];
   std::snprintf(name, sizeof name, "step %lld", static_cast<long long>(step));
-  nvtx::PushRange(name);  // closed by EndStep; phases nest inside
+  nvtx::PushRange(name);  // closed by EndStep (or End); phases nest inside
+  step_range_open_ = true;
   // On disk before the step runs: a rank killed mid-step still says which step it was in.
   writer_->Flush();
 }
@@ -163,7 +164,8 @@ void Session::EndStep(const StepSummary& s) noexcept {
     auto r = writer_->BeginAt(step.kType, step_start_ns_);
     AppendFields(step, &r.line());
   }
-  nvtx::PopRange();
+  if (step_range_open_) nvtx::PopRange();
+  step_range_open_ = false;
   writer_->EndOfStep();  // step boundary: plain traces are whole up to here
 }
 
@@ -263,6 +265,12 @@ void Session::Mark(std::string_view name, std::string_view message) noexcept {
 }
 
 void Session::End(std::string_view reason, int status, std::string_view detail) noexcept {
+  // A step the job began and never ended (the loop's last collective opened it, or the job
+  // stops mid-step): its range ends with the trace, not at the process's exit.
+  if (step_range_open_) {
+    step_range_open_ = false;
+    nvtx::PopRange();
+  }
   trace::records::EndRecord end;
   end.reason = reason;
   end.status = status;

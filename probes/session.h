@@ -132,6 +132,7 @@ class Session {
   // whether this step measured them (a phase on a thread without schedstat: no run queue).
   std::array<int64_t, kPhaseCount> phase_cpu_ns_{};
   std::array<int64_t, kPhaseCount> phase_runq_ns_{};
+  bool step_range_open_ = false;  // the step's NVTX range, pushed by BeginStep (main thread)
   bool cpu_known_ = false, runq_known_ = false;
   struct CollectiveTotals {
     int64_t n = 0, bytes = 0, dur_ns = 0, wait_ns = 0;

@@ -1,6 +1,7 @@
 // The program the NVTX test runs under the recording tool (nvtx_recorder_injection.cc):
 // a fixed sequence of ranges and marks through probes/nvtx.h, on two threads. The test
 // holds the sequence the recorder must see; change both together.
+#include <cstdint>
 #include <thread>
 
 #include "probes/nvtx.h"
@@ -28,7 +29,10 @@ void Step() {
 int main() {
   nvtx::Mark("child-start");
   Step();
-  std::thread worker([] {
+  // An asynchronous op: issued here, completed on another thread (a backend's).
+  const uint64_t op = nvtx::StartRange("allreduce seq 3 bucket-0");
+  std::thread worker([op] {
+    nvtx::EndRange(op);
     nvtx::ScopedRange range("worker");
     nvtx::Mark("worker-mark");
   });

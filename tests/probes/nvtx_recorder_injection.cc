@@ -7,7 +7,11 @@
 //   push      <thread> <domain> <level> <ascii|registered> <text>
 //   pop       <thread> <domain> <level> <text of the range it closes>
 //   mark      <thread> <domain> <ascii|registered> <text>
+//   start     <thread> <domain> <id> <ascii|registered> <text>
+//   end       <thread> <domain> <id> <text of the range it closes>
 //
+// A start/end range (an asynchronous op's: it may end on another thread) is keyed by the id
+// the tool hands out at its start.
 // <thread> is a small index in order of first appearance (0 = the first thread to call
 // NVTX); <level> is the 0-based nesting level, the value NVTX returns to the caller.
 // Events in NVTX's default domain are recorded with domain "(default)", so a probe that
@@ -132,6 +136,36 @@ void NVTX_API DomainMarkEx(nvtxDomainHandle_t domain, const nvtxEventAttributes_
 }
 
 // Default-domain variants, recorded so that a misrouted probe is visible.
+std::mutex g_ranges_mutex;
+std::map<nvtxRangeId_t, std::string> g_open_ranges;  // start/end ranges not yet ended
+std::atomic<nvtxRangeId_t> g_next_range{1};
+
+nvtxRangeId_t NVTX_API DomainRangeStartEx(nvtxDomainHandle_t domain,
+                                          const nvtxEventAttributes_t* event) {
+  const auto [how, text] = Message(event);
+  const nvtxRangeId_t id = g_next_range++;
+  {
+    std::lock_guard<std::mutex> lock(g_ranges_mutex);
+    g_open_ranges[id] = text;
+  }
+  Record(Join(
+      {"start", std::to_string(ThreadIndex()), DomainName(domain), std::to_string(id), how, text}));
+  return id;
+}
+
+void NVTX_API DomainRangeEnd(nvtxDomainHandle_t domain, nvtxRangeId_t id) {
+  std::string text = "(unknown id)";
+  {
+    std::lock_guard<std::mutex> lock(g_ranges_mutex);
+    if (auto it = g_open_ranges.find(id); it != g_open_ranges.end()) {
+      text = it->second;
+      g_open_ranges.erase(it);
+    }
+  }
+  Record(
+      Join({"end", std::to_string(ThreadIndex()), DomainName(domain), std::to_string(id), text}));
+}
+
 int NVTX_API RangePushEx(const nvtxEventAttributes_t* event) {
   return DomainRangePushEx(nullptr, event);
 }
@@ -176,7 +210,9 @@ bool InstallCore2(const NvtxExportTableCallbacks* callbacks) {
          Install(table, size, NVTX_CBID_CORE2_DomainRegisterStringA, &DomainRegisterStringA) &&
          Install(table, size, NVTX_CBID_CORE2_DomainRangePushEx, &DomainRangePushEx) &&
          Install(table, size, NVTX_CBID_CORE2_DomainRangePop, &DomainRangePop) &&
-         Install(table, size, NVTX_CBID_CORE2_DomainMarkEx, &DomainMarkEx);
+         Install(table, size, NVTX_CBID_CORE2_DomainMarkEx, &DomainMarkEx) &&
+         Install(table, size, NVTX_CBID_CORE2_DomainRangeStartEx, &DomainRangeStartEx) &&
+         Install(table, size, NVTX_CBID_CORE2_DomainRangeEnd, &DomainRangeEnd);
 }
 
 }  // namespace

@@ -99,6 +99,8 @@ TEST(NvtxTest, ToolSeesNestedRangesAndMarksInTheDsdiagDomain) {
       "push\t0\tdsdiag\t1\tascii\toptimizer",
       "pop\t0\tdsdiag\t1\toptimizer",
       "pop\t0\tdsdiag\t0\tstep",
+      "start\t0\tdsdiag\t1\tascii\tallreduce seq 3 bucket-0",
+      "end\t1\tdsdiag\t1\tallreduce seq 3 bucket-0",
       "push\t1\tdsdiag\t0\tascii\tworker",
       "mark\t1\tdsdiag\tascii\tworker-mark",
       "pop\t1\tdsdiag\t0\tworker",
