@@ -23,8 +23,9 @@ constexpr double kMadToSigma = 1.4826;   // median absolute deviation -> standar
 constexpr double kErrorLostShare = 0.5;  // of the reference rank's step time
 constexpr double kPhaseExplains = 0.25;  // of the mean excess, for a phase to be named
 constexpr size_t kMaxRows = 8;           // stragglers detailed in the evidence table
-// The persistence test's family-wise level: every judged rank is tested (Bonferroni).
-constexpr double kAlpha = 0.05;
+// The persistence test's family-wise level, over the ranks whose lateness costs enough to be
+// tested (Bonferroni).
+constexpr double kAlpha = 0.01;
 
 double Ms(double ns) { return std::round(ns / 1e3) / 1e3; }
 
@@ -137,15 +138,16 @@ std::optional<Judgement> Judge(const std::vector<RankStats>& ranks) {
   const OnTime on_time = OnTimeRanks(ranks);
   j.noise = on_time.noise;
   // Too few on-time ranks to tell jitter from a pattern (two to five ranks): the cost tests,
-  // beyond what the on-time ranks see themselves, decide alone.
+  // beyond what the on-time ranks see themselves, and the persistence test decide alone.
   const bool noise_test = on_time.ranks >= kMinForNoise;
   std::vector<const WindowSeries*> series(ranks.size(), nullptr);
   for (size_t r = 0; r < ranks.size(); ++r)
     if (ranks[r].Judged()) series[r] = &ranks[r].windows;
   const std::vector<Persistence> persistence = TestPersistence(series);
-  j.alpha = kAlpha / double(judged);
   for (const WindowSeries* w : series)
     if (w) j.window_steps = std::max(j.window_steps, w->len());
+  // The ranks late by enough, and how: in most steps, or rarely but by a lot.
+  std::vector<std::pair<size_t, bool>> costly;  // (rank, rare)
   for (size_t r = 0; r < ranks.size(); ++r) {
     const RankStats& s = ranks[r];
     if (!s.Judged()) continue;
@@ -155,12 +157,16 @@ std::optional<Judgement> Judge(const std::vector<RankStats>& ranks) {
     const bool typical = s.MedianStepExcess() - on_time.median > j.threshold;
     const bool rare = excess > kRareFactor * j.threshold;
     const bool outlier = !noise_test || excess > kNoiseFactor * j.noise;
-    if (!(typical || rare) || excess <= j.threshold || !outlier) continue;
+    if ((typical || rare) && excess > j.threshold && outlier) costly.emplace_back(r, rare);
+  }
+  j.alpha = costly.empty() ? kAlpha : kAlpha / double(costly.size());
+  for (const auto& [r, rare] : costly) {
     // Window after window, or only in some (a busy host slows one rank now, another
     // later): only the rare but costly stall is named without it, and at info.
     const bool persistent = persistence[r].p <= j.alpha;
     if (persistent || rare)
-      j.stragglers.push_back({static_cast<int>(r), s.MeanExcess(), persistence[r], persistent});
+      j.stragglers.push_back(
+          {static_cast<int>(r), ranks[r].MeanExcess(), persistence[r], persistent});
   }
   // Every rank late is nobody late: the on-time arrival is one of them.
   if (j.stragglers.empty() || j.stragglers.size() >= judged) return std::nullopt;
