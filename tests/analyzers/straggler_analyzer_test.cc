@@ -312,8 +312,7 @@ TEST(StragglerAnalyzerTest, ASlowRankIsAStragglerOnceItsStepsAreEnoughToTell) {
     });
     const auto findings = Analyze(run);
     ASSERT_EQ(findings.size(), steps >= 5 ? 1u : 0u) << steps << " steps";
-    if (steps >= 5)
-      EXPECT_EQ(findings[0].severity == Severity::kInfo, steps < 7) << steps;
+    if (steps >= 5) EXPECT_EQ(findings[0].severity == Severity::kInfo, steps < 7) << steps;
   }
 }
 
@@ -384,8 +383,7 @@ TEST(StragglerAnalyzerTest, RareButLongCheckpointStallsAreFoundAndExplained) {
   // Late in one step out of ten: found for how long, not how often; not persistent, so info.
   EXPECT_LT(Row(f, 0)->Find("last_share")->as_double(), 0.5);
   EXPECT_EQ(f.severity, Severity::kInfo);
-  EXPECT_NE(f.summary.find("windows of steps only: a stall"), std::string::npos)
-      << f.summary;
+  EXPECT_NE(f.summary.find("windows of steps only: a stall"), std::string::npos) << f.summary;
   EXPECT_NE(f.hint.find("checkpoint"), std::string::npos);
 }
 

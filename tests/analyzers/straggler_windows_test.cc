@@ -1,8 +1,8 @@
 // The straggler persistence test on synthetic per-window numbers: windows aligned on step
 // numbers whatever the run's length, and the sign test's tail.
-#include <gtest/gtest.h>
-
 #include "analyzers/kinds/straggler/straggler_windows.h"
+
+#include <gtest/gtest.h>
 
 namespace dsdiag::analyzers::straggler {
 namespace {

@@ -86,7 +86,7 @@ struct Judgement {
   double threshold = 0;
   double noise = 0;
   double median_step = 0;
-  double alpha = 0;  // the level each rank's persistence test is held to
+  double alpha = 0;          // the level each rank's persistence test is held to
   int64_t window_steps = 1;  // steps per window of the persistence test
 };
 
@@ -207,9 +207,14 @@ struct Explanation {
 // every CPU-ns of work also waits in the run queue, at the rate the reference rank waits
 // (its run-queue time per CPU-ns): extra work costs its CPU time and that much waiting
 // ("more-compute"); waiting beyond it is the host's ("cpu-starved"); the rest is time
-// neither running nor waiting for a core ("blocked": I/O, a lock, a sleep).
-Cause Split(double cpu, double ref_cpu, double runq, double ref_runq, double extra_ns,
-            double load) {
+// neither running nor waiting for a core ("blocked": I/O, a lock, a sleep). Over a phase
+// that rest is measured (the phase's wall time less its CPU and run-queue time); over the
+// whole step (`outside_phases`) it includes the time between phases, which no figure covers:
+// there, a rank that waited for a core at least as long as it is late is taken to have lost
+// the race for one there too (on a contended host, which of two ranks loses it is the
+// scheduler's choice), not to be blocked.
+Cause Split(double cpu, double ref_cpu, double runq, double ref_runq, double extra_ns, double load,
+            bool outside_phases) {
   Cause c;
   c.cpu_ns = cpu;
   c.reference_cpu_ns = ref_cpu;
@@ -223,7 +228,7 @@ Cause Split(double cpu, double ref_cpu, double runq, double ref_runq, double ext
   c.blocked_ns = std::max(0.0, extra_ns - compute - starved);
   if (compute >= 0.5 * extra_ns || (compute >= starved && compute >= c.blocked_ns))
     c.name = "more-compute";  // its own work explains most of it
-  else if (starved >= c.blocked_ns)
+  else if (starved >= c.blocked_ns || (outside_phases && c.runq_ns >= extra_ns))
     c.name = "cpu-starved";
   else
     c.name = "blocked";
@@ -236,7 +241,7 @@ Cause PhaseCause(const RankStats& s, const RankStats& reference, const std::stri
   const double cpu = s.MeanCpu(phase), ref_cpu = reference.MeanCpu(phase);
   if (cpu < 0 || ref_cpu < 0) return {};  // older traces: no scheduler figures
   return Split(cpu, ref_cpu, s.MeanRunq(phase), reference.MeanRunq(phase), extra_wall_ns,
-               s.MeanLoad());
+               s.MeanLoad(), /*outside_phases=*/false);
 }
 
 // Why the rank is late when no one phase explains it: over its whole step, the extra CPU and
@@ -247,7 +252,8 @@ Cause PhaseCause(const RankStats& s, const RankStats& reference, const std::stri
 Cause StepCause(const RankStats& s, const RankStats& reference, double mean_excess) {
   const double cpu = s.MeanStepCpu(), ref_cpu = reference.MeanStepCpu();
   if (cpu < 0 || ref_cpu < 0) return {};
-  return Split(cpu, ref_cpu, s.MeanStepRunq(), reference.MeanStepRunq(), mean_excess, s.MeanLoad());
+  return Split(cpu, ref_cpu, s.MeanStepRunq(), reference.MeanStepRunq(), mean_excess, s.MeanLoad(),
+               /*outside_phases=*/true);
 }
 
 // The phase (sync aside, where the others' waiting shows) whose mean time per step exceeds
