@@ -30,8 +30,9 @@
 // tested for persistence (straggler_windows.h): per window of steps, is its mean lateness
 // above the judged ranks' median? A sign test (binomial, p <= 1% / the ranks tested) tells a
 // rank late window after window from a busy host that slows one rank now and another later;
-// a rank that fails it is named only for a rare but costly stall, at info. The reference rank whose phases
-// are compared is a real on-time rank (the median non-straggler by mean step lateness).
+// a rank that fails it is named only for a rare but costly stall, at info. The reference
+// rank whose phases are compared is a real on-time rank (the median non-straggler by mean
+// step lateness).
 // Per straggler the finding gives the per-step lateness (median, mean, p95: what the rule
 // judges), the share of collectives it entered last, mean / p95 / max lateness per collective
 // (p95 from a fixed log histogram, ~6% resolution, so memory stays bounded), the time the
