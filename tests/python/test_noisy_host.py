@@ -54,7 +54,7 @@ class NoisyHost(JobTestCase):
         hogs = [subprocess.Popen([sys.executable, "-c", SPIN, "90"]) for _ in range(count)]
         try:
             status, out, err = run_job(self.path(name), "noisy_host.py",
-                                       env=dict(env or {}, STEPS="30"))
+                                       env=dict(env or {}, STEPS="20"))
         finally:
             for hog in hogs:
                 hog.kill()

@@ -3,7 +3,8 @@ PIN=1: each rank pins itself to CPU <rank> (so that a load pinned to one CPU fal
 rank alone). Nothing in it is wrong: whatever dsdiag says of it comes from the host.
 SLOW_RANK=<r> makes one rank truly slower, for a reason of its own: SLOW=compute (default)
 it trains on batches three times as large as the others' (uneven shards, longer sequences),
-SLOW=sleep its data loader waits 30 ms for each batch (a slow disk).
+SLOW=sleep its data loader waits for each batch as long as the rank's last step took (a slow
+disk; a share of the step, so that it stands out on any torch and any load).
 Prints "final loss <rank> <value>" at the end."""
 import os
 import time
@@ -26,13 +27,16 @@ class Batches(torch.utils.data.Dataset):
 
     def __init__(self, size, slow):
         self.size, self.slow = size, slow
+        self.last = None  # when the last batch was handed over
 
     def __len__(self):
         return STEPS
 
     def __getitem__(self, i):
         if self.slow:
-            time.sleep(0.03)
+            now = time.monotonic()
+            time.sleep(max(0.03, now - self.last) if self.last is not None else 0.03)
+            self.last = time.monotonic()
         return torch.randn(self.size, 256)
 
 
