@@ -13,8 +13,9 @@ TEST(StragglerWindowsTest, ShortRunsHaveOneStepPerWindow) {
   EXPECT_EQ(s.len(), 1);
   const auto windows = s.At(1);
   ASSERT_EQ(windows.size(), 10u);
-  EXPECT_DOUBLE_EQ(windows.at(7).sum, 7000);
-  EXPECT_EQ(windows.at(7).steps, 1);
+  EXPECT_EQ(windows[7].first, 7);
+  EXPECT_DOUBLE_EQ(windows[7].second.sum, 7000);
+  EXPECT_EQ(windows[7].second.steps, 1);
 }
 
 TEST(StragglerWindowsTest, LongRunsMergeWindowsAndKeepAtMost64) {
@@ -23,8 +24,9 @@ TEST(StragglerWindowsTest, LongRunsMergeWindowsAndKeepAtMost64) {
   EXPECT_EQ(s.len(), 16);  // 1000 steps in 63 windows of 16
   const auto windows = s.At(16);
   EXPECT_EQ(windows.size(), 63u);
-  EXPECT_EQ(windows.at(0).steps, 16);
-  EXPECT_EQ(windows.at(62).steps, 1000 - 62 * 16);
+  EXPECT_EQ(windows.front().second.steps, 16);
+  EXPECT_EQ(windows.back().first, 62);
+  EXPECT_EQ(windows.back().second.steps, 1000 - 62 * 16);
 }
 
 // A rank that joined late (a resumed run's step numbers) and one that merged further are
@@ -46,7 +48,8 @@ TEST(StragglerWindowsTest, AStepBeforeTheFirstOneSeenIsKept) {
   s.Add(4, 2);
   const auto windows = s.At(1);
   ASSERT_EQ(windows.size(), 2u);
-  EXPECT_DOUBLE_EQ(windows.at(4).sum, 2);
+  EXPECT_EQ(windows[0].first, 4);
+  EXPECT_DOUBLE_EQ(windows[0].second.sum, 2);
 }
 
 TEST(StragglerWindowsTest, TheSignTestsTailIsTheBinomials) {

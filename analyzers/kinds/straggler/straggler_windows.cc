@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "analyzers/kinds/straggler/straggler_stats.h"
 
@@ -47,13 +48,14 @@ void WindowSeries::Coarsen() {
   len_ *= 2;
 }
 
-std::map<int64_t, WindowSeries::Window> WindowSeries::At(int64_t len) const {
-  std::map<int64_t, Window> out;
+std::vector<std::pair<int64_t, WindowSeries::Window>> WindowSeries::At(int64_t len) const {
+  std::vector<std::pair<int64_t, Window>> out;
   for (size_t i = 0; i < windows_.size(); ++i) {
     if (windows_[i].steps == 0) continue;
-    Window& w = out[FloorDiv((first_ + static_cast<int64_t>(i)) * len_, len)];
-    w.sum += windows_[i].sum;
-    w.steps += windows_[i].steps;
+    const int64_t index = FloorDiv((first_ + static_cast<int64_t>(i)) * len_, len);
+    if (out.empty() || out.back().first != index) out.emplace_back(index, Window{});
+    out.back().second.sum += windows_[i].sum;
+    out.back().second.steps += windows_[i].steps;
   }
   return out;
 }
@@ -72,21 +74,21 @@ std::vector<Persistence> TestPersistence(const std::vector<const WindowSeries*>&
   int64_t len = 1;
   for (const WindowSeries* s : series)
     if (s) len = std::max(len, s->len());
-  // Window -> each judged rank's mean step lateness in it.
-  std::vector<std::map<int64_t, WindowSeries::Window>> windows(series.size());
+  // Window -> each judged rank's mean step lateness in it. Two passes over the ranks, so that
+  // only one rank's windows are held at a time (16,384 ranks).
   std::map<int64_t, std::vector<double>> by_window;
-  for (size_t r = 0; r < series.size(); ++r) {
-    if (!series[r]) continue;
-    windows[r] = series[r]->At(len);
-    for (const auto& [index, w] : windows[r]) by_window[index].push_back(w.sum / double(w.steps));
+  for (const WindowSeries* s : series) {
+    if (!s) continue;
+    for (const auto& [index, w] : s->At(len)) by_window[index].push_back(w.sum / double(w.steps));
   }
   std::map<int64_t, double> median;
   for (auto& [index, means] : by_window)
     if (means.size() >= 2) median[index] = MedianInPlace(&means);
   std::vector<Persistence> out(series.size());
   for (size_t r = 0; r < series.size(); ++r) {
+    if (!series[r]) continue;
     Persistence& p = out[r];
-    for (const auto& [index, w] : windows[r]) {
+    for (const auto& [index, w] : series[r]->At(len)) {
       const auto m = median.find(index);
       if (m == median.end()) continue;
       const double mean = w.sum / double(w.steps);

@@ -9,7 +9,7 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
+#include <utility>
 #include <vector>
 
 namespace dsdiag::analyzers::straggler {
@@ -27,8 +27,8 @@ class WindowSeries {
 
   void Add(int64_t step, double lateness_ns);
   int64_t len() const { return len_; }
-  // Window index (at `len`, a power of two no smaller than len()) -> the steps in it.
-  std::map<int64_t, Window> At(int64_t len) const;
+  // (window index at `len`, a power of two no smaller than len(); the steps in it), by index.
+  std::vector<std::pair<int64_t, Window>> At(int64_t len) const;
 
  private:
   void Coarsen();
