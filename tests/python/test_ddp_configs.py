@@ -23,6 +23,16 @@ def final_losses(out):
     return sorted(l for l in out.splitlines() if l.startswith("final loss"))
 
 
+def graph_breaks(out):
+    return sorted(l for l in out.splitlines() if l.startswith("graph breaks"))
+
+
+def dynamo_warnings(err):
+    """The warnings torch.compile printed, by text (Dynamo names what it could not trace)."""
+    return {l.split("UserWarning: ", 1)[1] for l in err.splitlines()
+            if "UserWarning: " in l and "_dynamo" in l}
+
+
 class DdpConfigs(JobTestCase):
     def run_config(self, config, fault="", steps=12):
         name = "%s-%s" % (config, fault or "clean")
@@ -54,6 +64,7 @@ class DdpConfigs(JobTestCase):
                              universal_newlines=True, timeout=240)
         self.assertRanToItsEnd(off.returncode, off.stderr)
         self.assertEqual(final_losses(out), final_losses(off.stdout))
+        return out, err, off
 
     def check_skip(self, config):
         run, _, _ = self.run_config(config, "skip")
@@ -95,7 +106,12 @@ class DdpConfigs(JobTestCase):
 
     @lane_needs((2, 1), "torch.compile")
     def test_torch_compile_of_the_ddp_model(self):
-        self.check_clean("compile")
+        out, err, off = self.check_clean("compile")
+        # dsdiag's hooks stay out of what Dynamo traces: as many graph breaks per rank as
+        # without dsdiag, and no Dynamo warning of its own.
+        self.assertEqual(len(graph_breaks(out)), 2, out)
+        self.assertEqual(graph_breaks(out), graph_breaks(off.stdout))
+        self.assertEqual(dynamo_warnings(err) - dynamo_warnings(off.stderr), set(), err)
         self.check_desync("compile")
 
 

@@ -2,7 +2,8 @@
 the same CPUs, under dsdiag run. Nothing in the jobs is wrong, so no warning or error may
 blame a rank for the host's load; where one rank is clearly held back by it, dsdiag says so:
 a straggler at info whose cause is `cpu-starved` (its thread waited for a core), not a slower
-rank.
+rank. Beside CPU hogs that oversubscribe the host 2x and 4x, a clean job is no straggler
+warning, and a rank slower for a reason of its own (a 3x batch, a sleep) still is, named.
 
 Run by ctest once per Python lane, alone (RUN_SERIAL: the load is the test's own)."""
 import os
@@ -25,6 +26,14 @@ while time.monotonic() < end:
     time.sleep(0.006)
 """
 
+# An unpinned CPU hog: busy for `seconds` (bounded: it ends by itself).
+SPIN = """
+import sys, time
+end = time.monotonic() + float(sys.argv[1])
+while time.monotonic() < end:
+    pass
+"""
+
 
 def blamed(findings):
     """The warnings and errors that name a rank for timing (straggler, loader-starvation)."""
@@ -32,7 +41,46 @@ def blamed(findings):
             and f["kind"] in ("straggler", "loader-starvation")]
 
 
+def straggler(findings):
+    found = [f for f in findings if f["kind"] == "straggler"]
+    return found[0] if found else None
+
+
 class NoisyHost(JobTestCase):
+    def run_beside_hogs(self, name, oversubscription, env=None):
+        """The job (two ranks) beside enough hogs that the host's CPUs have `oversubscription`
+        busy threads each."""
+        count = oversubscription * len(os.sched_getaffinity(0)) - 2
+        hogs = [subprocess.Popen([sys.executable, "-c", SPIN, "90"]) for _ in range(count)]
+        try:
+            status, out, err = run_job(self.path(name), "noisy_host.py",
+                                       env=dict(env or {}, STEPS="20"))
+        finally:
+            for hog in hogs:
+                hog.kill()
+                hog.wait()
+        self.assertEqual(status, 0, err)
+        return compare(self.path(name))
+
+    def test_clean_jobs_beside_hogs_at_2x_and_4x_blame_no_rank(self):
+        for factor in (2, 4):
+            findings = self.run_beside_hogs("clean-%dx" % factor, factor)
+            self.assertEqual(serious(findings, timing=True), set(), (factor, findings))
+            self.assertEqual(blamed(findings), [], (factor, findings))
+
+    def test_a_rank_slower_for_its_own_reason_is_named_beside_the_same_hogs(self):
+        # Rank 0, whom the host's scheduler favours as often as not: the finding must come
+        # from the rank's own work, not from which rank the hogs happen to starve.
+        for factor, slow, cause in ((4, "compute", "more-compute"), (2, "sleep", "blocked")):
+            findings = self.run_beside_hogs("slow-%s-%dx" % (slow, factor), factor,
+                                            env={"SLOW_RANK": "0", "SLOW": slow})
+            f = straggler(findings)
+            self.assertIsNotNone(f, (factor, slow, findings))
+            self.assertIn(f["severity"], ("warning", "error"), f)
+            self.assertEqual(f["ranks"], [0], f)
+            self.assertEqual(f["evidence"]["cause"], cause, f)
+            self.assertTrue(f["evidence"]["ranks"][0]["persistent"], f)
+
     def run_with_hog(self, name, cpu, env):
         hog = subprocess.Popen([sys.executable, "-c", HOG, str(cpu), "90"])
         try:

@@ -128,7 +128,7 @@ TEST(GhostFindings, StragglerIsNamedOnTwoAndFourRanksWhateverAnotherRanksClockSa
   EXPECT_EQ(Serious(skew, /*timing=*/false), Set{});
   for (const auto& f : skew) {
     if (Str(f, "kind") != "straggler") continue;
-    EXPECT_EQ(Str(f, "severity"), "warning");
+    EXPECT_NE(Str(f, "severity"), "error");  // contention: info, or a warning at most
     for (const trace::JsonValue& r : Field(Field(f, "evidence"), "ranks").elements())
       EXPECT_LT(Real(r, "step_lateness_median_ms"), 250.0) << f.ToJson();
   }

@@ -26,8 +26,13 @@
 //   (1.4826 x the median absolute deviation of their means)      (it is an outlier)
 // The earliest tenth, not the median rank, is the reference: slow ranks drag a median along
 // (two slow ranks of four, the midpoint of two ranks), so two slow ranks at once are both
-// named; when every judged rank would be named, none is. The reference rank whose phases
-// are compared is a real on-time rank (the median non-straggler by mean step lateness).
+// named; when every judged rank would be named, none is. A rank that passes these is also
+// tested for persistence (straggler_windows.h): per window of steps, is its mean lateness
+// above the judged ranks' median? A sign test (binomial, p <= 1% / the ranks tested) tells a
+// rank late window after window from a busy host that slows one rank now and another later;
+// a rank that fails it is named only for a rare but costly stall, at info. The reference
+// rank whose phases are compared is a real on-time rank (the median non-straggler by mean
+// step lateness).
 // Per straggler the finding gives the per-step lateness (median, mean, p95: what the rule
 // judges), the share of collectives it entered last, mean / p95 / max lateness per collective
 // (p95 from a fixed log histogram, ~6% resolution, so memory stays bounded), the time the
@@ -36,13 +41,14 @@
 // waiting shows) whose mean time exceeds the reference rank's the most.
 // Why the phase takes longer (its `cause`), where the step records carry what the scheduler
 // says of the phase's thread (`cpu`: ns on a CPU, `runq`: ns runnable but waiting for one):
-// of the phase's extra wall time over the reference rank's, the larger part is extra CPU time
-// ("more-compute": it computes more or slower), extra run-queue time ("cpu-starved": other
-// processes on its host took its cores), or neither ("blocked": I/O, a lock, a sleep).
+// of the phase's extra wall time over the reference rank's, the larger part is its extra CPU
+// time with the run-queue wait the host adds to it ("more-compute": it computes more or
+// slower), run-queue time beyond that ("cpu-starved": other processes on its host took its
+// cores), or neither ("blocked": I/O, a lock, a sleep).
 // Severity: warning; error when the job stood still for the stragglers at least half of the
-// reference rank's total step time (the job ran at most half speed because of them). A
-// straggler that was starved of CPU is the host's contention, not the rank's doing: info,
-// or warning when the job stood still at least half its step time for it.
+// reference rank's total step time (the job ran at most half speed because of them). Info
+// when no straggler is persistent and slower for a reason of its own (cpu-starved is the
+// host's contention, not the rank's doing), whatever it cost.
 //
 // This file gathers (RankStats, straggler_stats.h) and measures each collective; the verdict
 // and the finding are in straggler_finding.cc.

@@ -23,6 +23,9 @@ constexpr double kMadToSigma = 1.4826;   // median absolute deviation -> standar
 constexpr double kErrorLostShare = 0.5;  // of the reference rank's step time
 constexpr double kPhaseExplains = 0.25;  // of the mean excess, for a phase to be named
 constexpr size_t kMaxRows = 8;           // stragglers detailed in the evidence table
+// The persistence test's family-wise level, over the ranks whose lateness costs enough to be
+// tested (Bonferroni).
+constexpr double kAlpha = 0.01;
 
 double Ms(double ns) { return std::round(ns / 1e3) / 1e3; }
 
@@ -72,6 +75,8 @@ std::string StarvedHint() {
 struct Verdict {
   int rank = 0;
   double mean_excess = 0;
+  Persistence persistence;
+  bool persistent = false;  // late in significantly more windows than not
 };
 
 // What the verdict compares every rank with.
@@ -81,6 +86,8 @@ struct Judgement {
   double threshold = 0;
   double noise = 0;
   double median_step = 0;
+  double alpha = 0;          // the level each rank's persistence test is held to
+  int64_t window_steps = 1;  // steps per window of the persistence test
 };
 
 // What an on-time rank looks like: the lower half of the judged ranks by mean per-step
@@ -131,19 +138,35 @@ std::optional<Judgement> Judge(const std::vector<RankStats>& ranks) {
   const OnTime on_time = OnTimeRanks(ranks);
   j.noise = on_time.noise;
   // Too few on-time ranks to tell jitter from a pattern (two to five ranks): the cost tests,
-  // beyond what the on-time ranks see themselves, decide alone.
+  // beyond what the on-time ranks see themselves, and the persistence test decide alone.
   const bool noise_test = on_time.ranks >= kMinForNoise;
+  std::vector<const WindowSeries*> series(ranks.size(), nullptr);
+  for (size_t r = 0; r < ranks.size(); ++r)
+    if (ranks[r].Judged()) series[r] = &ranks[r].windows;
+  const std::vector<Persistence> persistence = TestPersistence(series);
+  for (const WindowSeries* w : series)
+    if (w) j.window_steps = std::max(j.window_steps, w->len());
+  // The ranks late by enough, and how: in most steps, or rarely but by a lot.
+  std::vector<std::pair<size_t, bool>> costly;  // (rank, rare)
   for (size_t r = 0; r < ranks.size(); ++r) {
     const RankStats& s = ranks[r];
     if (!s.Judged()) continue;
     const double excess = s.MeanExcess() - on_time.mean;
     // Late in most steps (a slow rank), or rarely but by so much that it costs twice the
     // threshold on average (checkpoint stalls, GC pauses); a few unlucky steps are noise.
-    const bool costs =
-        s.MedianStepExcess() - on_time.median > j.threshold || excess > kRareFactor * j.threshold;
+    const bool typical = s.MedianStepExcess() - on_time.median > j.threshold;
+    const bool rare = excess > kRareFactor * j.threshold;
     const bool outlier = !noise_test || excess > kNoiseFactor * j.noise;
-    if (costs && excess > j.threshold && outlier)
-      j.stragglers.push_back({static_cast<int>(r), s.MeanExcess()});
+    if ((typical || rare) && excess > j.threshold && outlier) costly.emplace_back(r, rare);
+  }
+  j.alpha = costly.empty() ? kAlpha : kAlpha / double(costly.size());
+  for (const auto& [r, rare] : costly) {
+    // Window after window, or only in some (a busy host slows one rank now, another
+    // later): only the rare but costly stall is named without it, and at info.
+    const bool persistent = persistence[r].p <= j.alpha;
+    if (persistent || rare)
+      j.stragglers.push_back(
+          {static_cast<int>(r), ranks[r].MeanExcess(), persistence[r], persistent});
   }
   // Every rank late is nobody late: the on-time arrival is one of them.
   if (j.stragglers.empty() || j.stragglers.size() >= judged) return std::nullopt;
@@ -180,30 +203,33 @@ struct Explanation {
   Cause cause;
 };
 
-// Names the larger of the three parts of `extra_ns` (the time to explain): extra time on a
-// CPU, extra time waiting for one, and the rest (blocked).
-Cause Split(double cpu, double ref_cpu, double runq, double ref_runq, double extra_ns,
-            double load) {
+// Names the largest of the three parts of `extra_ns` (the time to explain). On a busy host
+// every CPU-ns of work also waits in the run queue, at the rate the reference rank waits
+// (its run-queue time per CPU-ns): extra work costs its CPU time and that much waiting
+// ("more-compute"); waiting beyond it is the host's ("cpu-starved"); the rest is time
+// neither running nor waiting for a core ("blocked": I/O, a lock, a sleep). Over a phase
+// that rest is measured (the phase's wall time less its CPU and run-queue time); over the
+// whole step (`outside_phases`) it includes the time between phases, which no figure covers:
+// there, a rank that waited for a core at least as long as it is late is taken to have lost
+// the race for one there too (on a contended host, which of two ranks loses it is the
+// scheduler's choice), not to be blocked.
+Cause Split(double cpu, double ref_cpu, double runq, double ref_runq, double extra_ns, double load,
+            bool outside_phases) {
   Cause c;
   c.cpu_ns = cpu;
   c.reference_cpu_ns = ref_cpu;
   c.runq_ns = std::max(0.0, runq);
   c.reference_runq_ns = std::max(0.0, ref_runq);
   c.load = load;
+  const double rate = ref_cpu > 0 ? c.reference_runq_ns / ref_cpu : 0;
   const double more_cpu = std::max(0.0, cpu - ref_cpu);
-  const double more_runq = std::max(0.0, c.runq_ns - c.reference_runq_ns);
-  c.blocked_ns = std::max(0.0, extra_ns - more_cpu - more_runq);
-  if (more_cpu >= 0.5 * extra_ns)
+  const double compute = more_cpu * (1 + rate);
+  const double starved = std::max(0.0, c.runq_ns - c.reference_runq_ns - more_cpu * rate);
+  c.blocked_ns = std::max(0.0, extra_ns - compute - starved);
+  if (compute >= 0.5 * extra_ns || (compute >= starved && compute >= c.blocked_ns))
     c.name = "more-compute";  // its own work explains most of it
-  else if (more_runq >= more_cpu && more_runq >= c.blocked_ns)
+  else if (starved >= c.blocked_ns || (outside_phases && c.runq_ns >= extra_ns))
     c.name = "cpu-starved";
-  else if (c.runq_ns >= extra_ns)
-    // A contended host: it waited for a core at least as long as it is late, every step,
-    // even if its peers waited as long (which of two ranks on shared cores loses the race
-    // for them is the scheduler's choice, not a property of the rank).
-    c.name = "cpu-starved";
-  else if (more_cpu >= c.blocked_ns)
-    c.name = "more-compute";
   else
     c.name = "blocked";
   return c;
@@ -215,7 +241,7 @@ Cause PhaseCause(const RankStats& s, const RankStats& reference, const std::stri
   const double cpu = s.MeanCpu(phase), ref_cpu = reference.MeanCpu(phase);
   if (cpu < 0 || ref_cpu < 0) return {};  // older traces: no scheduler figures
   return Split(cpu, ref_cpu, s.MeanRunq(phase), reference.MeanRunq(phase), extra_wall_ns,
-               s.MeanLoad());
+               s.MeanLoad(), /*outside_phases=*/false);
 }
 
 // Why the rank is late when no one phase explains it: over its whole step, the extra CPU and
@@ -226,7 +252,8 @@ Cause PhaseCause(const RankStats& s, const RankStats& reference, const std::stri
 Cause StepCause(const RankStats& s, const RankStats& reference, double mean_excess) {
   const double cpu = s.MeanStepCpu(), ref_cpu = reference.MeanStepCpu();
   if (cpu < 0 || ref_cpu < 0) return {};
-  return Split(cpu, ref_cpu, s.MeanStepRunq(), reference.MeanStepRunq(), mean_excess, s.MeanLoad());
+  return Split(cpu, ref_cpu, s.MeanStepRunq(), reference.MeanStepRunq(), mean_excess, s.MeanLoad(),
+               /*outside_phases=*/true);
 }
 
 // The phase (sync aside, where the others' waiting shows) whose mean time per step exceeds
@@ -284,7 +311,7 @@ std::optional<int64_t> FirstStep(const RankStats& s, double mean_excess) {
 }
 
 JsonValue Row(const std::vector<RankStats>& ranks, int rank, const std::string& role,
-              const RankStats& reference, const Explanation* why) {
+              const RankStats& reference, const Explanation* why, const Verdict* verdict) {
   const RankStats& s = ranks[rank];
   JsonValue row = JsonValue::Object();
   row.Set("rank", rank);
@@ -310,6 +337,13 @@ JsonValue Row(const std::vector<RankStats>& ranks, int rank, const std::string& 
   if (s.MeanStepCpu() >= 0) row.Set("step_cpu_ms", Ms(s.MeanStepCpu()));
   if (s.MeanStepRunq() >= 0) row.Set("step_runq_ms", Ms(s.MeanStepRunq()));
   if (s.MeanLoad() >= 0) row.Set("host_load", std::round(s.MeanLoad() * 100) / 100);
+  if (verdict) {
+    // The persistence test: windows of steps it was later than the judged ranks' median in.
+    row.Set("windows", verdict->persistence.windows);
+    row.Set("late_windows", verdict->persistence.late);
+    row.Set("persistence_p", std::round(verdict->persistence.p * 1e6) / 1e6);
+    row.Set("persistent", verdict->persistent);
+  }
   if (why) {
     row.Set("excess_phase", why->phase.empty() ? JsonValue() : JsonValue(why->phase));
     if (!why->phase.empty()) {
@@ -354,8 +388,13 @@ std::string Summary(const std::vector<RankStats>& ranks, const Judgement& j,
     summary +=
         "; no one phase explains it, but over its step " + CauseText(e.cause, j.reference_rank);
   }
-  return summary + "; the job waited " + PercentText(lost_share) + " of its step time for " +
-         (j.stragglers.size() > 1 ? "them" : "it");
+  summary += "; the job waited " + PercentText(lost_share) + " of its step time for " +
+             (j.stragglers.size() > 1 ? "them" : "it");
+  const Persistence& p = j.stragglers.front().persistence;
+  if (!j.stragglers.front().persistent)
+    summary += "; late in " + std::to_string(p.late) + " of " + std::to_string(p.windows) +
+               " windows of steps only: a stall, not a persistently slower rank";
+  return summary;
 }
 
 Finding MakeFinding(const std::vector<RankStats>& ranks, const Judgement& j) {
@@ -373,18 +412,21 @@ Finding MakeFinding(const std::vector<RankStats>& ranks, const Judgement& j) {
     why.push_back(Explain(s, reference, j.stragglers[i].mean_excess));
     if (auto step = FirstStep(s, j.stragglers[i].mean_excess))
       f.step = f.step ? std::min(*f.step, *step) : *step;
-    if (i < kMaxRows) rows.Push(Row(ranks, rank, "straggler", reference, &why.back()));
+    if (i < kMaxRows)
+      rows.Push(Row(ranks, rank, "straggler", reference, &why.back(), &j.stragglers[i]));
   }
   NormalizeRanks(&f.ranks);
-  rows.Push(Row(ranks, j.reference_rank, "reference", reference, nullptr));
+  rows.Push(Row(ranks, j.reference_rank, "reference", reference, nullptr, nullptr));
   const double reference_total = double(reference.step_ns);
   const double lost_share = reference_total > 0 ? held / reference_total : 0;
   const Explanation& e = why.front();
-  // Every straggler starved of CPU: the host's contention, at the severity of its cost.
-  const bool starved = std::all_of(
-      why.begin(), why.end(), [](const Explanation& x) { return x.cause.name == "cpu-starved"; });
-  if (starved)
-    f.severity = lost_share >= kErrorLostShare ? Severity::kWarning : Severity::kInfo;
+  // A warning needs a rank slower for a reason of its own, window after window: a rank
+  // starved of CPU is the host's contention, a rank late in some windows only is a stall.
+  bool own = false;
+  for (size_t i = 0; i < j.stragglers.size(); ++i)
+    own |= j.stragglers[i].persistent && why[i].cause.name != "cpu-starved";
+  if (!own)
+    f.severity = Severity::kInfo;
   else
     f.severity = lost_share >= kErrorLostShare ? Severity::kError : Severity::kWarning;
   f.summary = Summary(ranks, j, f.ranks, e, lost_share);
@@ -395,6 +437,8 @@ Finding MakeFinding(const std::vector<RankStats>& ranks, const Judgement& j) {
   ev.Set("reference_rank", j.reference_rank);
   ev.Set("threshold_ms", Ms(j.threshold));
   ev.Set("noise_ms", Ms(j.noise));
+  ev.Set("window_steps", j.window_steps);
+  ev.Set("persistence_alpha", std::round(j.alpha * 1e6) / 1e6);
   ev.Set("median_step_ms", Ms(j.median_step));
   ev.Set("held_ms", Ms(double(held)));
   ev.Set("lost_share", std::round(lost_share * 1000) / 1000);

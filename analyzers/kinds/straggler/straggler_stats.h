@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "analyzers/kinds/straggler/straggler_windows.h"
 #include "trace/rank_clock.h"
 
 namespace dsdiag::analyzers::straggler {
@@ -150,9 +151,11 @@ struct alignas(64) RankStats {
     ++excess_steps;
     if (step_excess_histogram.empty()) step_excess_histogram.assign(kBuckets, 0);
     ++step_excess_histogram[BucketOf(excess_step_max_ns)];
+    windows.Add(*excess_step, double(excess_step_max_ns));
     excess_step.reset();
   }
   std::vector<uint32_t> step_excess_histogram;  // per-step excess (never negative)
+  WindowSeries windows;                         // per-step excess, by window of steps
   int64_t max_step_excess_ns = 0;
 
   // A quantile over steps of the step's largest excess (from the histogram, ~6%; never above

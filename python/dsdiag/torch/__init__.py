@@ -8,7 +8,7 @@ the random streams, checkpoints and GradScaler, with no change to the job's scri
     dsdiag.torch.uninstrument()   # optional: the trace ends, torch is as it was
 
 One subpackage per hooked area, each with install() / uninstall() (registered in
-_install.AREAS): collectives, ddp, steps, data, rng, checkpoint, scaler, process.
+_install.AREAS): collectives, ddp, steps, data, rng, checkpoint, scaler, process, compile.
 
 ``dsdiag run`` and ``python3 -m dsdiag.torch SCRIPT`` do the same from the environment
 (DSDIAG_OUT, DSDIAG_PROBES, DSDIAG_TIMEOUT). Nothing is recorded in Python: every record

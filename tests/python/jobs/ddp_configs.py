@@ -17,7 +17,8 @@ FAULT adds one user mistake:
           find_unused_parameters or static_graph to let that run; the job sets the first
           unless the configuration is static)
   desync  rank 0 doubles one gradient after the allreduce, at step 5
-Prints "final loss <rank> <value>" so that a test can compare losses with and without dsdiag.
+Prints "final loss <rank> <value>" so that a test can compare losses with and without dsdiag,
+and with `compile` "graph breaks <rank> <count>" (Dynamo's own counter): dsdiag must add none.
 """
 import contextlib
 import os
@@ -91,4 +92,9 @@ for step in range(steps):
     opt.step()
 # One write(2) per line: the ranks share the test's stdout pipe.
 os.write(1, ("final loss %d %.17g\n" % (rank, loss.item())).encode())
+if config == "compile":
+    from torch._dynamo.utils import counters
+
+    breaks = sum(counters["graph_break"].values())
+    os.write(1, ("graph breaks %d %d\n" % (rank, breaks)).encode())
 dist.destroy_process_group()
