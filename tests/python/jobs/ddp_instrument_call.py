@@ -16,7 +16,7 @@ torch.manual_seed(0)
 model = DDP(torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1)))
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 torch.manual_seed(1 + dist.get_rank())
-for step in range(8):
+for _ in range(8):
     x = torch.randn(8, 16)
     opt.zero_grad()
     torch.nn.functional.mse_loss(model(x), x.sum(1, keepdim=True)).backward()
