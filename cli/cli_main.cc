@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cli/subcommand.h"
+#include "trace/record_types.h"
 
 namespace dsdiag::cli {
 namespace {
@@ -39,7 +40,7 @@ int RunCli(int argc, char** argv) {
   }
   const std::string name = args[0];
   if (name == "--version" || name == "version") {
-    std::cout << "dsdiag " << DSDIAG_VERSION << "\n";
+    std::cout << "dsdiag " << DSDIAG_VERSION << " (trace schema " << trace::kSchema << ")\n";
     return 0;
   }
   if (name == "help" || name == "--help" || name == "-h") {

@@ -40,15 +40,24 @@ po::options_description VisibleOptions() {
   return options;
 }
 
-// The dsdiag Python package beside this executable: <dir>/python (a build tree) or
-// <dir>/../lib/dsdiag/python (an install). Empty when neither holds it.
-std::string PythonPackageDir() {
+// The folder `dsdiag run` puts on the job's PYTHONPATH: the one holding the start-up hook
+// (sitecustomize.py) for the dsdiag package beside this executable. A build tree:
+// <dir>/python (the package and the hook); an install: <dir>/../lib/dsdiag/python; a pip
+// install (the wheel's layout, python/wheel_install.cmake): this executable is
+// <site-packages>/dsdiag/bin/dsdiag and the folder is dsdiag/_startup alone, the package
+// being importable from the job's environment already. Empty when none holds it.
+std::string PythonStartupDir() {
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (ec) return "";
-  for (const fs::path& dir :
-       {self.parent_path() / "python", self.parent_path().parent_path() / "lib/dsdiag/python"}) {
+  const fs::path bin = self.parent_path();
+  for (const fs::path& dir : {bin / "python", bin.parent_path() / "lib/dsdiag/python"}) {
     if (fs::exists(dir / "dsdiag" / "__init__.py", ec)) return dir.string();
+  }
+  const fs::path startup = bin.parent_path() / "_startup";
+  if (fs::exists(startup / "sitecustomize.py", ec) &&
+      fs::exists(bin.parent_path() / "__init__.py", ec)) {
+    return startup.string();
   }
   return "";
 }
@@ -133,7 +142,7 @@ int RunCommand::Run(const std::vector<std::string>& args) {
               {"DSDIAG_PROBES", parsed.probes},
               {"DSDIAG_TIMEOUT", FormatSeconds(parsed.timeout_s)},
               {"DSDIAG_RUN_ID", spec.run_id}};
-  const std::string python = PythonPackageDir();
+  const std::string python = PythonStartupDir();
   if (python.empty()) {
     std::cerr << "dsdiag run: this dsdiag was built without its Python package (pybind11 and "
                  "python3-torch were not found): the job runs uninstrumented\n";

@@ -21,6 +21,9 @@ AREAS = ("collectives", "ddp", "steps", "data", "rng", "checkpoint", "scaler", "
 class _Installed(object):
     def __init__(self):
         self.areas = []  # the area modules installed, in order
+        # True while instrument() imports the areas: their import of torch runs the start-up
+        # hook (sitecustomize), whose instrument() must then leave this one to finish.
+        self.installing = False
 
 
 INSTALLED = _Installed()
@@ -29,17 +32,23 @@ INSTALLED = _Installed()
 def instrument(run_dir=None, probes=None, timeout=None):
     """Instruments this process: call before torch.distributed.init_process_group. The
     arguments default to DSDIAG_OUT, DSDIAG_PROBES (light) and DSDIAG_TIMEOUT (300 s)."""
+    if INSTALLED.installing:
+        return  # called again from within (torch's first import): once is enough
     RUNTIME.settings = Settings(run_dir, probes, timeout)
     if INSTALLED.areas or RUNTIME.settings.off:
         return
-    for name in AREAS:
-        try:
-            area = importlib.import_module("dsdiag.torch." + name)
-            area.install()
-        except Exception as e:  # a torch without that part: the others still go in
-            warn_once("install-" + name, "%s not instrumented: %r" % (name, e))
-            continue
-        INSTALLED.areas.append(area)
+    INSTALLED.installing = True
+    try:
+        for name in AREAS:
+            try:
+                area = importlib.import_module("dsdiag.torch." + name)
+                area.install()
+            except Exception as e:  # a torch without that part: the others still go in
+                warn_once("install-" + name, "%s not instrumented: %r" % (name, e))
+                continue
+            INSTALLED.areas.append(area)
+    finally:
+        INSTALLED.installing = False
 
 
 def uninstrument():

@@ -10,15 +10,15 @@ the job's own hook when it registers one (register_comm_hook is wrapped: the job
 runs unchanged, inside ours), else the default allreduce (average). The gradient hashes at
 the allreduce's completion are taken in the hook's future, from the reduced bucket in place.
 
-Where the build has a C++ hook for this torch (dsdiag._ddp_hook_torch<major>_<minor>,
-python/torch_ext/), that one is registered instead: it averages and records the same, with
+Where there is a C++ hook for this torch (dsdiag._ddp_hook_torch<major>_<minor>,
+python/torch_ext/: prebuilt by a source build, compiled on first use by a pip install,
+dsdiag/_native_hook.py), that one is registered instead: it averages and records the same, with
 no Python per bucket (a Python hook costs a 2-rank CPU job ~7% of its step). The job's own
 hook, registered later, is then handed to it (Hook.delegate) and runs inside _comm_hook as
 on a lane without it.
 """
 
 import functools
-import importlib
 import os
 
 import torch
@@ -235,11 +235,13 @@ def _native_module():
     if not _NATIVE and os.environ.get("DSDIAG_DDP_HOOK", "") == "python":
         _NATIVE.append(None)
     if not _NATIVE:
-        major, minor = torch.__version__.split("+")[0].split(".")[:2]
-        name = "dsdiag._ddp_hook_torch%s_%s" % (major, "".join(c for c in minor if c.isdigit()))
-        try:
-            _NATIVE.append(importlib.import_module(name))
-        except ImportError:
+        from dsdiag import _native_hook
+        from dsdiag._warn import warn_once
+
+        try:  # prebuilt (a source build), or compiled for this torch (a pip install)
+            _NATIVE.append(_native_hook.load(torch, lambda m: warn_once(m, m)))
+        except ImportError as e:
+            _warn_native(e)
             _NATIVE.append(None)
     return _NATIVE[0]
 
