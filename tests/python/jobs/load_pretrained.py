@@ -42,7 +42,7 @@ if load == "rank0-after-wrap" and rank == 0:
 
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 torch.manual_seed(100 + rank)
-for step in range(int(os.environ.get("STEPS", "12"))):
+for _ in range(int(os.environ.get("STEPS", "12"))):
     x = torch.randn(16, 32)
     y = x.sum(1, keepdim=True)
     opt.zero_grad()
