@@ -103,6 +103,44 @@ class FullyShardHook(unittest.TestCase):
         self.assertIs(fsdp.fully_shard, original)
         self.assertFalse([f for f in sys.meta_path if type(f).__module__.startswith("dsdiag")])
 
+    def test_fsdp1_is_wrapped_and_sync_module_states_is_left_alone(self):
+        import sys
+
+        from dsdiag_jobs import package_dir
+
+        if package_dir() not in sys.path:
+            sys.path.insert(0, package_dir())
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+        from dsdiag.torch import fsdp as area
+        from dsdiag.torch._patches import signature_of
+        from dsdiag.torch.fsdp import _fully_shard
+
+        original = FSDP.__init__
+        area.install()
+        try:
+            self.assertTrue(FSDP.__init__._dsdiag_wrapper)
+        finally:
+            area.uninstall()
+        self.assertIs(FSDP.__init__, original)
+        signature, net = signature_of(original), object()
+        synced = _fully_shard._syncs_states
+        self.assertTrue(synced(signature, None, net, (), {"sync_module_states": True}))
+        self.assertFalse(synced(signature, None, net, (), {"device_id": "cpu"}))
+
+
+class FullyShardedDataParallel(JobTestCase):
+    @unittest.skipUnless(HAS_FSDP2, "FSDP1 on CPU: this lane's torch cannot import it")
+    def test_a_seed_per_rank_before_fsdp1_is_init_divergence_and_one_seed_is_clean(self):
+        for seed, expected in (("rank", {"init-divergence/error"}), ("one", set())):
+            run = self.path("fsdp1-" + seed)
+            status, _, err = run_job(run, "fsdp1_job.py", env={"SEED": seed})
+            self.assertEqual(status, 0, err)
+            findings = compare(run)
+            self.assertEqual(serious(findings), expected, findings)
+            if expected:
+                f = [f for f in findings if f["kind"] == "init-divergence"][0]
+                self.assertEqual((f["ranks"], f["subject"]), ([1], "0.weight"))
+
 
 if __name__ == "__main__":
     unittest.main()

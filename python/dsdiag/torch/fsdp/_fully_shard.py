@@ -1,10 +1,11 @@
-"""FSDP2's fully_shard, watched: before it shards a module's parameters (each rank keeps its
-shard of what it built), their full values are fingerprinted on each rank. At the first
-training step the parameters taken are written as the `params` table (their names in the
-outermost module sharded, shapes, dtypes; no buckets) and one `fp` param `init` record
-(gran param): init-divergence names the ranks whose model differs from rank 0's — per-rank
-seeds before building the model (`torch.manual_seed(rank)`), which fully_shard never
-broadcasts away.
+"""FSDP2's fully_shard (and FSDP1's FullyShardedDataParallel, unless sync_module_states=True
+broadcasts rank 0's parameters first), watched: before it shards a module's parameters
+(each rank keeps its shard of what it built), their full values are fingerprinted on each
+rank. At the first training step the parameters taken are written as the `params` table
+(their names in the outermost module sharded, shapes, dtypes; no buckets) and one `fp` param
+`init` record (gran param): init-divergence names the ranks whose model differs from rank
+0's — per-rank seeds before building the model (`torch.manual_seed(rank)`), which
+fully_shard never broadcasts away.
 
 fully_shard lives in torch.distributed.fsdp (torch >= 2.6; torch.distributed._composable.fsdp
 in 2.4-2.5), a package `import torch` does not load. The wrapper goes in when that package
@@ -30,7 +31,7 @@ import torch
 
 from dsdiag import _core
 from dsdiag._warn import warn_once
-from dsdiag.torch._patches import Patches
+from dsdiag.torch._patches import Patches, signature_of
 from dsdiag.torch._runtime import RUNTIME, guard
 from dsdiag.torch._tensors import dtype_name, fingerprint_each
 from dsdiag.torch.ddp._model import module_prefixes
@@ -101,6 +102,10 @@ def _patch_loaded():
 
 
 def _patch_modules():
+    fsdp1 = getattr(sys.modules.get(PACKAGES[0]), "FullyShardedDataParallel", None)
+    if isinstance(fsdp1, type) and not getattr(fsdp1.__init__, "_dsdiag_wrapper", False):
+        PATCHES.replace(fsdp1, "__init__", _wrap_fsdp1_init(fsdp1.__init__),
+                        key="FullyShardedDataParallel.__init__")
     originals = {}
     for name, module in list(sys.modules.items()):
         if not name.startswith("torch.distributed") or module is None:
@@ -125,6 +130,33 @@ def _wrap(original):
 
     fully_shard._dsdiag_wrapper = True
     return fully_shard
+
+
+def _wrap_fsdp1_init(original):
+    """FSDP1's wrapper: its parameters as built, unless sync_module_states=True (then FSDP
+    broadcasts rank 0's before sharding, and what each rank built does not matter)."""
+    signature = signature_of(original)
+
+    @functools.wraps(original)
+    def __init__(self, module, *args, **kwargs):
+        if RUNTIME.on and not TAKEN.written and not _syncs_states(signature, self, module, args,
+                                                                  kwargs):
+            _take(module)
+        return original(self, module, *args, **kwargs)
+
+    __init__._dsdiag_wrapper = True
+    return __init__
+
+
+def _syncs_states(signature, *call):
+    self, module, args, kwargs = call
+    if signature is None:
+        return True  # unknown: leave it alone
+    try:
+        bound = signature.bind(self, module, *args, **kwargs)
+    except TypeError:
+        return True  # the call will raise: the job's own error
+    return bool(bound.arguments.get("sync_module_states", False))
 
 
 @guard("fsdp")
@@ -154,7 +186,9 @@ def _distributed():
 
 
 def _sharded(p):
-    return type(p).__name__ == "DTensor" or hasattr(p, "placements")
+    """A DTensor (FSDP2's shard) or FSDP1's flat parameter: sharded by an earlier call."""
+    return (type(p).__name__ in ("DTensor", "FlatParameter") or hasattr(p, "placements")
+            or hasattr(p, "_fsdp_flattened"))
 
 
 @guard("fsdp")
