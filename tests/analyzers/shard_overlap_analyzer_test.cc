@@ -274,5 +274,29 @@ TEST(ShardOverlapAnalyzerTest, ADistributedSamplerIsJudgedByItsShardsNotItsBatch
   EXPECT_TRUE(Analyze(run).empty());
 }
 
+TEST(ShardOverlapAnalyzerTest, StepsARankNeverDeliveredAreComparedAmongTheOthers) {
+  TestRun run;  // rank 2's loader ends after step 1: steps 2-7 come from ranks 0 and 1 only
+  for (int r = 0; r < 3; ++r) {
+    auto w = run.Open(TestRun::Header(r, 3));
+    for (int s = 0; s < 8; ++s) {
+      w->SetStep(s);
+      w->Begin(trace::rec::kStepBegin).line().Field("epoch", 0);
+      if (r < 2 || s < 2)
+        w->Begin(trace::rec::kLoader)
+            .line()
+            .Field("wait", int64_t{1000})
+            .Field("samples", int64_t{8})
+            .Hex("batch", uint64_t{100} + s + (r == 2 ? 50 : 0));
+      w->Begin(trace::rec::kStep).line().Field("dur", int64_t{1000000}).Field("loss", 1.0);
+    }
+    w->SetStep(8);
+    TestRun::WriteEnd(w.get(), "ok", 0);
+  }
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].ranks, (std::vector<int>{0, 1}));
+  EXPECT_EQ(Evidence(findings[0], "steps_compared"), "8");
+}
+
 }  // namespace
 }  // namespace dsdiag::analyzers

@@ -11,7 +11,9 @@ void IdenticalBatches::Add(int rank, int64_t step, uint64_t batch) {
 
 void IdenticalBatches::StepDone(int64_t step) {
   for (auto it = pending_.begin(); it != pending_.end() && it->first <= step;) {
-    if (it->second.size() < ranks_expected_) {
+    // A step some rank never delivers (it died, its loader ended early) is compared among
+    // those that did once kLateSteps have passed: the state stays a window, not the run.
+    if (it->second.size() < ranks_expected_ && it->first + kLateSteps > step) {
       ++it;
       continue;
     }

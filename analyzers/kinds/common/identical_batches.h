@@ -8,9 +8,9 @@
 // Input, per rank and step, the first `loader` record carrying `batch` (the training
 // loader's; a zipped companion's record carries none):
 //   {"type":"loader","step":3,"wait":1200000,"samples":32,"batch":"9f3c.."}
-// A step is compared once every rank delivered it (the rest at the end, with two ranks or
-// more). A rank "shares" a step when another rank's batch fingerprint equals its own. The
-// verdict: at least kMinSharedSteps compared steps, and ranks sharing at least half of them
+// A step is compared once every rank delivered it, or kLateSteps later among the ranks that
+// did (two or more). A rank "shares" a step when another rank's batch fingerprint equals its own.
+// The verdict: at least kMinSharedSteps compared steps, and ranks sharing at least half of them
 // whose own batches change from step to step (a constant batch — a synthetic benchmark's
 // torch.ones — is not data that a sampler would split).
 #pragma once
@@ -26,6 +26,7 @@
 namespace dsdiag::analyzers {
 
 inline constexpr int64_t kMinSharedSteps = 2;
+inline constexpr int64_t kLateSteps = 64;  // a step waits this long for its last rank
 // The shard-overlap finding's evidence `basis` when it comes from this rule (what the
 // follow-on pass looks for).
 inline constexpr std::string_view kIdenticalBatchesBasis = "identical batches";
