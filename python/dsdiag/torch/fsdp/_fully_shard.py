@@ -25,7 +25,6 @@ import functools
 import importlib.abc
 import importlib.machinery
 import sys
-import threading
 
 import torch
 
@@ -71,11 +70,8 @@ def uninstall():
 class _WhenImported(importlib.abc.MetaPathFinder):
     """Finds an FSDP package as the path finder does, and patches once it has loaded."""
 
-    def __init__(self):
-        self.local = threading.local()
-
     def find_spec(self, fullname, path=None, target=None):
-        if fullname not in PACKAGES or getattr(self.local, "busy", False):
+        if fullname not in PACKAGES:
             return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
@@ -154,9 +150,9 @@ def _syncs_states(signature, *call):
         return True  # unknown: leave it alone
     try:
         bound = signature.bind(self, module, *args, **kwargs)
-    except TypeError:
-        return True  # the call will raise: the job's own error
-    return bool(bound.arguments.get("sync_module_states", False))
+        return bool(bound.arguments.get("sync_module_states", False))
+    except Exception:  # the call will raise (the job's own error), or an odd flag value
+        return True
 
 
 @guard("fsdp")
