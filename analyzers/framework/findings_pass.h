@@ -33,9 +33,13 @@ std::unique_ptr<FindingsPass> CreateMismatchFollowOnPass();
 // rank-died findings of ranks left waiting in a hang's collective become info follow-ons
 // of the hang finding (passes/hang_follow_on_pass.cc).
 std::unique_ptr<FindingsPass> CreateHangFollowOnPass();
-// replica-divergence after a grad-desync or scaler-desync becomes an info follow-on of it
-// (passes/divergence_follow_on_pass.cc).
+// replica-divergence after a grad-desync, scaler-desync or checkpoint-mismatch becomes an
+// info follow-on of it (passes/divergence_follow_on_pass.cc).
 std::unique_ptr<FindingsPass> CreateDivergenceFollowOnPass();
+// rng-collision on the global torch stream, where the ranks trained on identical batches
+// of an unsplit dataset, becomes an info follow-on of that shard-overlap
+// (passes/unsplit_data_follow_on_pass.cc).
+std::unique_ptr<FindingsPass> CreateUnsplitDataFollowOnPass();
 
 // Every pass, in the order RunCompare applies them (registry.cc).
 std::vector<std::unique_ptr<FindingsPass>> CreateAllFindingsPasses();

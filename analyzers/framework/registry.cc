@@ -38,6 +38,7 @@ std::vector<std::unique_ptr<FindingsPass>> CreateAllFindingsPasses() {
   passes.push_back(CreateMismatchFollowOnPass());
   passes.push_back(CreateHangFollowOnPass());
   passes.push_back(CreateDivergenceFollowOnPass());
+  passes.push_back(CreateUnsplitDataFollowOnPass());
   return passes;
 }
 

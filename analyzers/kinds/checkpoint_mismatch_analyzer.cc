@@ -18,6 +18,10 @@
 // A run that loads on rank 0 only and broadcasts is compared by its fingerprints alone. When
 // every rank loaded a path of its own (per-rank shards), the digests are not compared, only
 // `ckpt_step` and `epoch` (and the fingerprints).
+// A load into the DDP model on some ranks only, after the wrap (common/one_sided_load.h):
+// the ranks that loaded are named, at the load's step (before the first optimizer step for
+// a load before the loop), basis "loaded on these ranks only"; the replica-divergence it
+// causes later is its follow-on (passes/divergence_follow_on_pass.cc).
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -32,6 +36,7 @@
 #include "analyzers/framework/analyzer_factories.h"
 #include "analyzers/framework/finding_kinds.h"
 #include "analyzers/kinds/common/fingerprints.h"
+#include "analyzers/kinds/common/one_sided_load.h"
 #include "analyzers/kinds/common/rank_groups.h"
 #include "analyzers/kinds/common/split_verdict.h"
 #include "trace/record_types.h"
@@ -92,11 +97,11 @@ class CheckpointMismatchAnalyzer : public Analyzer {
       return;
     }
     const records::FpView view(r);
-    if (r.type_id() != trace::rec_id::kFingerprint || view.what() != kParam ||
-        view.why() != kResume)
-      return;
+    if (r.type_id() != trace::rec_id::kFingerprint || view.what() != kParam) return;
     auto fp = ReadFingerprint(r);
     if (!fp) return;
+    one_sided_.Add(rank.rank, r.step(), *fp);
+    if (view.why() != kResume) return;
     auto& list = resume_fps_[rank.rank];
     list.push_back({r.step(), std::move(*fp)});
   }
@@ -111,6 +116,7 @@ class CheckpointMismatchAnalyzer : public Analyzer {
         return;  // the first mismatch explains what follows
       }
     }
+    if (auto v = one_sided_.Judge()) findings->push_back(OneSidedFinding(*v));
   }
 
  private:
@@ -235,6 +241,40 @@ class CheckpointMismatchAnalyzer : public Analyzer {
     return f;
   }
 
+  Finding OneSidedFinding(const OneSidedLoadVerdict& v) const {
+    Finding f;
+    f.kind = std::string(kind::kCheckpointMismatch);
+    f.severity = Severity::kError;
+    f.ranks = v.loaded;
+    f.step = v.step;
+    const Load* load = nullptr;  // the first loading rank's last load at or before it
+    if (auto it = loads_.find(v.loaded.front()); it != loads_.end())
+      for (const Load& l : it->second)
+        if (l.step <= v.step) load = &l;
+    if (load) f.subject = load->path;
+    const std::string who =
+        (v.loaded.size() == 1 ? "rank " : "ranks ") + FormatRankRanges(v.loaded);
+    const std::string others =
+        (v.not_loaded.size() == 1 ? "rank " : "ranks ") + FormatRankRanges(v.not_loaded);
+    f.summary = who + " loaded " + (load ? load->path : std::string("a state dict")) +
+                " into the DDP model at step " + std::to_string(v.step) +
+                " (after the DDP wrap) and " + others +
+                " did not: DDP broadcast the parameters "
+                "before the load, so the replicas differ from then on (still at step " +
+                std::to_string(v.still_differ_at) + ")";
+    f.hint =
+        "Load before wrapping: every rank loads into the bare model before DDP(model), or rank 0 "
+        "does and DDP's constructor broadcasts its parameters; after the wrap, load on every "
+        "rank (map_location=\"cpu\" or the rank's device) or broadcast each parameter from the "
+        "loading rank (dist.broadcast(p.data, 0)).";
+    f.evidence.Set("basis", "loaded on these ranks only");
+    f.evidence.Set("loaded", IntArray(v.loaded));
+    f.evidence.Set("not_loaded", IntArray(v.not_loaded));
+    f.evidence.Set("still_differ_at", v.still_differ_at);
+    return f;
+  }
+
+  OneSidedLoad one_sided_;
   std::map<int, std::vector<Load>> loads_;  // rank -> its loads, in order
   std::map<int, std::vector<std::pair<int64_t, FingerprintRecord>>> resume_fps_;
 };

@@ -18,6 +18,13 @@
 // Records without `bits`/`idx` fall back to the order-insensitive `set` hash: two ranks
 // with the same hash hold the same shard, an overlap of n per pair. One finding per
 // problem (overlap, missed) over the run, at the first epoch where it holds.
+//
+// A dataset no sampler split: where no rank wrote a `sampler` record (the training loader
+// has no DistributedSampler), the ranks' `loader` records' `batch` fingerprints are
+// compared step by step (common/identical_batches.h): ranks training on the same batches
+// at half the steps or more hold the whole dataset each, in the same order — the overlap
+// is total. One error, subject "data loader", at the first identical step, naming those
+// ranks.
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -29,9 +36,11 @@
 
 #include "analyzers/framework/analyzer_factories.h"
 #include "analyzers/framework/finding_kinds.h"
+#include "analyzers/kinds/common/identical_batches.h"
 #include "analyzers/kinds/common/rank_groups.h"
 #include "analyzers/kinds/common/split_verdict.h"
 #include "trace/record_types.h"
+#include "trace/records/loader_record.h"
 #include "trace/records/sampler_record.h"
 #include "trace/sample_bitmap.h"
 
@@ -90,10 +99,13 @@ struct Problem {
 class ShardOverlapAnalyzer : public Analyzer {
  public:
   std::string_view name() const override { return kind::kShardOverlap; }
-  std::vector<std::string_view> record_types() const override { return {trace::rec::kSampler}; }
+  std::vector<std::string_view> record_types() const override {
+    return {trace::rec::kSampler, trace::rec::kLoader};
+  }
 
   void Begin(const RunContext& run) override {
     ranks_expected_ = run.ranks.size();
+    batches_.emplace(ranks_expected_);
     world_size_ = run.world_size;
     for (const RankInfo& r : run.ranks)
       if (const JsonValue* v = r.header.config.Find("dataset_size")) header_size_ = v->as_int();
@@ -110,7 +122,13 @@ class ShardOverlapAnalyzer : public Analyzer {
   }
 
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
+    if (r.type_id() == trace::rec_id::kLoader) {
+      if (auto batch = records::LoaderView(r).batch(); batch && *batch != 0 && batches_)
+        batches_->Add(rank.rank, r.step(), *batch);
+      return;
+    }
     if (r.type_id() != trace::rec_id::kSampler) return;
+    sampler_seen_ = true;
     const auto epoch = records::SamplerView(r).epoch();
     if (!epoch) return;
     auto& shards = pending_[*epoch];
@@ -118,7 +136,8 @@ class ShardOverlapAnalyzer : public Analyzer {
     if (auto s = ReadShard(rank.rank, r)) shards.emplace(rank.rank, std::move(*s));
   }
 
-  void OnStepDone(int64_t) override {
+  void OnStepDone(int64_t step) override {
+    if (batches_) batches_->StepDone(step);
     for (auto it = pending_.begin(); it != pending_.end();) {
       if (it->second.size() < ranks_expected_) {
         ++it;
@@ -134,6 +153,8 @@ class ShardOverlapAnalyzer : public Analyzer {
     pending_.clear();
     if (overlap_.first_epoch >= 0) findings->push_back(Report(overlap_, true));
     if (missed_.first_epoch >= 0) findings->push_back(Report(missed_, false));
+    if (!batches_ || sampler_seen_) return;  // a sampler's shards are compared exactly above
+    if (auto v = batches_->Finish()) findings->push_back(ReportUnsplit(std::move(*v)));
   }
 
  private:
@@ -329,6 +350,33 @@ class ShardOverlapAnalyzer : public Analyzer {
     return f;
   }
 
+  static Finding ReportUnsplit(IdenticalBatchesVerdict v) {
+    Finding f;
+    f.kind = std::string(kind::kShardOverlap);
+    f.severity = Severity::kError;
+    f.ranks = v.ranks;
+    f.step = v.first_step;
+    f.subject = std::string(kUnsplitSubject);
+    f.summary = "ranks " + FormatRankRanges(f.ranks) + " trained on identical batches at " +
+                std::to_string(v.shared_steps) + " of " + std::to_string(v.compared_steps) +
+                " steps: the dataset is not split between the ranks (the training DataLoader "
+                "has no DistributedSampler), every rank trains on all of it in the same order";
+    f.evidence = std::move(v.evidence);
+    f.evidence.Set("basis", std::string(kIdenticalBatchesBasis));
+    f.evidence.Set("distributed_sampler", false);
+    f.hint =
+        "Give the training DataLoader a DistributedSampler(dataset, shuffle=True) instead of "
+        "shuffle=True, and call sampler.set_epoch(epoch) every epoch (Lightning and Accelerate "
+        "add one to the loaders they prepare; an IterableDataset must split its stream by "
+        "rank). With one seed on every rank, shuffle=True draws the same order on each: the "
+        "ranks average the gradient of one batch, and an epoch is W times longer than needed.";
+    return f;
+  }
+
+  static constexpr std::string_view kUnsplitSubject = "data loader";
+
+  std::optional<IdenticalBatches> batches_;
+  bool sampler_seen_ = false;
   size_t ranks_expected_ = 0;
   int world_size_ = 0;
   int64_t header_size_ = 0;

@@ -1,8 +1,8 @@
-// The divergence follow-on pass: replicas that drift apart after a gradient desync or a
-// scaler desync drift because of it — the gradients, or the decision to step, differed, so
-// the updates did. The replica-divergence finding at or after such a finding's step becomes
-// an `info` follow-on of it (the earliest cause), with the cause in its evidence; the cause
-// stays the error on screen.
+// The divergence follow-on pass: replicas that drift apart after a gradient desync, a
+// scaler desync or a checkpoint mismatch drift because of it — the gradients, the decision
+// to step, or the parameters resumed from differed, so the updates did. The replica-divergence
+// finding at or after such a finding's step becomes an `info` follow-on of it (the earliest cause),
+// with the cause in its evidence; the cause stays the error on screen.
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,8 +16,16 @@ namespace dsdiag::analyzers {
 namespace {
 
 bool IsDesync(const Finding& f) {
-  return (f.kind == kind::kGradDesync || f.kind == kind::kScalerDesync) &&
+  return (f.kind == kind::kGradDesync || f.kind == kind::kScalerDesync ||
+          f.kind == kind::kCheckpointMismatch) &&
          f.severity == Severity::kError && f.step;
+}
+
+// What differed across ranks, so that the updates (or the parameters) did.
+std::string WhatDiffered(const std::string& kind) {
+  if (kind == kind::kGradDesync) return "gradients";
+  if (kind == kind::kScalerDesync) return "scaler decisions";
+  return "parameters the ranks resumed from";
 }
 
 class DivergenceFollowOnPass : public FindingsPass {
@@ -40,8 +48,7 @@ class DivergenceFollowOnPass : public FindingsPass {
           "a follow-on of the " + c.kind + " at step " + std::to_string(step) + " (" +
               (c.culprits.size() == 1 ? "rank " : "ranks ") + FormatRankRanges(c.culprits) + ")",
           "A consequence, not a cause: the replicas' updates differed from step " +
-              std::to_string(step) + " because the " +
-              (c.kind == kind::kGradDesync ? "gradients" : "scaler decisions") + " did. Read the " +
+              std::to_string(step) + " because the " + WhatDiffered(c.kind) + " did. Read the " +
               c.kind + " finding.",
           &f);
     }

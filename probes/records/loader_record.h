@@ -11,7 +11,9 @@
 namespace dsdiag::probes::records {
 
 // One batch: `wait` ns the loop blocked on it; `produce` ns spent making it when that is
-// visible (the batch was made on the main thread), else negative and left out.
-void WriteLoader(probes::Session* session, int64_t wait, int64_t produce, int64_t samples) noexcept;
+// visible (the batch was made on the main thread), else negative and left out. `batch`: a
+// fingerprint of a sample of the batch's bytes (0: none taken, left out).
+void WriteLoader(probes::Session* session, int64_t wait, int64_t produce, int64_t samples,
+                 uint64_t batch = 0) noexcept;
 
 }  // namespace dsdiag::probes::records

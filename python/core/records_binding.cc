@@ -48,6 +48,18 @@ std::vector<uint64_t> HashRanges(
   return out;
 }
 
+// One fingerprint of a batch: its tensors' sample fingerprints (probes::SampleFingerprint:
+// ~0.1 us each, whatever the batch's size), hashed in order. 0 when there is none.
+uint64_t BatchFingerprint(const std::vector<std::pair<uintptr_t, size_t>>& tensors) {
+  std::vector<uint64_t> parts;
+  for (const auto& [address, size] : tensors)
+    if (address != 0 && size != 0)
+      parts.push_back(probes::SampleFingerprint(Address(address), size));
+  if (parts.empty()) return 0;
+  const uint64_t h = probes::FingerprintBytes(parts.data(), parts.size() * sizeof(uint64_t));
+  return h != 0 ? h : 1;  // 0 means "none taken"
+}
+
 }  // namespace
 
 void BindRecords(py::module_& m) {
@@ -70,6 +82,10 @@ void BindRecords(py::module_& m) {
       py::arg("ranges"), py::call_guard<py::gil_scoped_release>(),
       "One sample fingerprint (probes::SampleFingerprint) per (address, nbytes) range; 0 for "
       "a null address.");
+  m.def("fingerprint_batch", &BatchFingerprint, py::arg("tensors"),
+        py::call_guard<py::gil_scoped_release>(),
+        "The `loader` record's `batch`: one fingerprint of a batch's (address, nbytes) tensors, "
+        "from a sample of each (probes::SampleFingerprint); 0 for none.");
   m.def("fingerprint_groups", &HashRanges, py::arg("groups"),
         py::call_guard<py::gil_scoped_release>(),
         "One hash per group of (address, nbytes) ranges, each group hashed as one stream.");
@@ -105,7 +121,7 @@ void BindRecords(py::module_& m) {
   m.def("write_fingerprints", &probes::records::WriteFingerprints, py::arg("session"),
         py::arg("what"), py::arg("why"), py::arg("per_param"), py::arg("hashes"));
   m.def("write_loader", &probes::records::WriteLoader, py::arg("session"), py::arg("wait"),
-        py::arg("produce"), py::arg("samples"));
+        py::arg("produce"), py::arg("samples"), py::arg("batch") = 0);
   m.def("write_rng", &probes::records::WriteRng, py::arg("session"), py::arg("stream"),
         py::arg("why"), py::arg("seed"), py::arg("state_hash"));
   m.def("write_clip", &probes::records::WriteClip, py::arg("session"), py::arg("unscaled"),

@@ -2,6 +2,7 @@
 // and subject.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -240,6 +241,47 @@ TEST(CheckpointMismatchAnalyzerTest, AConsistentResumeGivesNothing) {
   WriteResumed(&run, 2, {Load(6, 0xa), Load(6, 0xa)}, {{1, 2}, {1, 2}});
   EXPECT_TRUE(RunOne(CreateCheckpointMismatchAnalyzer(), run.dir()).empty());
   EXPECT_TRUE(RunOne(CreateCheckpointRaceAnalyzer(), run.dir()).empty());
+}
+
+// DDP's init fingerprint {1, 2} on every rank; `loader` loads {7, 8} into the DDP model at
+// its start (after the wrap) and no other rank does; at step 9 each rank fingerprints
+// periodic(rank).
+void WriteOneSidedLoad(TestRun* run, int world, int loader,
+                       const std::function<std::vector<uint64_t>(int)>& periodic) {
+  for (int rank = 0; rank < world; ++rank)
+    WriteRank(
+        run, rank, world, 0, 10,
+        [&](trace::TraceWriter* w, const trace::TraceHeader& h) {
+          WriteParamFp(w, "init", {1, 2});
+          if (rank != loader) return;
+          WriteCkpt(w, h, Load(0, 0xa));
+          WriteParamFp(w, "resume", {7, 8});
+        },
+        [&](trace::TraceWriter* w, const trace::TraceHeader&, int step) {
+          if (step == 9) WriteParamFp(w, "periodic", periodic(rank));
+        });
+}
+
+TEST(CheckpointMismatchAnalyzerTest, ALoadOnOneRankAfterTheWrapNamesThatRank) {
+  for (int loader : {0, 2}) {
+    TestRun run;
+    WriteOneSidedLoad(&run, 3, loader, [&](int rank) {
+      return rank == loader ? std::vector<uint64_t>{17, 18} : std::vector<uint64_t>{11, 12};
+    });
+    auto findings = RunOne(CreateCheckpointMismatchAnalyzer(), run.dir());
+    ASSERT_EQ(findings.size(), 1u);
+    EXPECT_EQ(findings[0].ranks, std::vector<int>{loader});
+    EXPECT_EQ(findings[0].step, 0);
+    EXPECT_EQ(findings[0].subject, CkptPath(0));
+    EXPECT_EQ(Evidence(findings[0], "basis"), "\"loaded on these ranks only\"");
+    EXPECT_EQ(Evidence(findings[0], "still_differ_at"), "9");
+  }
+}
+
+TEST(CheckpointMismatchAnalyzerTest, ALoadOnOneRankThenABroadcastIsClean) {
+  TestRun run;
+  WriteOneSidedLoad(&run, 2, 0, [](int) { return std::vector<uint64_t>{17, 18}; });
+  EXPECT_TRUE(RunOne(CreateCheckpointMismatchAnalyzer(), run.dir()).empty());
 }
 
 }  // namespace

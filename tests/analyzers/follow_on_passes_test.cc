@@ -145,5 +145,24 @@ TEST(DivergenceFollowOnTest, AGradDesyncAndALaterCrashAreBothErrors) {
             (std::vector<std::string>{"grad-desync 0", "rank-died 1", "replica-divergence 0"}));
 }
 
+TEST(UnsplitDataFollowOnTest, TheTorchCpuCollisionOfAnUnsplitDatasetIsItsFollowOn) {
+  Finding unsplit = Make(kind::kShardOverlap, 0, 0);
+  unsplit.subject = "data loader";
+  unsplit.evidence.Set("basis", "identical batches");
+  Finding sampler = Make(kind::kRngCollision, 0, 8, Severity::kWarning);
+  sampler.subject = "torch-cpu";
+  Finding numpy = Make(kind::kRngCollision, 0, 8, Severity::kWarning);
+  numpy.subject = "numpy";
+  std::vector<Finding> findings = {unsplit, sampler, numpy};
+  ApplyAll(&findings);
+  EXPECT_EQ(findings[1].severity, Severity::kInfo);
+  EXPECT_NE(Evidence(findings[1], "follow_on_of").find("shard-overlap"), std::string::npos);
+  EXPECT_EQ(findings[2].severity, Severity::kWarning);  // another stream: its own story
+  // A sampler's overlap (another basis) says nothing of torch-cpu.
+  std::vector<Finding> seeded = {Make(kind::kShardOverlap, 1, 0), sampler};
+  ApplyAll(&seeded);
+  EXPECT_EQ(seeded[1].severity, Severity::kWarning);
+}
+
 }  // namespace
 }  // namespace dsdiag::analyzers

@@ -206,5 +206,97 @@ TEST(ShardOverlapAnalyzerTest, WithoutBitmapsIdenticalSetHashesAreAnOverlap) {
   EXPECT_EQ(Evidence(findings[0], "overlap"), "8");
 }
 
+// `world` ranks, 8 steps of one training batch each, whose fingerprint is batch(rank, step);
+// with `sampler`, a sampler record of a disjoint shard at step 0 as well.
+void WriteBatches(TestRun* run, int world, const std::function<uint64_t(int, int)>& batch,
+                  bool sampler = false) {
+  for (int r = 0; r < world; ++r) {
+    auto w = run->Open(TestRun::Header(r, world));
+    for (int s = 0; s < 8; ++s) {
+      w->SetStep(s);
+      w->Begin(trace::rec::kStepBegin).line().Field("epoch", 0);
+      if (sampler && s == 0)
+        w->Begin(trace::rec::kSampler)
+            .line()
+            .Field("epoch", int64_t{0})
+            .Field("sampler_epoch", int64_t{0})
+            .Field("seed", int64_t{0})
+            .Field("n", int64_t{8})
+            .Hex("order", 1)
+            .Hex("set", 2)
+            .Field("size", int64_t{8 * world})
+            .Field("bits", Bitmap(Strided(8 * world, world, r), 8 * world));
+      w->Begin(trace::rec::kLoader)
+          .line()
+          .Field("wait", int64_t{1000})
+          .Field("samples", int64_t{8})
+          .Hex("batch", batch(r, s));
+      w->Begin(trace::rec::kStep).line().Field("dur", int64_t{1000000}).Field("loss", 1.0);
+    }
+    w->SetStep(8);
+    TestRun::WriteEnd(w.get(), "ok", 0);
+  }
+}
+
+TEST(ShardOverlapAnalyzerTest, IdenticalBatchesWithoutASamplerAreAnUnsplitDataset) {
+  TestRun run;
+  WriteBatches(&run, 3, [](int, int s) { return uint64_t{100} + s; });
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].severity, Severity::kError);
+  EXPECT_EQ(findings[0].ranks, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(findings[0].step, 0);
+  EXPECT_EQ(findings[0].subject, "data loader");
+  EXPECT_EQ(Evidence(findings[0], "steps_identical"), "8");
+  EXPECT_EQ(Evidence(findings[0], "basis"), "\"identical batches\"");
+}
+
+TEST(ShardOverlapAnalyzerTest, TwoOfThreeRanksOnTheSameBatchesAreNamed) {
+  TestRun run;
+  WriteBatches(&run, 3, [](int r, int s) { return uint64_t{100} + s + (r == 2 ? 50 : 0); });
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].ranks, (std::vector<int>{0, 1}));
+}
+
+TEST(ShardOverlapAnalyzerTest, DifferentBatchesOrAConstantBatchAreNoFinding) {
+  TestRun split, constant;
+  WriteBatches(&split, 2, [](int r, int s) { return uint64_t{100} + 10 * s + r; });
+  WriteBatches(&constant, 2, [](int, int) { return uint64_t{7}; });
+  EXPECT_TRUE(Analyze(split).empty());
+  EXPECT_TRUE(Analyze(constant).empty());
+}
+
+TEST(ShardOverlapAnalyzerTest, ADistributedSamplerIsJudgedByItsShardsNotItsBatches) {
+  TestRun run;  // the same bytes on both ranks (a duplicated dataset), disjoint shards
+  WriteBatches(
+      &run, 2, [](int, int s) { return uint64_t{100} + s; }, /*sampler=*/true);
+  EXPECT_TRUE(Analyze(run).empty());
+}
+
+TEST(ShardOverlapAnalyzerTest, StepsARankNeverDeliveredAreComparedAmongTheOthers) {
+  TestRun run;  // rank 2's loader ends after step 1: steps 2-7 come from ranks 0 and 1 only
+  for (int r = 0; r < 3; ++r) {
+    auto w = run.Open(TestRun::Header(r, 3));
+    for (int s = 0; s < 8; ++s) {
+      w->SetStep(s);
+      w->Begin(trace::rec::kStepBegin).line().Field("epoch", 0);
+      if (r < 2 || s < 2)
+        w->Begin(trace::rec::kLoader)
+            .line()
+            .Field("wait", int64_t{1000})
+            .Field("samples", int64_t{8})
+            .Hex("batch", uint64_t{100} + s + (r == 2 ? 50 : 0));
+      w->Begin(trace::rec::kStep).line().Field("dur", int64_t{1000000}).Field("loss", 1.0);
+    }
+    w->SetStep(8);
+    TestRun::WriteEnd(w.get(), "ok", 0);
+  }
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].ranks, (std::vector<int>{0, 1}));
+  EXPECT_EQ(Evidence(findings[0], "steps_compared"), "8");
+}
+
 }  // namespace
 }  // namespace dsdiag::analyzers

@@ -154,5 +154,48 @@ class Checkpoints(JobTestCase):
         self.assertEqual([r["map_location"] for r in loads], ["cpu"])
 
 
+class PretrainedWeights(JobTestCase):
+    """jobs/load_pretrained.py: weights loaded on rank 0 only after DDP(...) are a
+    checkpoint-mismatch naming rank 0 at step 0, at 2 and 3 ranks (the drift it causes is a
+    follow-on); loaded on every rank, or on rank 0, before the wrap, they are clean."""
+
+    def run_load(self, name, load, nproc=2):
+        import torch
+
+        ckpt = self.path(name + ".pt")
+        torch.manual_seed(7)  # "pretrained": not what the job's own seed builds
+        net = torch.nn.Module()
+        net.encoder = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU())
+        net.head = torch.nn.Linear(64, 1)
+        torch.save(net.state_dict(), ckpt)
+        out = self.path(name)
+        status, _, err = run_job(out, "load_pretrained.py", nproc=nproc,
+                                 env={"LOAD": load, "CKPT": ckpt})
+        self.assertEqual(status, 0, err)
+        return compare(out), os.path.realpath(ckpt)
+
+    def assert_named(self, findings, ckpt, others):
+        self.assertEqual(serious(findings), {"checkpoint-mismatch/error"}, findings)
+        f = find(findings, "checkpoint-mismatch")
+        self.assertEqual((f["ranks"], f["step"], f["subject"]), ([0], 0, ckpt))
+        self.assertEqual(f["evidence"]["basis"], "loaded on these ranks only")
+        self.assertEqual(f["evidence"]["not_loaded"], others)
+        for d in [d for d in findings if d["kind"] == "replica-divergence"]:
+            self.assertEqual(d["evidence"]["follow_on_of"]["kind"], "checkpoint-mismatch")
+
+    def test_a_load_on_rank_0_after_the_wrap_names_rank_0_at_step_0(self):
+        findings, ckpt = self.run_load("after", "rank0-after-wrap")
+        self.assert_named(findings, ckpt, [1])
+
+    def test_a_load_on_rank_0_of_three_after_the_wrap_names_rank_0(self):
+        findings, ckpt = self.run_load("after3", "rank0-after-wrap", nproc=3)
+        self.assert_named(findings, ckpt, [1, 2])
+
+    def test_a_load_before_the_wrap_is_clean(self):
+        for load in ("before-wrap", "rank0-before-wrap"):
+            findings, _ = self.run_load(load, load)
+            self.assertEqual(serious(findings), set(), (load, findings))
+
+
 if __name__ == "__main__":
     unittest.main()

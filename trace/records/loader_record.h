@@ -1,9 +1,10 @@
 // The `loader` record (docs/trace-format.md, "Other records"): one training batch — how long
 // the loop waited for it, how long it took to make when that is visible, how many samples.
 // Written by the trainer's data stream and the Python package's DataLoader probe; read by
-// loader-starvation and the timeline.
+// loader-starvation and the timeline, and (`batch`) by shard-overlap: ranks whose training
+// batches are the same bytes step after step train on one unsplit dataset.
 //
-//   {"type":"loader","step":3,"wait":1200000,"produce":1100000,"samples":32}
+//   {"type":"loader","step":3,"wait":1200000,"produce":1100000,"samples":32,"batch":"9f3c.."}
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,7 @@ struct LoaderKeys {
   static constexpr FieldKey wait{"wait"};        // ns the loop blocked on the batch
   static constexpr FieldKey produce{"produce"};  // ns spent making it, when visible
   static constexpr FieldKey samples{"samples"};
+  static constexpr FieldKey batch{"batch"};  // sample fingerprint of the batch's tensors
 };
 
 struct LoaderRecord {
@@ -29,6 +31,7 @@ struct LoaderRecord {
   int64_t wait = 0;
   int64_t produce = -1;  // negative: not visible (made on another thread), left out
   int64_t samples = 0;
+  uint64_t batch = 0;  // 0: not taken (no CPU tensor in the batch), left out
 };
 void AppendFields(const LoaderRecord& r, JsonLine* line);
 
@@ -38,6 +41,7 @@ class LoaderView {
   std::optional<int64_t> wait() const { return r_.Int(LoaderKeys::wait); }
   std::optional<int64_t> produce() const { return r_.Int(LoaderKeys::produce); }
   std::optional<int64_t> samples() const { return r_.Int(LoaderKeys::samples); }
+  std::optional<uint64_t> batch() const { return r_.Hex(LoaderKeys::batch); }
 
  private:
   const Record& r_;

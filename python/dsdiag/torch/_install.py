@@ -14,8 +14,8 @@ from dsdiag.torch._settings import Settings
 
 # collectives first: the others' hooks call torch.distributed's own functions through it.
 # steps before data and rng: the model's probe is settled first at a step's begin.
-AREAS = ("collectives", "ddp", "steps", "data", "rng", "checkpoint", "scaler", "process",
-         "compile")
+AREAS = ("collectives", "ddp", "fsdp", "steps", "data", "rng", "checkpoint", "scaler",
+         "process", "compile")
 
 
 class _Installed(object):

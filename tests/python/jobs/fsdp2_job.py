@@ -1,7 +1,9 @@
 """A clean FSDP2 job (torch 2.x's `fully_shard`, two ranks, Gloo on CPU, a small MLP with
 each Linear and the whole model sharded): every rank holds a shard of each parameter, and
 the shards are gathered (all_gather_into_tensor) before each forward and backward and the
-gradients reduce-scattered after. Prints "final loss <rank> <value>" at the end."""
+gradients reduce-scattered after. SEED=rank: each rank seeds torch with its rank before
+building the model (the mistake: every rank keeps its shard of its own random init).
+Prints "final loss <rank> <value>" at the end."""
 import os
 
 import torch
@@ -23,7 +25,7 @@ def main():
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     torch.set_num_threads(1)
-    torch.manual_seed(0)
+    torch.manual_seed(rank if os.environ.get("SEED") == "rank" else 0)
     model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(),
                                 torch.nn.Linear(32, 1))
     for layer in model:

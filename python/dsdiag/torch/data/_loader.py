@@ -28,7 +28,9 @@ A new pass over the training loader is a new epoch (RUNTIME.epoch + 1), when the
 pass trained on at least one batch.
 
 `wait` is the time __next__ blocked; `produce` the same when num_workers == 0 (the batch
-was made on the main thread), else left out; `samples` the batch's leading dimension.
+was made on the main thread), else left out; `samples` the batch's leading dimension;
+`batch` a fingerprint of a sample of its bytes (_batch_bytes: what shard-overlap compares
+across ranks, to tell a dataset no sampler split).
 """
 
 import threading
@@ -39,7 +41,7 @@ from collections.abc import Mapping
 import torch
 
 from dsdiag import _core
-from dsdiag.torch.data import _sampler
+from dsdiag.torch.data import _batch_bytes, _sampler
 from dsdiag.torch._runtime import RUNTIME, guard, phase
 from dsdiag.torch.steps import _optimizer
 
@@ -74,7 +76,7 @@ class _State(object):
     def __init__(self):
         self.train = None  # the training loader's current _Feed
         self.train_fetched = False  # it returned a counted batch in this step
-        self.pending = []  # (feed, wait, produce, samples): other loaders' batches this step
+        self.pending = []  # (feed, wait, produce, samples, batch): other loaders' batches this step
         self.main = None  # the main thread's ident
         self.companions = weakref.WeakSet()  # loaders zipped with the training loader
         self.single = {}  # id(loader) -> steps in a row it gave one held batch in
@@ -179,23 +181,23 @@ def _after(feed, batch, wait, how):
     samples = _samples(batch, feed.fallback_samples)
     produce = wait if feed.workers == 0 else -1
     if feed is _STATE.train and how == _STEP:
-        _write(feed, wait, produce, samples)
+        _write(feed, wait, produce, samples, _batch_bytes.fingerprint(batch))
         _STATE.train_fetched = True
     elif how == _STEP and _STATE.train is not None:  # a companion: its wait, no samples
         _core.write_loader(RUNTIME.session, wait, produce, samples)
     else:
         pending = _STATE.pending
-        pending.append((feed, wait, produce, samples))
+        pending.append((feed, wait, produce, samples, _batch_bytes.fingerprint(batch)))
         if len(pending) > _MAX_PENDING:  # loaders iterated with no optimizer step at all
             del pending[:_MAX_PENDING // 2]
 
 
-def _write(feed, wait, produce, samples):
+def _write(feed, wait, produce, samples, batch):
     if not feed.sampler_written:
         feed.sampler_written = True  # drawn by now: at __iter__ (workers) or this fetch
         if feed.sampler is not None:
             _sampler.write_draw(feed.sampler, feed.epoch)
-    _core.write_loader(RUNTIME.session, wait, produce, samples)
+    _core.write_loader(RUNTIME.session, wait, produce, samples, batch)
     RUNTIME.samples += samples
     feed.counted += 1
 
@@ -212,16 +214,16 @@ def on_step_end(runtime):
     if feed.loader() is None:
         return
     _make_training(feed)
-    for f, wait, produce, samples in pending:
+    for f, wait, produce, samples, batch in pending:
         if f is feed:
-            _write(feed, wait, produce, samples)
+            _write(feed, wait, produce, samples, batch)
 
 
 def _find_companions(pending):
     """A loader that gave one held batch in each of COMPANION_AFTER steps in a row is
     zipped with the training loader: a companion from the next step on."""
     loaders, counts = {}, {}
-    for feed, _, _, _ in pending:
+    for feed, _, _, _, _ in pending:
         loader = feed.loader()
         if loader is not None and feed is not _STATE.train:
             loaders[id(loader)] = loader
