@@ -2,6 +2,8 @@
 
 #include <cstdio>
 #include <exception>
+#include <string>
+#include <utility>
 
 #include "probes/nvtx.h"
 #include "probes/probe_timer.h"
@@ -19,51 +21,70 @@ int64_t CollectiveProbe::TakePairSeq(int pg, bool send, int64_t peer, int64_t ma
   }
 }
 
-CollectiveScope::CollectiveScope(CollectiveProbe* probe, int pg, std::string_view op,
-                                 std::string_view dtype, int64_t count, int64_t bytes,
-                                 std::string_view tag) noexcept
+IssuedCollective::IssuedCollective(CollectiveProbe* probe, int pg, trace::Collective what,
+                                   const trace::PeerCounts* counts) noexcept
     : probe_(probe),
       pg_(pg),
       seq_(probe->seq_[CollectiveProbe::Group(pg)]++),
-      op_(op),
-      dtype_(dtype),
-      tag_(tag),
-      count_(count),
-      bytes_(bytes),
-      exceptions_at_entry_(std::uncaught_exceptions()) {
+      what_(std::move(what)) {
   Session* s = probe_->session_;
   if (!s->on()) return;
   ProbeTimer timer(s);
   enter_ns_ = trace::MonotonicNs();
-  // "allreduce seq 17 grad-bucket-2": the same key the analyzers align ranks on.
-  char name[96];
-  std::snprintf(name, sizeof name, "%.*s seq %lld %.*s", static_cast<int>(op_.size()), op_.data(),
-                static_cast<long long>(seq_), static_cast<int>(tag_.size()), tag_.data());
-  nvtx::PushRange(name);
   if (probe_->recorder_)
-    handle_ = probe_->recorder_->Issue(pg_, seq_, op_, dtype_, count_, bytes_, tag_,
-                                       s->current_step(), s->current_phase());
+    handle_ =
+        probe_->recorder_->Issue(pg_, seq_, what_, s->current_step(), s->current_phase(), counts);
 }
 
-void CollectiveScope::Started() noexcept {
-  if (!probe_->session_->on()) return;
-  ProbeTimer timer(probe_->session_);
+bool IssuedCollective::on() const noexcept { return probe_->session_->on(); }
+Session* IssuedCollective::session() const noexcept { return probe_->session_; }
+
+void IssuedCollective::Started() noexcept {
+  if (!on()) return;
+  ProbeTimer timer(session());
   started_ns_ = trace::MonotonicNs();
   if (handle_) probe_->recorder_->Start(handle_);
 }
+
+void IssuedCollective::CompleteEntry(bool failed) noexcept {
+  if (handle_ && !failed) probe_->recorder_->Complete(handle_);
+}
+
+void IssuedCollective::WriteRecord(int64_t done_ns, bool failed,
+                                   const trace::PeerCounts* counts) noexcept {
+  records::WriteCollective(probe_->session_,
+                           {pg_, seq_, &what_, enter_ns_, started_ns_, done_ns, failed, counts});
+}
+
+CollectiveScope::CollectiveScope(CollectiveProbe* probe, int pg, trace::Collective what) noexcept
+    : IssuedCollective(probe, pg, std::move(what)),
+      exceptions_at_entry_(std::uncaught_exceptions()) {
+  if (!on()) return;
+  ProbeTimer timer(session());
+  // "allreduce seq 17 grad-bucket-2": the same key the analyzers align ranks on.
+  char name[96];
+  std::snprintf(name, sizeof name, "%s seq %lld %s", what_.op.c_str(), static_cast<long long>(seq_),
+                what_.tag.c_str());
+  nvtx::PushRange(name);
+}
+
+CollectiveScope::CollectiveScope(CollectiveProbe* probe, int pg, std::string_view op,
+                                 std::string_view dtype, int64_t count, int64_t bytes,
+                                 std::string_view tag) noexcept
+    : CollectiveScope(
+          probe, pg,
+          trace::Collective{std::string(op), std::string(dtype), count, bytes, std::string(tag)}) {}
 
 // Left by an exception (the backend threw: peer gone, timeout, size mismatch), the op did
 // not complete: its flight entry stays pending and its record says "failed", so that a hang
 // or crash analysis sees where the rank really was.
 CollectiveScope::~CollectiveScope() {
-  Session* s = probe_->session_;
-  if (!s->on()) return;
-  ProbeTimer timer(s);
+  if (!on()) return;
+  ProbeTimer timer(session());
   const bool failed = std::uncaught_exceptions() > exceptions_at_entry_;
-  if (handle_ && !failed) probe_->recorder_->Complete(handle_);
+  CompleteEntry(failed);
   nvtx::PopRange();
-  records::WriteCollective(s, {pg_, seq_, op_, dtype_, tag_, count_, bytes_, enter_ns_, started_ns_,
-                               trace::MonotonicNs(), failed});
+  WriteRecord(trace::MonotonicNs(), failed, nullptr);
 }
 
 }  // namespace dsdiag::probes

@@ -23,16 +23,16 @@ constexpr uintmax_t kMaxDumpBytes = uintmax_t{64} << 20;
 // ---- writing ----
 
 void AppendEntry(JsonLine* l, const FlightDumpEntry& e) {
-  l->BeginObject().Field("pg", e.pg).Field("seq", e.seq).Field("op", e.op);
+  l->BeginObject().Field("pg", e.pg).Field("seq", e.seq).Field("op", e.what.op);
   if (e.peer) l->Field("peer", *e.peer);
   if (e.group_peer && e.group_peer != e.peer) l->Field("group_peer", *e.group_peer);
   if (e.match_tag != 0) l->Field("match_tag", e.match_tag);
-  l->Field("dtype", e.dtype);
-  if (e.n) l->Field("n", *e.n);
-  if (e.bytes) l->Field("bytes", *e.bytes);
-  l->Field("tag", e.tag);
+  l->Field("dtype", e.what.dtype);
+  if (e.what.count >= 0) l->Field("n", e.what.count);
+  if (e.what.bytes >= 0) l->Field("bytes", e.what.bytes);
+  l->Field("tag", e.what.tag);
   if (e.step) l->Field("step", *e.step);
-  l->Field("phase", e.phase).Field("state", FlightStateName(e.state));
+  l->Field("phase", e.phase).Field("state", CollectiveStateName(e.state));
   if (e.issued) l->Field("issued", *e.issued);
   if (e.started) l->Field("started", *e.started);
   if (e.completed) l->Field("completed", *e.completed);
@@ -128,10 +128,10 @@ bool ParseCounts(const dom::object& o, PeerCounts* counts, std::string* problem)
   return true;
 }
 
-std::optional<FlightState> ParseState(std::string_view s) {
-  if (s == "issued") return FlightState::kIssued;
-  if (s == "started") return FlightState::kStarted;
-  if (s == "completed") return FlightState::kCompleted;
+std::optional<CollectiveState> ParseState(std::string_view s) {
+  for (CollectiveState state :
+       {CollectiveState::kIssued, CollectiveState::kStarted, CollectiveState::kCompleted})
+    if (s == CollectiveStateName(state)) return state;
   return std::nullopt;
 }
 
@@ -159,11 +159,11 @@ std::optional<FlightDumpEntry> ParseEntry(dom::element element, std::string* pro
     return std::nullopt;
   }
   e.state = *state;
-  e.op = OptStr(o, "op");
-  e.dtype = OptStr(o, "dtype");
-  e.n = OptInt(o, "n");
-  e.bytes = OptInt(o, "bytes");
-  e.tag = OptStr(o, "tag");
+  e.what.op = OptStr(o, "op");
+  e.what.dtype = OptStr(o, "dtype");
+  e.what.count = OptInt(o, "n").value_or(-1);
+  e.what.bytes = OptInt(o, "bytes").value_or(-1);
+  e.what.tag = OptStr(o, "tag");
   e.step = OptInt(o, "step");
   e.phase = OptStr(o, "phase");
   e.issued = OptInt(o, "issued");
@@ -215,18 +215,6 @@ std::optional<ClockReference> ParseClock(const dom::object& o) {
 }
 
 }  // namespace
-
-std::string_view FlightStateName(FlightState state) {
-  switch (state) {
-    case FlightState::kIssued:
-      return "issued";
-    case FlightState::kStarted:
-      return "started";
-    case FlightState::kCompleted:
-      return "completed";
-  }
-  return "issued";
-}
 
 const FlightDumpEntry* FlightDump::OldestPending() const {
   for (const FlightDumpEntry& e : entries)

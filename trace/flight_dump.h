@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "trace/clock_reference.h"
+#include "trace/collective.h"
 #include "trace/located_issue.h"
 #include "trace/peer_counts.h"
 
@@ -47,20 +48,13 @@ namespace dsdiag::trace {
 
 inline constexpr std::string_view kFlightDumpSchema = "dsdiag.flight/1";
 
-enum class FlightState { kIssued, kStarted, kCompleted };
-std::string_view FlightStateName(FlightState state);  // "issued", "started", "completed"
-
 struct FlightDumpEntry {
   int pg = 0;
   int64_t seq = 0;
-  std::string op;
-  std::string dtype;
-  std::optional<int64_t> n;
-  std::optional<int64_t> bytes;
-  std::string tag;
+  Collective what{{}, {}, -1, -1, {}};  // count, bytes < 0: the entry does not say
   std::optional<int64_t> step;
   std::string phase;
-  FlightState state = FlightState::kIssued;
+  CollectiveState state = CollectiveState::kIssued;
   std::optional<int64_t> issued;  // rank-local monotonic ns of each transition reached
   std::optional<int64_t> started;
   std::optional<int64_t> completed;
@@ -71,7 +65,7 @@ struct FlightDumpEntry {
   std::optional<int64_t> group_peer;
   int64_t match_tag = 0;
 
-  bool pending() const { return state != FlightState::kCompleted; }
+  bool pending() const { return state != CollectiveState::kCompleted; }
 };
 
 // One thread's stack at dump time: "file:line in function", outermost first.

@@ -196,8 +196,9 @@ class CollectiveMismatchAnalyzer : public Analyzer {
       for (const trace::FlightDumpEntry& e : d.dump.entries) {
         if (!e.pending()) continue;
         auto counts = Shared(e.counts);
-        const SignatureView sig{e.op, e.dtype, counts ? kPerPeer : e.n.value_or(kNotRecorded)};
-        const Issued issued{d.rank, sigs_.Id(sig), tags_.Id(std::string_view(e.tag)),
+        const SignatureView sig{e.what.op, e.what.dtype,
+                                counts ? kPerPeer : std::max(e.what.count, kNotRecorded)};
+        const Issued issued{d.rank, sigs_.Id(sig), tags_.Id(std::string_view(e.what.tag)),
                             e.step.value_or(0), std::move(counts)};
         pending_.push_back({CollectiveKey{e.pg, e.seq}, issued});
         pending_keys_.insert(CollectiveKey{e.pg, e.seq});
@@ -218,7 +219,7 @@ class CollectiveMismatchAnalyzer : public Analyzer {
     std::shared_ptr<const trace::PeerCounts> counts;
     if (trace::PeerCounts c; coll.counts(&c)) counts = Shared(std::move(c));
     const SignatureView sig{coll.op().value_or(""), coll.dtype().value_or(""),
-                            counts ? kPerPeer : coll.n().value_or(kNotRecorded)};
+                            counts ? kPerPeer : coll.count().value_or(kNotRecorded)};
     const std::string_view tag = coll.tag().value_or("");
     window_.Add({static_cast<int>(*pg), *seq}, r.step(),
                 {rank.rank, sigs_.Id(sig), tags_.Id(tag), r.step(), std::move(counts)});

@@ -242,9 +242,10 @@ void BindProbes(py::module_& m) {
             trace::PeerCounts counts{std::move(peers), std::move(send), std::move(recv)};
             if (!counts.empty() && !counts.consistent())
               throw py::value_error("send and recv need one count per peer");
-            return std::make_unique<probes::CollectiveOp>(p.collectives(), pg, std::move(op),
-                                                          std::move(dtype), count, bytes,
-                                                          std::move(tag), std::move(counts));
+            return std::make_unique<probes::CollectiveOp>(
+                p.collectives(), pg,
+                trace::Collective{std::move(op), std::move(dtype), count, bytes, std::move(tag)},
+                std::move(counts));
           },
           py::arg("pg"), py::arg("op"), py::arg("dtype"), py::arg("count"), py::arg("bytes"),
           py::arg("tag"), py::arg("send") = std::vector<int64_t>{},
@@ -260,8 +261,10 @@ void BindProbes(py::module_& m) {
             if (op != "send" && op != "recv") throw py::value_error("op is 'send' or 'recv'");
             return std::make_unique<probes::PeerOp>(
                 p.collectives(),
-                probes::PeerMessage{pg, std::move(op), peer, group_peer, match_tag,
-                                    std::move(dtype), count, bytes, std::move(tag)});
+                probes::PeerMessage{pg,
+                                    trace::Collective{std::move(op), std::move(dtype), count, bytes,
+                                                      std::move(tag)},
+                                    peer, group_peer, match_tag});
           },
           py::arg("pg"), py::arg("op"), py::arg("peer"), py::arg("group_peer"),
           py::arg("match_tag"), py::arg("dtype"), py::arg("count"), py::arg("bytes"),

@@ -381,7 +381,7 @@ void WriteMessages(TestRun* run, int rank, int world, int steps,
       r.seq = m.seq;
       r.match_tag = m.tag;
       r.dtype = m.dtype;
-      r.n = m.n;
+      r.count = m.n;
       r.bytes = 4 * m.n;
       r.dur = kMs;
       r.tag = m.op == "send" ? "isend" : "irecv";

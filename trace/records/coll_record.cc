@@ -10,7 +10,7 @@ void AppendFields(const CollRecord& r, JsonLine* line) {
       .Field(K::seq.name(), r.seq)
       .Field(K::op.name(), r.op)
       .Field(K::dtype.name(), r.dtype)
-      .Field(K::n.name(), r.n)
+      .Field(K::count.name(), r.count)
       .Field(K::bytes.name(), r.bytes)
       .Field(K::dur.name(), r.dur)
       .Field(K::tag.name(), r.tag);

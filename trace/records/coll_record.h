@@ -32,8 +32,8 @@ struct CollKeys {
   static constexpr FieldKey seq{"seq"};           // the group's sequence number
   static constexpr FieldKey op{"op"};             // "allreduce", "broadcast", "barrier", ...
   static constexpr FieldKey dtype{"dtype"};       // "f32", ...; "none" for a barrier
-  static constexpr FieldKey n{"n"};               // elements
-  static constexpr FieldKey bytes{"bytes"};       // payload: n x the element size
+  static constexpr FieldKey count{"n"};           // elements
+  static constexpr FieldKey bytes{"bytes"};       // payload: count x the element size
   static constexpr FieldKey dur = SpanKeys::dur;  // ns from issue to completion
   static constexpr FieldKey tag{"tag"};           // what the op is for: grad-bucket-2, ...
   static constexpr FieldKey failed{"failed"};     // true: the backend threw, the op never completed
@@ -48,7 +48,7 @@ struct CollRecord {
   int64_t seq = 0;
   std::string_view op;
   std::string_view dtype;
-  int64_t n = 0;
+  int64_t count = 0;  // elements ("n")
   int64_t bytes = 0;
   int64_t dur = 0;
   std::string_view tag;
@@ -64,7 +64,7 @@ class CollView {
   std::optional<int64_t> seq() const { return r_.Int(CollKeys::seq); }
   std::optional<std::string_view> op() const { return r_.Str(CollKeys::op); }
   std::optional<std::string_view> dtype() const { return r_.Str(CollKeys::dtype); }
-  std::optional<int64_t> n() const { return r_.Int(CollKeys::n); }
+  std::optional<int64_t> count() const { return r_.Int(CollKeys::count); }
   std::optional<int64_t> bytes() const { return r_.Int(CollKeys::bytes); }
   std::optional<int64_t> dur() const { return r_.Int(CollKeys::dur); }
   std::optional<std::string_view> tag() const { return r_.Str(CollKeys::tag); }
