@@ -8,8 +8,8 @@ namespace dsdiag::probes {
 
 // The flight entry copies the counts from the argument, before the op keeps them.
 CollectiveOp::CollectiveOp(CollectiveProbe* probe, int pg, trace::Collective what,
-                           trace::PeerCounts counts) noexcept
-    : IssuedCollective(probe, pg, std::move(what), counts.empty() ? nullptr : &counts),
+                           trace::PeerCounts counts, SourceLocation where) noexcept
+    : IssuedCollective(probe, pg, std::move(what), where, counts.empty() ? nullptr : &counts),
       counts_(std::move(counts)) {}
 
 void CollectiveOp::Completed(bool failed) noexcept {

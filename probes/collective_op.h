@@ -26,8 +26,10 @@ class CollectiveOp : public IssuedCollective {
  public:
   // `counts`: what the op sends to and receives from each peer, when that is uneven (an
   // all_to_all with split sizes); empty otherwise.
+  // `where`: the call site, unless `what.site` names one (the Python package's).
   CollectiveOp(CollectiveProbe* probe, int pg, trace::Collective what,
-               trace::PeerCounts counts = {}) noexcept;
+               trace::PeerCounts counts = {},
+               SourceLocation where = SourceLocation::Current()) noexcept;
 
   // From any thread; `failed`: the backend reported an error (the entry stays pending).
   void Completed(bool failed = false) noexcept;

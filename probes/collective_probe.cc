@@ -8,7 +8,9 @@
 #include "probes/nvtx.h"
 #include "probes/probe_timer.h"
 #include "probes/records/collective_record.h"
+#include "probes/records/write_record.h"
 #include "trace/clock.h"
+#include "trace/records/site_record.h"
 
 namespace dsdiag::probes {
 
@@ -21,8 +23,27 @@ int64_t CollectiveProbe::TakePairSeq(int pg, bool send, int64_t peer, int64_t ma
   }
 }
 
+int64_t CollectiveProbe::Announce(CallSites::Id id, std::string_view file, int64_t line,
+                                  std::string_view fn) noexcept {
+  if (!id.fresh) return id.id;
+  records::WriteRecord(session_, trace::records::SiteRecord{id.id, file, line, fn});
+  if (recorder_) recorder_->AddSite(id.id, file, line, fn);
+  return id.id;
+}
+
+int64_t CollectiveProbe::SiteId(SourceLocation where) noexcept {
+  if (!session_->on()) return 0;
+  return Announce(sites_.Of(where), where.file ? where.file : "", where.line,
+                  where.fn ? where.fn : "");
+}
+
+int64_t CollectiveProbe::SiteId(std::string_view file, int64_t line, std::string_view fn) noexcept {
+  if (!session_->on()) return 0;
+  return Announce(sites_.Of(file, line, fn), file, line, fn);
+}
+
 IssuedCollective::IssuedCollective(CollectiveProbe* probe, int pg, trace::Collective what,
-                                   const trace::PeerCounts* counts) noexcept
+                                   SourceLocation where, const trace::PeerCounts* counts) noexcept
     : probe_(probe),
       pg_(pg),
       seq_(probe->seq_[CollectiveProbe::Group(pg)]++),
@@ -31,6 +52,7 @@ IssuedCollective::IssuedCollective(CollectiveProbe* probe, int pg, trace::Collec
   if (!s->on()) return;
   ProbeTimer timer(s);
   enter_ns_ = trace::MonotonicNs();
+  if (what_.site == 0) what_.site = probe_->SiteId(where);
   if (probe_->recorder_)
     handle_ =
         probe_->recorder_->Issue(pg_, seq_, what_, s->current_step(), s->current_phase(), counts);
@@ -56,8 +78,9 @@ void IssuedCollective::WriteRecord(int64_t done_ns, bool failed,
                            {pg_, seq_, &what_, enter_ns_, started_ns_, done_ns, failed, counts});
 }
 
-CollectiveScope::CollectiveScope(CollectiveProbe* probe, int pg, trace::Collective what) noexcept
-    : IssuedCollective(probe, pg, std::move(what)),
+CollectiveScope::CollectiveScope(CollectiveProbe* probe, int pg, trace::Collective what,
+                                 SourceLocation where) noexcept
+    : IssuedCollective(probe, pg, std::move(what), where),
       exceptions_at_entry_(std::uncaught_exceptions()) {
   if (!on()) return;
   ProbeTimer timer(session());
@@ -70,10 +93,11 @@ CollectiveScope::CollectiveScope(CollectiveProbe* probe, int pg, trace::Collecti
 
 CollectiveScope::CollectiveScope(CollectiveProbe* probe, int pg, std::string_view op,
                                  std::string_view dtype, int64_t count, int64_t bytes,
-                                 std::string_view tag) noexcept
+                                 std::string_view tag, SourceLocation where) noexcept
     : CollectiveScope(
           probe, pg,
-          trace::Collective{std::string(op), std::string(dtype), count, bytes, std::string(tag)}) {}
+          trace::Collective{std::string(op), std::string(dtype), count, bytes, std::string(tag)},
+          where) {}
 
 // Left by an exception (the backend threw: peer gone, timeout, size mismatch), the op did
 // not complete: its flight entry stays pending and its record says "failed", so that a hang

@@ -25,6 +25,7 @@
 #include <string_view>
 #include <tuple>
 
+#include "probes/call_sites.h"
 #include "probes/flight_recorder.h"
 #include "probes/session.h"
 #include "trace/collective.h"
@@ -48,10 +49,20 @@ class CollectiveProbe {
   // thread.
   int64_t TakePairSeq(int pg, bool send, int64_t peer, int64_t match_tag) noexcept;
 
+  // The id of a call site (probes/call_sites.h); its first use writes its `site` record and
+  // tells the flight recorder. 0 while the probes are off, or for an unknown location.
+  int64_t SiteId(SourceLocation where) noexcept;
+  // The same for a site given as text (the Python package: the user's frame).
+  int64_t SiteId(std::string_view file, int64_t line, std::string_view fn) noexcept;
+
  private:
   friend class IssuedCollective;
   friend class PeerOp;
   static int Group(int pg) noexcept { return pg >= 0 && pg < kMaxGroups ? pg : kMaxGroups - 1; }
+  // Writes the `site` record of a fresh id and hands the site to the flight recorder.
+  int64_t Announce(CallSites::Id id, std::string_view file, int64_t line,
+                   std::string_view fn) noexcept;
+  CallSites sites_;
   Session* session_;
   FlightRecorder* recorder_;
   std::array<int64_t, kMaxGroups> seq_{};
@@ -63,8 +74,9 @@ class CollectiveProbe {
 // construction, probes on or off), its flight-recorder entry and its times.
 class IssuedCollective {
  public:
-  // `counts`: per-peer sizes (an all_to_all with split sizes), or null; copied.
-  IssuedCollective(CollectiveProbe* probe, int pg, trace::Collective what,
+  // `counts`: per-peer sizes (an all_to_all with split sizes), or null; copied. `where`: the
+  // call site, unless `what.site` names one already.
+  IssuedCollective(CollectiveProbe* probe, int pg, trace::Collective what, SourceLocation where,
                    const trace::PeerCounts* counts = nullptr) noexcept;
   IssuedCollective(const IssuedCollective&) = delete;
   IssuedCollective& operator=(const IssuedCollective&) = delete;
@@ -93,10 +105,13 @@ class IssuedCollective {
 
 class CollectiveScope : public IssuedCollective {
  public:
-  CollectiveScope(CollectiveProbe* probe, int pg, trace::Collective what) noexcept;
+  // `where`: the call site the `coll` record names, by default the caller's line.
+  CollectiveScope(CollectiveProbe* probe, int pg, trace::Collective what,
+                  SourceLocation where = SourceLocation::Current()) noexcept;
   // The same, spelled out.
   CollectiveScope(CollectiveProbe* probe, int pg, std::string_view op, std::string_view dtype,
-                  int64_t count, int64_t bytes, std::string_view tag) noexcept;
+                  int64_t count, int64_t bytes, std::string_view tag,
+                  SourceLocation where = SourceLocation::Current()) noexcept;
   ~CollectiveScope();
   void* operator new(size_t) = delete;
 

@@ -35,6 +35,7 @@ void Reset(FlightEntry* e, int64_t id, const trace::Collective& what) noexcept {
   }
   e->what.count = what.count;
   e->what.bytes = what.bytes;
+  e->what.site = what.site;
 }
 
 trace::FlightDumpEntry ToTrace(const FlightEntry& e) {
@@ -149,6 +150,15 @@ void FlightRecorder::Complete(int64_t handle) noexcept {
   e->t_completed = trace::MonotonicNs();
 }
 
+void FlightRecorder::AddSite(int64_t id, std::string_view file, int64_t line,
+                             std::string_view fn) noexcept {
+  std::lock_guard<std::mutex> lock(mu_);
+  try {
+    sites_.push_back({id, std::string(file), line, std::string(fn)});
+  } catch (const std::exception&) {  // out of memory: the dump names the id alone
+  }
+}
+
 bool FlightRecorder::OldestPending(FlightEntry* out) const noexcept {
   std::lock_guard<std::mutex> lock(mu_);
   const FlightEntry* oldest = nullptr;
@@ -178,8 +188,10 @@ bool FlightRecorder::OldestPending(FlightEntry* out) const noexcept {
 std::string FlightRecorder::DumpJson(std::string_view reason, int64_t step, Phase phase,
                                      bool ask_stacks) const {
   std::vector<FlightEntry> entries, p2p;
+  trace::FlightDump dump;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    dump.sites = sites_;
     for (const FlightEntry& e : ring_)
       if (e.id != 0) entries.push_back(e);
     for (const FlightEntry& e : p2p_ring_)
@@ -188,7 +200,6 @@ std::string FlightRecorder::DumpJson(std::string_view reason, int64_t step, Phas
   auto by_id = [](const FlightEntry& a, const FlightEntry& b) { return a.id < b.id; };
   std::sort(entries.begin(), entries.end(), by_id);
   std::sort(p2p.begin(), p2p.end(), by_id);
-  trace::FlightDump dump;
   dump.run_id = header_.run_id;
   dump.rank = header_.rank;
   dump.world_size = header_.world_size;

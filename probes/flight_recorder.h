@@ -75,6 +75,8 @@ class FlightRecorder {
   void Complete(int64_t handle) noexcept;
   // A recv from any source learns its peer (and so its pair's sequence number) on completion.
   void SetPeer(int64_t handle, int64_t peer, int64_t group_peer, int64_t seq) noexcept;
+  // A call site entries name by id (CollectiveProbe::SiteId), listed in every dump after.
+  void AddSite(int64_t id, std::string_view file, int64_t line, std::string_view fn) noexcept;
 
   // Called at each dump for the process's thread stacks (the Python package gives Python's),
   // from whichever thread dumps; it must return promptly. May be set (or cleared with an
@@ -103,6 +105,7 @@ class FlightRecorder {
   mutable std::mutex mu_;
   std::vector<FlightEntry> ring_;
   std::vector<FlightEntry> p2p_ring_;
+  std::vector<trace::CallSite> sites_;  // guarded by mu_
   int64_t next_id_ = 1;  // one count for both rings: ids order every entry; p2p handles are -id
   FlightEntry* Find(int64_t handle) noexcept;  // mu_ held; null when overwritten
   mutable std::mutex provider_mu_;

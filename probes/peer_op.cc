@@ -8,13 +8,14 @@
 
 namespace dsdiag::probes {
 
-PeerOp::PeerOp(CollectiveProbe* probe, PeerMessage message) noexcept
+PeerOp::PeerOp(CollectiveProbe* probe, PeerMessage message, SourceLocation where) noexcept
     : probe_(probe), m_(std::move(message)) {
   if (m_.peer >= 0) seq_ = probe_->TakePairSeq(m_.pg, sends(), m_.peer, m_.match_tag);
   Session* s = probe_->session_;
   if (!s->on()) return;
   ProbeTimer timer(s);
   enter_ns_ = trace::MonotonicNs();
+  if (m_.what.site == 0) m_.what.site = probe_->SiteId(where);
   if (probe_->recorder_)
     handle_ = probe_->recorder_->IssueP2P(m_, seq_, s->current_step(), s->current_phase());
 }

@@ -27,7 +27,9 @@ namespace dsdiag::probes {
 
 class PeerOp {
  public:
-  PeerOp(CollectiveProbe* probe, PeerMessage message) noexcept;
+  // `where`: the call site, unless `message.what.site` names one (the Python package's).
+  PeerOp(CollectiveProbe* probe, PeerMessage message,
+         SourceLocation where = SourceLocation::Current()) noexcept;
   PeerOp(const PeerOp&) = delete;
   PeerOp& operator=(const PeerOp&) = delete;
 

@@ -76,6 +76,7 @@ void CompactRecordExpander::NoteCollective(const Record& r) {
   d.count = r.Int(CK::count).value_or(0);
   d.bytes = r.Int(CK::bytes).value_or(0);
   d.tag = r.Str(CK::tag).value_or("");
+  d.site = records::CollView(r).site();
   template_.Add(static_cast<int>(r.Int(CK::pg).value_or(0)), r.step(), std::move(d));
 }
 
@@ -112,6 +113,7 @@ CompactRecordExpander::Verdict CompactRecordExpander::ExpandCollectives(
     coll.bytes = d.bytes;
     coll.dur = dur[i] * 1000;
     coll.tag = d.tag;
+    coll.site = d.site;
     std::string line;
     records::AppendRecordLine(coll, records::At{r.ts() + at[i] * 1000, r.step(), r.tid()}, &line);
     if (!line.empty() && line.back() == '\n') line.pop_back();

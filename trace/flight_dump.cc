@@ -31,6 +31,7 @@ void AppendEntry(JsonLine* l, const FlightDumpEntry& e) {
   if (e.what.count >= 0) l->Field("n", e.what.count);
   if (e.what.bytes >= 0) l->Field("bytes", e.what.bytes);
   l->Field("tag", e.what.tag);
+  if (e.what.site != 0) l->Field("site", e.what.site);
   if (e.step) l->Field("step", *e.step);
   l->Field("phase", e.phase).Field("state", CollectiveStateName(e.state));
   if (e.issued) l->Field("issued", *e.issued);
@@ -164,6 +165,7 @@ std::optional<FlightDumpEntry> ParseEntry(dom::element element, std::string* pro
   e.what.count = OptInt(o, "n").value_or(-1);
   e.what.bytes = OptInt(o, "bytes").value_or(-1);
   e.what.tag = OptStr(o, "tag");
+  e.what.site = OptInt(o, "site").value_or(0);
   e.step = OptInt(o, "step");
   e.phase = OptStr(o, "phase");
   e.issued = OptInt(o, "issued");
@@ -216,6 +218,12 @@ std::optional<ClockReference> ParseClock(const dom::object& o) {
 
 }  // namespace
 
+const CallSite* FlightDump::Site(int64_t id) const {
+  for (const CallSite& s : sites)
+    if (s.id == id && id != 0) return &s;
+  return nullptr;
+}
+
 const FlightDumpEntry* FlightDump::OldestPending() const {
   for (const FlightDumpEntry& e : entries)
     if (e.pending()) return &e;
@@ -243,6 +251,18 @@ std::string FlightDumpJson(const FlightDump& d) {
     for (const FlightDumpEntry& e : d.p2p) AppendEntry(&l, e);
     l.EndArray();
   }
+  if (!d.sites.empty()) {
+    l.BeginArray("sites");
+    for (const CallSite& s : d.sites) {
+      l.BeginObject()
+          .Field("id", s.id)
+          .Field("file", s.file)
+          .Field("line", s.line)
+          .Field("fn", s.fn)
+          .EndObject();
+    }
+    l.EndArray();
+  }
   if (!d.stacks.empty()) {
     l.BeginArray("stacks");
     for (const ThreadStack& t : d.stacks) {
@@ -257,6 +277,23 @@ std::string FlightDumpJson(const FlightDump& d) {
 }
 
 namespace {
+
+// `sites`, when present: a site without an integer id is left out.
+std::vector<CallSite> ParseSites(const dom::object& o) {
+  std::vector<CallSite> sites;
+  dom::array array;
+  if (o.at_key("sites").get_array().get(array) != simdjson::SUCCESS) return sites;
+  for (dom::element element : array) {
+    dom::object s;
+    CallSite site;
+    if (element.get_object().get(s) != simdjson::SUCCESS || !GetInt(s, "id", &site.id)) continue;
+    site.file = OptStr(s, "file");
+    site.line = OptInt(s, "line").value_or(0);
+    site.fn = OptStr(s, "fn");
+    sites.push_back(std::move(site));
+  }
+  return sites;
+}
 
 // `stacks`, when present: threads without a string name or frames that are not strings are
 // left out (a dump is read for what it can tell).
@@ -342,6 +379,7 @@ std::optional<FlightDump> ParseFlightDump(const std::string& text, const std::st
   dom::array p2p;
   if (o.at_key("p2p").get_array().get(p2p) == simdjson::SUCCESS)
     ParseEntries(p2p, "p2p", ParseP2PEntry, &d.p2p, &d);
+  d.sites = ParseSites(o);
   d.stacks = ParseStacks(o);
   return d;
 }

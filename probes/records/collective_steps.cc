@@ -71,6 +71,7 @@ void CollectiveSteps::WriteFull(probes::Session* session, int pg, const HeldOp& 
   r.bytes = op.what.bytes;
   r.dur = op.done_ns - op.enter_ns;
   r.tag = op.what.tag;
+  r.site = op.what.site;
   r.failed = failed;
   r.counts = counts;
   {

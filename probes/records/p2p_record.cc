@@ -20,6 +20,7 @@ void WriteP2P(probes::Session* session, const P2PMessageRecord& p) noexcept {
   r.dur = p.done_ns - p.enter_ns;
   r.tag = m.what.tag;
   r.failed = p.failed;
+  r.site = m.what.site;
   auto record = session->writer()->BeginAt(r.kType, p.enter_ns);
   AppendFields(r, &record.line());
 }

@@ -22,7 +22,8 @@ void* BeginAllreduce(void* probes, int pg, const char* dtype, int64_t count, int
   auto* p = static_cast<probes::RankProbes*>(probes);
   return new probes::CollectiveOp(
       p->collectives(), pg,
-      trace::Collective{"allreduce", dtype, count, bytes, "ddp-bucket-" + std::to_string(bucket)});
+      trace::Collective{"allreduce", dtype, count, bytes, "ddp-bucket-" + std::to_string(bucket)},
+      {}, probes::SourceLocation{});  // DDP's reducer issued it, from no line of the job
 }
 
 void Started(void* op) { static_cast<probes::CollectiveOp*>(op)->Started(); }

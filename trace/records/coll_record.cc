@@ -15,6 +15,7 @@ void AppendFields(const CollRecord& r, JsonLine* line) {
       .Field(K::dur.name(), r.dur)
       .Field(K::tag.name(), r.tag);
   if (r.failed) line->Field(K::failed.name(), true);
+  if (r.site != 0) line->Field(K::site.name(), r.site);
   if (r.counts != nullptr && !r.counts->empty()) {
     auto ints = [line](std::string_view key, const std::vector<int64_t>& values) {
       line->BeginArray(key);

@@ -5,7 +5,9 @@
 // hang, straggler, rank-died, the timeline and the report.
 //
 //   {"type":"coll","ts":7000,"step":3,"pg":0,"seq":17,"op":"allreduce","dtype":"f32",
-//    "n":12288,"bytes":49152,"dur":2100000,"tag":"grad-bucket-2"}
+//    "n":12288,"bytes":49152,"dur":2100000,"tag":"grad-bucket-2","site":3}
+//
+// `site` names the call site's `site` record (records/site_record.h), when the writer knew it.
 //
 // An op with per-peer sizes (an all_to_all with split sizes) adds what it sent to and
 // received from each rank of its group (trace/peer_counts.h), `peers` only on a sub-group:
@@ -40,6 +42,7 @@ struct CollKeys {
   static constexpr FieldKey send{"send"};         // elements sent to each rank of the group
   static constexpr FieldKey recv{"recv"};         // elements received from each rank of it
   static constexpr FieldKey peers{"peers"};       // the group's global ranks (sub-groups only)
+  static constexpr FieldKey site{"site"};         // its call site's `site` record id (absent: 0)
 };
 
 struct CollRecord {
@@ -54,6 +57,7 @@ struct CollRecord {
   std::string_view tag;
   bool failed = false;                 // written only when true
   const PeerCounts* counts = nullptr;  // null, or empty: no per-peer sizes
+  int64_t site = 0;                    // written only when not 0 (unknown)
 };
 void AppendFields(const CollRecord& r, JsonLine* line);
 
@@ -69,6 +73,8 @@ class CollView {
   std::optional<int64_t> dur() const { return r_.Int(CollKeys::dur); }
   std::optional<std::string_view> tag() const { return r_.Str(CollKeys::tag); }
   bool failed() const { return r_.Bool(CollKeys::failed).value_or(false); }
+  // The `site` record id of its call site; 0: unknown (a trace from before sites).
+  int64_t site() const { return r_.Int(CollKeys::site).value_or(0); }
   // The per-peer sizes, when the record has them (false and *out empty otherwise).
   bool counts(PeerCounts* out) const;
 

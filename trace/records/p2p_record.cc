@@ -16,6 +16,7 @@ void AppendFields(const P2PRecord& r, JsonLine* line) {
       .Field(K::dur.name(), r.dur)
       .Field(K::tag.name(), r.tag);
   if (r.failed) line->Field(K::failed.name(), true);
+  if (r.site != 0) line->Field(K::site.name(), r.site);
 }
 
 }  // namespace dsdiag::trace::records

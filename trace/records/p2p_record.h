@@ -42,6 +42,7 @@ struct P2PKeys {
   static constexpr FieldKey dur = SpanKeys::dur;       // ns from issue to completion
   static constexpr FieldKey tag{"tag"};                // the call: send, isend, batch_isend_irecv
   static constexpr FieldKey failed{"failed"};          // true: the backend threw
+  static constexpr FieldKey site{"site"};              // its call site's `site` record id
 };
 
 struct P2PRecord {
@@ -58,6 +59,7 @@ struct P2PRecord {
   int64_t dur = 0;
   std::string_view tag;
   bool failed = false;  // written only when true
+  int64_t site = 0;     // written only when not 0 (unknown)
 };
 void AppendFields(const P2PRecord& r, JsonLine* line);
 
@@ -82,6 +84,7 @@ class P2PView {
   std::optional<int64_t> dur() const { return r_.Int(P2PKeys::dur); }
   std::optional<std::string_view> tag() const { return r_.Str(P2PKeys::tag); }
   bool failed() const { return r_.Bool(P2PKeys::failed).value_or(false); }
+  int64_t site() const { return r_.Int(P2PKeys::site).value_or(0); }  // 0: unknown
 
  private:
   const Record& r_;
