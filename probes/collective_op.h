@@ -3,10 +3,10 @@
 // one that completes within a scope. The same `coll` record, flight-recorder entry and
 // step totals, with the sequence number from the same CollectiveProbe.
 //
-//   CollectiveOp op(&collectives, 0, "allreduce", "f32", n, 4 * n, "ddp-bucket-0");  // issuing
-//   thread op.Started();                  // the backend accepted it op.Completed(); // any thread:
-//   the flight recorder sees it done at once op.Write();                    // back on the issuing
-//   thread: `coll` record, step totals
+//   CollectiveOp op(&collectives, 0, {"allreduce", "f32", n, 4 * n, "ddp-bucket-0"});  // issuing
+//   op.Started();    // the backend accepted it
+//   op.Completed();  // any thread: the flight recorder sees it done at once
+//   op.Write();      // back on the issuing thread: `coll` record, step totals
 //
 // Write() before Completed() records the op as failed (it never completed: the entry stays
 // pending in the flight recorder). With probes off every call is one branch; the sequence
@@ -15,44 +15,33 @@
 // (the backend's thread), for its life does not nest on one thread.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
-#include <string>
 
 #include "probes/collective_probe.h"
 #include "probes/op_end.h"
+#include "trace/collective.h"
 #include "trace/peer_counts.h"
 
 namespace dsdiag::probes {
 
-class CollectiveOp {
+class CollectiveOp : public IssuedCollective {
  public:
   // `counts`: what the op sends to and receives from each peer, when that is uneven (an
   // all_to_all with split sizes); empty otherwise.
-  CollectiveOp(CollectiveProbe* probe, int pg, std::string op, std::string dtype, int64_t count,
-               int64_t bytes, std::string tag, trace::PeerCounts counts = {}) noexcept;
-  CollectiveOp(const CollectiveOp&) = delete;
-  CollectiveOp& operator=(const CollectiveOp&) = delete;
+  // `where`: the call site, unless `what.site` names one (the Python package's).
+  CollectiveOp(CollectiveProbe* probe, int pg, trace::Collective what,
+               trace::PeerCounts counts = {},
+               SourceLocation where = SourceLocation::Current()) noexcept;
 
-  void Started() noexcept;
   // From any thread; `failed`: the backend reported an error (the entry stays pending).
   void Completed(bool failed = false) noexcept;
   // Once, on the issuing thread (later calls do nothing).
   void Write() noexcept;
 
-  int64_t seq() const noexcept { return seq_; }
   bool completed() const noexcept { return end_.done(); }
 
  private:
-  CollectiveProbe* probe_;
-  int pg_;
-  int64_t seq_;
-  std::string op_, dtype_, tag_;
-  int64_t count_, bytes_;
   trace::PeerCounts counts_;
-  int64_t enter_ns_ = 0;
-  int64_t started_ns_ = 0;
-  int64_t handle_ = 0;
   uint64_t nvtx_range_ = 0;  // 0: no NVTX tool attached
   OpEnd end_;
   bool written_ = false;

@@ -7,8 +7,11 @@
 //
 //   dsdiag::probes::CollectiveProbe colls(session, &recorder);
 //   {
-//     dsdiag::probes::CollectiveScope c(&colls, /*pg=*/0, "allreduce", "f32", n, 4 * n,
-//     "grad-bucket-0"); auto work = pg->allreduce(tensors); c.Started(); work->wait();
+//     dsdiag::probes::CollectiveScope c(&colls, /*pg=*/0, {"allreduce", "f32", n, 4 * n,
+//                                       "grad-bucket-0"});
+//     auto work = pg->allreduce(tensors);
+//     c.Started();
+//     work->wait();
 //   }  // completed: `coll` record written
 //
 // With probes off a scope is one branch; sequence numbers still advance so that a rank's
@@ -22,8 +25,11 @@
 #include <string_view>
 #include <tuple>
 
+#include "probes/call_sites.h"
 #include "probes/flight_recorder.h"
 #include "probes/session.h"
+#include "trace/collective.h"
+#include "trace/peer_counts.h"
 
 namespace dsdiag::probes {
 
@@ -49,11 +55,20 @@ class CollectiveProbe {
   // thread.
   int64_t TakePairSeq(int pg, bool send, int64_t peer, int64_t match_tag) noexcept;
 
+  // The id of a call site (probes/call_sites.h); its first use writes its `site` record and
+  // tells the flight recorder. 0 while the probes are off, or for an unknown location.
+  int64_t SiteId(SourceLocation where) noexcept;
+  // The same for a site given as text (the Python package: the user's frame).
+  int64_t SiteId(std::string_view file, int64_t line, std::string_view fn) noexcept;
+
  private:
-  friend class CollectiveScope;
-  friend class CollectiveOp;
+  friend class IssuedCollective;
   friend class PeerOp;
   static int Group(int pg) noexcept { return pg >= 0 && pg < kMaxGroups ? pg : kMaxGroups - 1; }
+  // Writes the `site` record of a fresh id and hands the site to the flight recorder.
+  int64_t Announce(CallSites::Id id, std::string_view file, int64_t line,
+                   std::string_view fn) noexcept;
+  CallSites sites_;
   Session* session_;
   FlightRecorder* recorder_;
   std::array<int64_t, kMaxGroups> seq_{};
@@ -61,29 +76,52 @@ class CollectiveProbe {
   std::map<std::tuple<int, bool, int64_t, int64_t>, int64_t> pair_seq_;  // guarded by pair_mu_
 };
 
-class CollectiveScope {
+// What a scope and an op share: the collective, its group and sequence number (taken on
+// construction, probes on or off), its flight-recorder entry and its times.
+class IssuedCollective {
  public:
-  // `op`, `dtype` and `tag` must outlive the scope (literals or the caller's strings).
-  CollectiveScope(CollectiveProbe* probe, int pg, std::string_view op, std::string_view dtype,
-                  int64_t count, int64_t bytes, std::string_view tag) noexcept;
-  ~CollectiveScope();
-  CollectiveScope(const CollectiveScope&) = delete;
-  CollectiveScope& operator=(const CollectiveScope&) = delete;
-  void* operator new(size_t) = delete;
+  // `counts`: per-peer sizes (an all_to_all with split sizes), or null; copied. `where`: the
+  // call site, unless `what.site` names one already.
+  IssuedCollective(CollectiveProbe* probe, int pg, trace::Collective what, SourceLocation where,
+                   const trace::PeerCounts* counts = nullptr) noexcept;
+  IssuedCollective(const IssuedCollective&) = delete;
+  IssuedCollective& operator=(const IssuedCollective&) = delete;
 
   // The backend accepted the op (it is now in flight).
   void Started() noexcept;
   int64_t seq() const noexcept { return seq_; }
+  const trace::Collective& what() const noexcept { return what_; }
 
- private:
+ protected:
+  bool on() const noexcept;
+  Session* session() const noexcept;
+  // Marks the flight entry completed (unless `failed`: it then stays pending).
+  void CompleteEntry(bool failed) noexcept;
+  // The `coll` record and step totals; `counts` per-peer sizes or null.
+  void WriteRecord(int64_t done_ns, bool failed, const trace::PeerCounts* counts) noexcept;
+
   CollectiveProbe* probe_;
   int pg_;
   int64_t seq_;
-  std::string_view op_, dtype_, tag_;
-  int64_t count_, bytes_;
+  trace::Collective what_;
   int64_t enter_ns_ = 0;
   int64_t started_ns_ = 0;  // when the backend accepted it; 0 until then
   int64_t handle_ = 0;
+};
+
+class CollectiveScope : public IssuedCollective {
+ public:
+  // `where`: the call site the `coll` record names, by default the caller's line.
+  CollectiveScope(CollectiveProbe* probe, int pg, trace::Collective what,
+                  SourceLocation where = SourceLocation::Current()) noexcept;
+  // The same, spelled out.
+  CollectiveScope(CollectiveProbe* probe, int pg, std::string_view op, std::string_view dtype,
+                  int64_t count, int64_t bytes, std::string_view tag,
+                  SourceLocation where = SourceLocation::Current()) noexcept;
+  ~CollectiveScope();
+  void* operator new(size_t) = delete;
+
+ private:
   int exceptions_at_entry_;
 };
 

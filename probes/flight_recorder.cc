@@ -4,6 +4,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <exception>
+#include <utility>
 
 #include "trace/clock.h"
 #include "trace/flight_dump.h"
@@ -12,37 +14,38 @@
 namespace dsdiag::probes {
 namespace {
 
-template <size_t N>
-void CopyName(char (&dst)[N], std::string_view src) {
-  const size_t n = src.size() < N - 1 ? src.size() : N - 1;
-  std::memcpy(dst, src.data(), n);
-  dst[n] = '\0';
-}
+using trace::CollectiveState;
 
-trace::FlightState ToTrace(CollectiveState s) {
-  switch (s) {
-    case CollectiveState::kIssued:
-      return trace::FlightState::kIssued;
-    case CollectiveState::kStarted:
-      return trace::FlightState::kStarted;
-    case CollectiveState::kCompleted:
-      return trace::FlightState::kCompleted;
+// Reuses slot `e` for a new entry: its names' strings keep their capacity, so that once the
+// ring has gone round an entry allocates nothing (and a name longer than any before, out of
+// memory, leaves it empty rather than throwing into the loop).
+void Reset(FlightEntry* e, int64_t id, const trace::Collective& what) noexcept {
+  trace::Collective kept = std::move(e->what);
+  *e = FlightEntry{};
+  e->id = id;
+  e->what = std::move(kept);
+  try {
+    e->what.op = what.op;
+    e->what.dtype = what.dtype;
+    e->what.tag = what.tag;
+  } catch (const std::exception&) {
+    e->what.op.clear();
+    e->what.dtype.clear();
+    e->what.tag.clear();
   }
-  return trace::FlightState::kIssued;
+  e->what.count = what.count;
+  e->what.bytes = what.bytes;
+  e->what.site = what.site;
 }
 
 trace::FlightDumpEntry ToTrace(const FlightEntry& e) {
   trace::FlightDumpEntry out;
   out.pg = e.pg;
   out.seq = e.seq;
-  out.op = e.op;
-  out.dtype = e.dtype;
-  out.n = e.count;
-  out.bytes = e.bytes;
-  out.tag = e.tag;
+  out.what = e.what;
   out.step = e.step;
   out.phase = std::string(PhaseName(e.phase));
-  out.state = ToTrace(e.state);
+  out.state = e.state;
   out.issued = e.t_issued;
   if (e.t_started) out.started = e.t_started;
   if (e.t_completed) out.completed = e.t_completed;
@@ -88,23 +91,18 @@ FlightEntry* FlightRecorder::Find(int64_t handle) noexcept {
   return e.id == id ? &e : nullptr;  // else overwritten: the ring wrapped around meanwhile
 }
 
-int64_t FlightRecorder::IssueP2P(const P2PIssue& op, int64_t step, Phase phase) noexcept {
+int64_t FlightRecorder::IssueP2P(const PeerMessage& m, int64_t seq, int64_t step,
+                                 Phase phase) noexcept {
   std::lock_guard<std::mutex> lock(mu_);
   const int64_t id = next_id_++;
   FlightEntry& e = p2p_ring_[static_cast<size_t>(id) % p2p_ring_.size()];
-  e = FlightEntry{};
-  e.id = id;
+  Reset(&e, id, m.what);
   e.p2p = true;
-  e.pg = op.pg;
-  e.seq = op.seq;
-  CopyName(e.op, op.op);
-  e.peer = op.peer;
-  e.group_peer = op.group_peer;
-  e.match_tag = op.match_tag;
-  CopyName(e.dtype, op.dtype);
-  CopyName(e.tag, op.tag);
-  e.count = op.count;
-  e.bytes = op.bytes;
+  e.pg = m.pg;
+  e.seq = seq;
+  e.peer = m.peer;
+  e.group_peer = m.group_peer;
+  e.match_tag = m.match_tag;
   e.step = step;
   e.phase = phase;
   e.t_issued = trace::MonotonicNs();
@@ -121,21 +119,14 @@ void FlightRecorder::SetPeer(int64_t handle, int64_t peer, int64_t group_peer,
   }
 }
 
-int64_t FlightRecorder::Issue(int pg, int64_t seq, std::string_view op, std::string_view dtype,
-                              int64_t count, int64_t bytes, std::string_view tag, int64_t step,
+int64_t FlightRecorder::Issue(int pg, int64_t seq, const trace::Collective& what, int64_t step,
                               Phase phase, const trace::PeerCounts* counts) noexcept {
   std::lock_guard<std::mutex> lock(mu_);
   const int64_t id = next_id_++;
   FlightEntry& e = ring_[id % ring_.size()];
-  e = FlightEntry{};
-  e.id = id;
+  Reset(&e, id, what);
   e.pg = pg;
   e.seq = seq;
-  CopyName(e.op, op);
-  CopyName(e.dtype, dtype);
-  CopyName(e.tag, tag);
-  e.count = count;
-  e.bytes = bytes;
   e.step = step;
   e.phase = phase;
   CopyCounts(counts, &e);
@@ -159,12 +150,20 @@ void FlightRecorder::Complete(int64_t handle) noexcept {
   e->t_completed = trace::MonotonicNs();
 }
 
+void FlightRecorder::AddSite(int64_t id, std::string_view file, int64_t line,
+                             std::string_view fn) noexcept {
+  std::lock_guard<std::mutex> lock(mu_);
+  try {
+    sites_.push_back({id, std::string(file), line, std::string(fn)});
+  } catch (const std::exception&) {  // out of memory: the dump names the id alone
+  }
+}
+
 bool FlightRecorder::OldestPending(FlightEntry* out) const noexcept {
   std::lock_guard<std::mutex> lock(mu_);
-  bool found = false;
+  const FlightEntry* oldest = nullptr;
   auto consider = [&](const FlightEntry& e) {
-    if (!found || e.id < out->id) *out = e;
-    found = true;
+    if (oldest == nullptr || e.id < oldest->id) oldest = &e;
   };
   for (const FlightEntry& e : ring_)
     if (e.id != 0 && e.state != CollectiveState::kCompleted) consider(e);
@@ -172,14 +171,27 @@ bool FlightRecorder::OldestPending(FlightEntry* out) const noexcept {
   // on stays "issued" for good, and must not trip the watchdog.
   for (const FlightEntry& e : p2p_ring_)
     if (e.id != 0 && e.state == CollectiveState::kStarted) consider(e);
-  return found;
+  if (oldest == nullptr) return false;
+  try {
+    *out = *oldest;
+  } catch (const std::exception&) {  // out of memory for its names: the times still tell
+    out->id = oldest->id;
+    out->pg = oldest->pg;
+    out->seq = oldest->seq;
+    out->state = oldest->state;
+    out->t_issued = oldest->t_issued;
+    out->t_started = oldest->t_started;
+  }
+  return true;
 }
 
 std::string FlightRecorder::DumpJson(std::string_view reason, int64_t step, Phase phase,
                                      bool ask_stacks) const {
   std::vector<FlightEntry> entries, p2p;
+  trace::FlightDump dump;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    dump.sites = sites_;
     for (const FlightEntry& e : ring_)
       if (e.id != 0) entries.push_back(e);
     for (const FlightEntry& e : p2p_ring_)
@@ -188,7 +200,6 @@ std::string FlightRecorder::DumpJson(std::string_view reason, int64_t step, Phas
   auto by_id = [](const FlightEntry& a, const FlightEntry& b) { return a.id < b.id; };
   std::sort(entries.begin(), entries.end(), by_id);
   std::sort(p2p.begin(), p2p.end(), by_id);
-  trace::FlightDump dump;
   dump.run_id = header_.run_id;
   dump.rank = header_.rank;
   dump.world_size = header_.world_size;

@@ -10,9 +10,10 @@
 // it (a blocking send/recv, wait() on the request), and only then can it time out: a request
 // posted and never waited on (an isend whose work the job drops) is no hang.
 //
-// Keeping it costs a short uncontended lock per collective event and no allocation: the
-// rings are preallocated and tags (and per-peer sizes, for groups of up to kMaxPeerCounts
-// ranks) are copied into fixed buffers.
+// Keeping it costs a short uncontended lock per collective event and, once the ring has gone
+// round, no allocation: the rings are preallocated, an entry's names are copied into the
+// strings of its slot (which keep their capacity), and per-peer sizes (for groups of up to
+// kMaxPeerCounts ranks) into fixed buffers.
 #pragma once
 
 #include <cstdint>
@@ -23,14 +24,14 @@
 #include <string_view>
 #include <vector>
 
+#include "probes/peer_message.h"
 #include "probes/phase.h"
+#include "trace/collective.h"
 #include "trace/flight_dump.h"
 #include "trace/peer_counts.h"
 #include "trace/trace_header.h"
 
 namespace dsdiag::probes {
-
-enum class CollectiveState { kIssued, kStarted, kCompleted };
 
 // Per-peer sizes (trace/peer_counts.h) an entry keeps; a larger group's are left out of the
 // dump (its trace has them).
@@ -40,14 +41,10 @@ struct FlightEntry {
   int64_t id = 0;  // ring position ever written, to tell stale slots
   int pg = 0;
   int64_t seq = 0;
-  char op[16] = {};
-  char dtype[8] = {};
-  char tag[32] = {};
-  int64_t count = 0;
-  int64_t bytes = 0;
+  trace::Collective what;
   int64_t step = 0;
   Phase phase = Phase::kNone;
-  CollectiveState state = CollectiveState::kIssued;
+  trace::CollectiveState state = trace::CollectiveState::kIssued;
   int64_t t_issued = 0;
   int64_t t_started = 0;
   int64_t t_completed = 0;
@@ -63,32 +60,23 @@ struct FlightEntry {
   int64_t match_tag = 0;
 };
 
-// What IssueP2P records of a send or recv.
-struct P2PIssue {
-  int pg = 0;
-  int64_t seq = 0;      // the pair's; -1 while a recv from any source is unmatched
-  std::string_view op;  // "send", "recv"
-  int64_t peer = -1, group_peer = -1, match_tag = 0;
-  std::string_view dtype;
-  int64_t count = 0, bytes = 0;
-  std::string_view tag;
-};
-
 class FlightRecorder {
  public:
   // `header` gives rank, run id and the clock pair written into dumps.
   FlightRecorder(const trace::TraceHeader& header, std::string run_dir, size_t capacity = 256);
 
   // Returns a handle for the updates below.
-  int64_t Issue(int pg, int64_t seq, std::string_view op, std::string_view dtype, int64_t count,
-                int64_t bytes, std::string_view tag, int64_t step, Phase phase,
+  int64_t Issue(int pg, int64_t seq, const trace::Collective& what, int64_t step, Phase phase,
                 const trace::PeerCounts* counts = nullptr) noexcept;
-  // A send or recv (its own ring); returns a handle for the same updates.
-  int64_t IssueP2P(const P2PIssue& op, int64_t step, Phase phase) noexcept;
+  // A send or recv (its own ring), with its pair's sequence number (-1 while a recv from any
+  // source is unmatched); returns a handle for the same updates.
+  int64_t IssueP2P(const PeerMessage& m, int64_t seq, int64_t step, Phase phase) noexcept;
   void Start(int64_t handle) noexcept;
   void Complete(int64_t handle) noexcept;
   // A recv from any source learns its peer (and so its pair's sequence number) on completion.
   void SetPeer(int64_t handle, int64_t peer, int64_t group_peer, int64_t seq) noexcept;
+  // A call site entries name by id (CollectiveProbe::SiteId), listed in every dump after.
+  void AddSite(int64_t id, std::string_view file, int64_t line, std::string_view fn) noexcept;
 
   // Called at each dump for the process's thread stacks (the Python package gives Python's),
   // from whichever thread dumps; it must return promptly. May be set (or cleared with an
@@ -117,6 +105,7 @@ class FlightRecorder {
   mutable std::mutex mu_;
   std::vector<FlightEntry> ring_;
   std::vector<FlightEntry> p2p_ring_;
+  std::vector<trace::CallSite> sites_;  // guarded by mu_
   int64_t next_id_ = 1;  // one count for both rings: ids order every entry; p2p handles are -id
   FlightEntry* Find(int64_t handle) noexcept;  // mu_ held; null when overwritten
   mutable std::mutex provider_mu_;

@@ -5,8 +5,8 @@
 // (CollectiveProbe::TakePairSeq): messages never take a number of the group's collective
 // sequence, which hang and straggler align every rank on.
 //
-//   PeerOp op(&collectives, {0, "recv", /*peer=*/1, /*group_peer=*/1, 0, "f32", n, 4 * n,
-//             "irecv"});  // posted
+//   PeerOp op(&collectives, {0, {"recv", "f32", n, 4 * n, "irecv"}, /*peer=*/1,
+//                            /*group_peer=*/1});  // posted
 //   op.Waiting();          // the job waits on it (wait(), or a blocking recv)
 //   op.Completed();        // it arrived
 //   op.Write();            // `p2p` record
@@ -16,29 +16,20 @@
 // number still advances.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
-#include <string>
 
 #include "probes/collective_probe.h"
 #include "probes/op_end.h"
+#include "probes/peer_message.h"
+#include "trace/records/p2p_record.h"
 
 namespace dsdiag::probes {
 
-struct PeerMessage {
-  int pg = 0;
-  std::string op;           // "send" or "recv"
-  int64_t peer = -1;        // global rank; -1: a recv from any source
-  int64_t group_peer = -1;  // the peer's rank in group `pg`
-  int64_t match_tag = 0;    // the job's tag
-  std::string dtype;
-  int64_t count = 0, bytes = 0;
-  std::string tag;  // the call: "send", "isend", "batch_isend_irecv", ...
-};
-
 class PeerOp {
  public:
-  PeerOp(CollectiveProbe* probe, PeerMessage message) noexcept;
+  // `where`: the call site, unless `message.what.site` names one (the Python package's).
+  PeerOp(CollectiveProbe* probe, PeerMessage message,
+         SourceLocation where = SourceLocation::Current()) noexcept;
   PeerOp(const PeerOp&) = delete;
   PeerOp& operator=(const PeerOp&) = delete;
 
@@ -56,6 +47,7 @@ class PeerOp {
   bool completed() const noexcept { return end_.done(); }
 
  private:
+  bool sends() const noexcept { return m_.what.op == trace::records::kP2PSend; }
   CollectiveProbe* probe_;
   PeerMessage m_;
   int64_t seq_ = -1;

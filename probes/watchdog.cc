@@ -105,17 +105,19 @@ void Watchdog::CheckTimeout() {
   char message[192];
   if (e.p2p) {
     // Not "pg N seq M": that names a collective to the analyzers (watchdog_message.h).
-    const bool send = std::string_view(e.op) == "send";
+    const bool send = e.what.op == "send";
     std::snprintf(message, sizeof message,
-                  "point-to-point %s %s rank %lld on group %d (message %lld of the pair, %s) "
+                  "point-to-point %.15s %s rank %lld on group %d (message %lld of the pair, %.31s) "
                   "waited on for %.1f s, past the %.1f s timeout",
-                  e.op, send ? "to" : "from", static_cast<long long>(e.peer), e.pg,
-                  static_cast<long long>(e.seq), e.tag, waited / 1e9, timeout_ns_ / 1e9);
-  } else {
-    std::snprintf(message, sizeof message,
-                  "collective pg %d seq %lld (%s, %s) pending for %.1f s, past the %.1f s timeout",
-                  e.pg, static_cast<long long>(e.seq), e.op, e.tag, waited / 1e9,
+                  e.what.op.c_str(), send ? "to" : "from", static_cast<long long>(e.peer), e.pg,
+                  static_cast<long long>(e.seq), e.what.tag.c_str(), waited / 1e9,
                   timeout_ns_ / 1e9);
+  } else {
+    std::snprintf(
+        message, sizeof message,
+        "collective pg %d seq %lld (%.15s, %.31s) pending for %.1f s, past the %.1f s timeout",
+        e.pg, static_cast<long long>(e.seq), e.what.op.c_str(), e.what.tag.c_str(), waited / 1e9,
+        timeout_ns_ / 1e9);
   }
   session_->RecordError("watchdog", message);
   DumpNow("timeout");

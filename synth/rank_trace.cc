@@ -228,8 +228,8 @@ class Renderer {
     coll.seq = step * buckets_ + bucket;
     coll.op = "allreduce";
     coll.dtype = "f32";
-    coll.n = Numel(run_, rank_, step, bucket);
-    coll.bytes = 4 * coll.n;
+    coll.count = Numel(run_, rank_, step, bucket);
+    coll.bytes = 4 * coll.count;
     coll.dur = exit - enter;
     coll.tag = tags_[bucket];
     Write(coll, enter, step);
@@ -400,16 +400,16 @@ void AppendFlightDump(const RunFacts& run, int rank, std::string* out) {
       trace::FlightDumpEntry e;
       e.pg = 0;
       e.seq = step * buckets + k;
-      e.op = "allreduce";
-      e.dtype = "f32";
-      e.n = n;
-      e.bytes = 4 * n;
-      e.tag = "grad-bucket-" + std::to_string(k);
+      e.what.op = "allreduce";
+      e.what.dtype = "f32";
+      e.what.count = n;
+      e.what.bytes = 4 * n;
+      e.what.tag = "grad-bucket-" + std::to_string(k);
       e.step = step;
       e.phase = std::string(phase::kBackward);
-      e.state = !stuck    ? trace::FlightState::kCompleted
-                : started ? trace::FlightState::kStarted
-                          : trace::FlightState::kIssued;
+      e.state = !stuck    ? trace::CollectiveState::kCompleted
+                : started ? trace::CollectiveState::kStarted
+                          : trace::CollectiveState::kIssued;
       e.issued = model.Mono(rank, w.enter[k]);
       if (started) e.started = model.Mono(rank, started_at);
       if (!stuck) e.completed = model.Mono(rank, exit);

@@ -211,7 +211,7 @@ class RankEventWriter {
     if (op) a.Field("op", *op);
     if (auto tag = coll.tag()) a.Field("tag", *tag);
     if (auto dtype = coll.dtype()) a.Field("dtype", *dtype);
-    if (auto n = coll.n()) a.Field("n", *n);
+    if (auto n = coll.count()) a.Field("n", *n);
     if (auto bytes = coll.bytes()) a.Field("bytes", *bytes);
     a.Field("step", r.step());
     if (pg && seq) e.WaitOf(*pg, *seq);  // wait, last, ranks: known once every rank is read

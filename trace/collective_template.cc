@@ -14,14 +14,14 @@ void CollectiveTemplate::Enter(Group* g, int64_t step) {
   g->step = step;
 }
 
-void CollectiveTemplate::Add(int pg, int64_t step, CollectiveDescriptor op) {
+void CollectiveTemplate::Add(int pg, int64_t step, Collective op) {
   Group& g = groups_[pg];
   Enter(&g, step);
   g.current.push_back(std::move(op));
 }
 
-const std::vector<CollectiveDescriptor>* CollectiveTemplate::PreviousStep(int pg, int64_t step,
-                                                                          size_t ops) const {
+const std::vector<Collective>* CollectiveTemplate::PreviousStep(int pg, int64_t step,
+                                                                size_t ops) const {
   const auto it = groups_.find(pg);
   if (it == groups_.end() || ops == 0) return nullptr;
   const Group& g = it->second;

@@ -11,7 +11,8 @@
 //   {"type":"colls","ts":T,"step":8,"pg":0,"seq":42,"at_us":[0,812,...],"dur_us":[...]}
 //
 // and the reader turns it back into the five `coll` records of v1 (seq 42..46, each op's
-// descriptor from the template, ts T + at_us[i] µs, times to the microsecond). Writer
+// value (trace/collective.h: what repeats, all but the times and the sequence number) from
+// the template, ts T + at_us[i] µs, times to the microsecond). Writer
 // (probes/records/collective_steps) and reader (trace/compact_records) keep one CollectiveTemplate
 // each, fed the same `coll` records in the same order, so they agree on what "the previous step"
 // was.
@@ -19,38 +20,27 @@
 
 #include <cstdint>
 #include <map>
-#include <string>
-#include <string_view>
 #include <vector>
 
+#include "trace/collective.h"
+
 namespace dsdiag::trace {
-
-// What repeats from step to step: the `coll` fields but the times and the sequence number.
-struct CollectiveDescriptor {
-  std::string op, dtype, tag;
-  int64_t count = 0, bytes = 0;
-
-  bool operator==(const CollectiveDescriptor& o) const {
-    return count == o.count && bytes == o.bytes && op == o.op && dtype == o.dtype && tag == o.tag;
-  }
-  bool operator!=(const CollectiveDescriptor& o) const { return !(*this == o); }
-};
 
 class CollectiveTemplate {
  public:
   // A `coll` record of group `pg` written (or read) with step `step`, in file order.
-  void Add(int pg, int64_t step, CollectiveDescriptor op);
+  void Add(int pg, int64_t step, Collective op);
 
   // The ops a `colls` record of `ops` ops on group `pg` in step `step` stands for: those of
   // the group's last step before `step` that had `ops` ops. Null when there is none, or when
   // `step` has `coll` records of its own on the group already (a `colls` is a whole step).
-  const std::vector<CollectiveDescriptor>* PreviousStep(int pg, int64_t step, size_t ops) const;
+  const std::vector<Collective>* PreviousStep(int pg, int64_t step, size_t ops) const;
 
   // Records that the ops of PreviousStep(pg, step, ops) ran again in `step`.
   void Repeat(int pg, int64_t step, size_t ops);
 
  private:
-  using Ops = std::vector<CollectiveDescriptor>;
+  using Ops = std::vector<Collective>;
   struct Group {
     int64_t step = INT64_MIN;      // the step `current` belongs to
     Ops current;                   // that step's ops so far

@@ -70,10 +70,13 @@ CompactRecordExpander::Verdict CompactRecordExpander::Observe(const Record& r,
 }
 
 void CompactRecordExpander::NoteCollective(const Record& r) {
-  CollectiveDescriptor d{std::string(r.Str(CK::op).value_or("")),
-                         std::string(r.Str(CK::dtype).value_or("")),
-                         std::string(r.Str(CK::tag).value_or("")), r.Int(CK::n).value_or(0),
-                         r.Int(CK::bytes).value_or(0)};
+  Collective d;
+  d.op = r.Str(CK::op).value_or("");
+  d.dtype = r.Str(CK::dtype).value_or("");
+  d.count = r.Int(CK::count).value_or(0);
+  d.bytes = r.Int(CK::bytes).value_or(0);
+  d.tag = r.Str(CK::tag).value_or("");
+  d.site = records::CollView(r).site();
   template_.Add(static_cast<int>(r.Int(CK::pg).value_or(0)), r.step(), std::move(d));
 }
 
@@ -97,7 +100,7 @@ CompactRecordExpander::Verdict CompactRecordExpander::ExpandCollectives(
   }
   if (totals_.step != r.step()) totals_ = StepTotals{r.step()};
   for (size_t i = 0; i < at.size(); ++i) {
-    const CollectiveDescriptor& d = (*previous)[i];
+    const Collective& d = (*previous)[i];
     totals_.n += 1;
     totals_.bytes += d.bytes;
     totals_.dur += dur[i] * 1000;
@@ -106,10 +109,11 @@ CompactRecordExpander::Verdict CompactRecordExpander::ExpandCollectives(
     coll.seq = *seq + static_cast<int64_t>(i);
     coll.op = d.op;
     coll.dtype = d.dtype;
-    coll.n = d.count;
+    coll.count = d.count;
     coll.bytes = d.bytes;
     coll.dur = dur[i] * 1000;
     coll.tag = d.tag;
+    coll.site = d.site;
     std::string line;
     records::AppendRecordLine(coll, records::At{r.ts() + at[i] * 1000, r.step(), r.tid()}, &line);
     if (!line.empty() && line.back() == '\n') line.pop_back();

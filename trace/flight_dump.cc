@@ -23,16 +23,17 @@ constexpr uintmax_t kMaxDumpBytes = uintmax_t{64} << 20;
 // ---- writing ----
 
 void AppendEntry(JsonLine* l, const FlightDumpEntry& e) {
-  l->BeginObject().Field("pg", e.pg).Field("seq", e.seq).Field("op", e.op);
+  l->BeginObject().Field("pg", e.pg).Field("seq", e.seq).Field("op", e.what.op);
   if (e.peer) l->Field("peer", *e.peer);
   if (e.group_peer && e.group_peer != e.peer) l->Field("group_peer", *e.group_peer);
   if (e.match_tag != 0) l->Field("match_tag", e.match_tag);
-  l->Field("dtype", e.dtype);
-  if (e.n) l->Field("n", *e.n);
-  if (e.bytes) l->Field("bytes", *e.bytes);
-  l->Field("tag", e.tag);
+  l->Field("dtype", e.what.dtype);
+  if (e.what.count >= 0) l->Field("n", e.what.count);
+  if (e.what.bytes >= 0) l->Field("bytes", e.what.bytes);
+  l->Field("tag", e.what.tag);
+  if (e.what.site != 0) l->Field("site", e.what.site);
   if (e.step) l->Field("step", *e.step);
-  l->Field("phase", e.phase).Field("state", FlightStateName(e.state));
+  l->Field("phase", e.phase).Field("state", CollectiveStateName(e.state));
   if (e.issued) l->Field("issued", *e.issued);
   if (e.started) l->Field("started", *e.started);
   if (e.completed) l->Field("completed", *e.completed);
@@ -128,10 +129,10 @@ bool ParseCounts(const dom::object& o, PeerCounts* counts, std::string* problem)
   return true;
 }
 
-std::optional<FlightState> ParseState(std::string_view s) {
-  if (s == "issued") return FlightState::kIssued;
-  if (s == "started") return FlightState::kStarted;
-  if (s == "completed") return FlightState::kCompleted;
+std::optional<CollectiveState> ParseState(std::string_view s) {
+  for (CollectiveState state :
+       {CollectiveState::kIssued, CollectiveState::kStarted, CollectiveState::kCompleted})
+    if (s == CollectiveStateName(state)) return state;
   return std::nullopt;
 }
 
@@ -159,11 +160,12 @@ std::optional<FlightDumpEntry> ParseEntry(dom::element element, std::string* pro
     return std::nullopt;
   }
   e.state = *state;
-  e.op = OptStr(o, "op");
-  e.dtype = OptStr(o, "dtype");
-  e.n = OptInt(o, "n");
-  e.bytes = OptInt(o, "bytes");
-  e.tag = OptStr(o, "tag");
+  e.what.op = OptStr(o, "op");
+  e.what.dtype = OptStr(o, "dtype");
+  e.what.count = OptInt(o, "n").value_or(-1);
+  e.what.bytes = OptInt(o, "bytes").value_or(-1);
+  e.what.tag = OptStr(o, "tag");
+  e.what.site = OptInt(o, "site").value_or(0);
   e.step = OptInt(o, "step");
   e.phase = OptStr(o, "phase");
   e.issued = OptInt(o, "issued");
@@ -216,16 +218,10 @@ std::optional<ClockReference> ParseClock(const dom::object& o) {
 
 }  // namespace
 
-std::string_view FlightStateName(FlightState state) {
-  switch (state) {
-    case FlightState::kIssued:
-      return "issued";
-    case FlightState::kStarted:
-      return "started";
-    case FlightState::kCompleted:
-      return "completed";
-  }
-  return "issued";
+const CallSite* FlightDump::Site(int64_t id) const {
+  for (const CallSite& s : sites)
+    if (s.id == id && id != 0) return &s;
+  return nullptr;
 }
 
 const FlightDumpEntry* FlightDump::OldestPending() const {
@@ -255,6 +251,18 @@ std::string FlightDumpJson(const FlightDump& d) {
     for (const FlightDumpEntry& e : d.p2p) AppendEntry(&l, e);
     l.EndArray();
   }
+  if (!d.sites.empty()) {
+    l.BeginArray("sites");
+    for (const CallSite& s : d.sites) {
+      l.BeginObject()
+          .Field("id", s.id)
+          .Field("file", s.file)
+          .Field("line", s.line)
+          .Field("fn", s.fn)
+          .EndObject();
+    }
+    l.EndArray();
+  }
   if (!d.stacks.empty()) {
     l.BeginArray("stacks");
     for (const ThreadStack& t : d.stacks) {
@@ -269,6 +277,23 @@ std::string FlightDumpJson(const FlightDump& d) {
 }
 
 namespace {
+
+// `sites`, when present: a site without an integer id is left out.
+std::vector<CallSite> ParseSites(const dom::object& o) {
+  std::vector<CallSite> sites;
+  dom::array array;
+  if (o.at_key("sites").get_array().get(array) != simdjson::SUCCESS) return sites;
+  for (dom::element element : array) {
+    dom::object s;
+    CallSite site;
+    if (element.get_object().get(s) != simdjson::SUCCESS || !GetInt(s, "id", &site.id)) continue;
+    site.file = OptStr(s, "file");
+    site.line = OptInt(s, "line").value_or(0);
+    site.fn = OptStr(s, "fn");
+    sites.push_back(std::move(site));
+  }
+  return sites;
+}
 
 // `stacks`, when present: threads without a string name or frames that are not strings are
 // left out (a dump is read for what it can tell).
@@ -354,6 +379,7 @@ std::optional<FlightDump> ParseFlightDump(const std::string& text, const std::st
   dom::array p2p;
   if (o.at_key("p2p").get_array().get(p2p) == simdjson::SUCCESS)
     ParseEntries(p2p, "p2p", ParseP2PEntry, &d.p2p, &d);
+  d.sites = ParseSites(o);
   d.stacks = ParseStacks(o);
   return d;
 }

@@ -11,6 +11,10 @@
 //    "stacks":[{"thread":"MainThread","frames":["train.py:40 in <module>",
 //                                                "train.py:12 in step"]}]}
 //
+// An entry whose call site is known adds "site":ID, an id of the dump's "sites" list:
+//   "sites":[{"id":1,"file":"train.py","line":35,"fn":"train_step"}]
+// (records/site_record.h: the trace's `site` records, the same ids).
+//
 // An entry with per-peer sizes (an all_to_all with split sizes) adds "send":[..] and
 // "recv":[..], and on a sub-group "peers" (trace/peer_counts.h).
 //
@@ -40,6 +44,7 @@
 #include <vector>
 
 #include "trace/clock_reference.h"
+#include "trace/collective.h"
 #include "trace/located_issue.h"
 #include "trace/peer_counts.h"
 
@@ -47,20 +52,13 @@ namespace dsdiag::trace {
 
 inline constexpr std::string_view kFlightDumpSchema = "dsdiag.flight/1";
 
-enum class FlightState { kIssued, kStarted, kCompleted };
-std::string_view FlightStateName(FlightState state);  // "issued", "started", "completed"
-
 struct FlightDumpEntry {
   int pg = 0;
   int64_t seq = 0;
-  std::string op;
-  std::string dtype;
-  std::optional<int64_t> n;
-  std::optional<int64_t> bytes;
-  std::string tag;
+  Collective what{{}, {}, -1, -1, {}, 0};  // count, bytes < 0: the entry does not say
   std::optional<int64_t> step;
   std::string phase;
-  FlightState state = FlightState::kIssued;
+  CollectiveState state = CollectiveState::kIssued;
   std::optional<int64_t> issued;  // rank-local monotonic ns of each transition reached
   std::optional<int64_t> started;
   std::optional<int64_t> completed;
@@ -71,7 +69,7 @@ struct FlightDumpEntry {
   std::optional<int64_t> group_peer;
   int64_t match_tag = 0;
 
-  bool pending() const { return state != FlightState::kCompleted; }
+  bool pending() const { return state != CollectiveState::kCompleted; }
 };
 
 // One thread's stack at dump time: "file:line in function", outermost first.
@@ -91,11 +89,14 @@ struct FlightDump {
   std::string where_phase;
   std::vector<FlightDumpEntry> entries;  // oldest first
   std::vector<FlightDumpEntry> p2p;      // point-to-point messages, oldest first
+  std::vector<CallSite> sites;           // the call sites entries name by `site` id
   std::vector<ThreadStack> stacks;       // empty when the writer had none to give
   // Read side only: malformed entries left out, and what was wrong with the first of them.
   int64_t entries_skipped = 0;
   std::string first_entry_problem;
 
+  // The call site `id` names, or null.
+  const CallSite* Site(int64_t id) const;
   // The oldest entry still pending, or null.
   const FlightDumpEntry* OldestPending() const;
 };

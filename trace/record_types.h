@@ -53,6 +53,9 @@ inline constexpr std::string_view kCustom = "custom";    // user-defined payload
 // A send or recv between two ranks, numbered per pair (records/p2p_record.h), never in the
 // group's collective sequence. Added within v2: older readers skip a type they do not know.
 inline constexpr std::string_view kP2P = "p2p";
+// A call site, once per rank, named by `coll` and `p2p` records' `site` id
+// (records/site_record.h). Added within v2.
+inline constexpr std::string_view kSite = "site";
 }  // namespace rec
 
 // The record types above as small integers, for tables indexed by type (the step driver
@@ -63,7 +66,7 @@ inline constexpr std::string_view kRecordTypes[] = {
     rec::kStep,       rec::kPhase,   rec::kCollective, rec::kGradient, rec::kFingerprint,
     rec::kRng,        rec::kSampler, rec::kLoader,     rec::kScaler,   rec::kClip,
     rec::kCheckpoint, rec::kSignal,  rec::kError,      rec::kClock,    rec::kMark,
-    rec::kCustom,     rec::kP2P};
+    rec::kCustom,     rec::kP2P,     rec::kSite};
 inline constexpr int kRecordTypeCount = sizeof(kRecordTypes) / sizeof(kRecordTypes[0]);
 inline constexpr int kOtherRecordType = kRecordTypeCount;
 
@@ -71,8 +74,8 @@ inline constexpr int kOtherRecordType = kRecordTypeCount;
 // compared only with those of its length and first letter. constexpr, so that analyzers
 // name ids at compile time (rec_id below) and compare ints rather than strings per record.
 constexpr int RecordTypeId(std::string_view type) {
-  constexpr int kByFrequency[] = {6,  7,  5,  4,  9, 8, 12, 13, 3,  10, 11,
-                                  21, 14, 15, 18, 1, 2, 0,  16, 17, 19, 20};
+  constexpr int kByFrequency[] = {6,  7,  5,  4, 9, 8, 12, 13, 3,  10, 11, 21,
+                                  14, 15, 18, 1, 2, 0, 16, 17, 19, 20, 22};
   static_assert(sizeof(kByFrequency) / sizeof(kByFrequency[0]) == kRecordTypeCount);
   for (int id : kByFrequency) {
     const std::string_view name = kRecordTypes[id];
@@ -105,7 +108,8 @@ inline constexpr int kClock = RecordTypeId(rec::kClock);
 inline constexpr int kMark = RecordTypeId(rec::kMark);
 inline constexpr int kCustom = RecordTypeId(rec::kCustom);
 inline constexpr int kP2P = RecordTypeId(rec::kP2P);
-static_assert(kP2P == kRecordTypeCount - 1 && kHeader == 0);
+inline constexpr int kSite = RecordTypeId(rec::kSite);
+static_assert(kSite == kRecordTypeCount - 1 && kHeader == 0);
 }  // namespace rec_id
 
 // Phase names used in `phase` records and `step.phases`.

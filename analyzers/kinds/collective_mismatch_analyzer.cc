@@ -39,12 +39,14 @@
 
 #include "analyzers/framework/analyzer_factories.h"
 #include "analyzers/framework/finding_kinds.h"
+#include "analyzers/kinds/common/call_sites.h"
 #include "analyzers/kinds/common/collective_window.h"
 #include "analyzers/kinds/common/evidence_text.h"
 #include "analyzers/kinds/common/p2p_messages.h"
 #include "analyzers/kinds/common/peer_count_pairs.h"
 #include "analyzers/kinds/common/rank_groups.h"
 #include "analyzers/kinds/common/split_verdict.h"
+#include "analyzers/kinds/common/stream_parting.h"
 #include "trace/record_types.h"
 #include "trace/records/coll_record.h"
 #include "trace/trace_reader.h"
@@ -92,6 +94,7 @@ struct Issued {
   int tag = 0;
   int64_t step = 0;
   std::shared_ptr<const trace::PeerCounts> counts;  // null: no per-peer sizes
+  int site = 0;                                     // RunSites' number; 0: unknown
 };
 
 // Per-peer sizes worth checking, or null.
@@ -186,19 +189,25 @@ class CollectiveMismatchAnalyzer : public Analyzer {
  public:
   std::string_view name() const override { return kind::kCollectiveMismatch; }
   std::vector<std::string_view> record_types() const override {
-    return {trace::rec::kCollective, trace::rec::kP2P};
+    return {trace::rec::kCollective, trace::rec::kP2P, trace::rec::kSite};
   }
 
   void Begin(const RunContext& run) override {
     // Only the pending entries: completed ones are in the traces already.
     for (const RunFlightDump& d : run.flight_dumps) {
       messages_.AddDump(d.rank, d.dump);
+      for (const trace::CallSite& s : d.dump.sites) sites_.Add(d.rank, s.id, s.file, s.line, s.fn);
       for (const trace::FlightDumpEntry& e : d.dump.entries) {
         if (!e.pending()) continue;
         auto counts = Shared(e.counts);
-        const SignatureView sig{e.op, e.dtype, counts ? kPerPeer : e.n.value_or(kNotRecorded)};
-        const Issued issued{d.rank, sigs_.Id(sig), tags_.Id(std::string_view(e.tag)),
-                            e.step.value_or(0), std::move(counts)};
+        const SignatureView sig{e.what.op, e.what.dtype,
+                                counts ? kPerPeer : std::max(e.what.count, kNotRecorded)};
+        const Issued issued{d.rank,
+                            sigs_.Id(sig),
+                            tags_.Id(std::string_view(e.what.tag)),
+                            e.step.value_or(0),
+                            std::move(counts),
+                            sites_.Of(d.rank, e.what.site)};
         pending_.push_back({CollectiveKey{e.pg, e.seq}, issued});
         pending_keys_.insert(CollectiveKey{e.pg, e.seq});
       }
@@ -210,6 +219,10 @@ class CollectiveMismatchAnalyzer : public Analyzer {
       messages_.Add(rank.rank, r);
       return;
     }
+    if (r.type_id() == trace::rec_id::kSite) {
+      sites_.Add(rank.rank, r);
+      return;
+    }
     if (r.type_id() != trace::rec_id::kCollective) return;
     const records::CollView coll(r);
     const auto pg = coll.pg();
@@ -218,10 +231,11 @@ class CollectiveMismatchAnalyzer : public Analyzer {
     std::shared_ptr<const trace::PeerCounts> counts;
     if (trace::PeerCounts c; coll.counts(&c)) counts = Shared(std::move(c));
     const SignatureView sig{coll.op().value_or(""), coll.dtype().value_or(""),
-                            counts ? kPerPeer : coll.n().value_or(kNotRecorded)};
+                            counts ? kPerPeer : coll.count().value_or(kNotRecorded)};
     const std::string_view tag = coll.tag().value_or("");
     window_.Add({static_cast<int>(*pg), *seq}, r.step(),
-                {rank.rank, sigs_.Id(sig), tags_.Id(tag), r.step(), std::move(counts)});
+                {rank.rank, sigs_.Id(sig), tags_.Id(tag), r.step(), std::move(counts),
+                 sites_.Of(rank.rank, coll.site())});
   }
 
   void OnStepDone(int64_t step) override {
@@ -240,8 +254,15 @@ class CollectiveMismatchAnalyzer : public Analyzer {
     for (const PendingEntry& p : pending_) dumps.Add(p.key, p.issued.step, p.issued);
     dumps.FlushAll(
         [this](const CollectiveKey& k, const CollectiveSlot<Issued>& s) { Check(k, s, true); });
-    for (const auto& [pg, m] : mismatches_) findings->push_back(MakeFinding(m));
+    for (const auto& [pg, m] : mismatches_) {
+      findings->push_back(MakeFinding(m));
+      if (auto p = parting_.Of(pg); p && p->seq <= m.key.seq) AddParting(*p, &findings->back());
+    }
     for (const auto& [pg, m] : count_mismatches_) findings->push_back(MakeFinding(m));
+    for (int pg : parting_.groups()) {
+      if (mismatches_.count(pg) || count_mismatches_.count(pg)) continue;
+      if (auto p = parting_.Of(pg)) findings->push_back(MakeFinding(*p));
+    }
     messages_.Finish(findings);
   }
 
@@ -274,6 +295,7 @@ class CollectiveMismatchAnalyzer : public Analyzer {
     if (merge)
       issued.insert(issued.begin(), known->second.issued.begin(), known->second.issued.end());
     issued = OnePerRank(std::move(issued));
+    if (!from_dump) NoteSites(key, issued);
     std::vector<std::pair<int, int>> values;
     for (const Issued& i : issued) values.emplace_back(i.rank, i.signature);
     std::vector<RankGroup<int>> groups = GroupRanks(values);
@@ -463,7 +485,117 @@ class CollectiveMismatchAnalyzer : public Analyzer {
     return f;
   }
 
+  void NoteSites(const CollectiveKey& key, const std::vector<Issued>& issued) {
+    std::vector<StreamParting::Seen> seen;
+    seen.reserve(issued.size());
+    for (const Issued& i : issued) seen.push_back({i.rank, i.site, i.step, i.signature});
+    parting_.Note(key.pg, key.seq, seen);
+  }
+
+  // "the allreduce at train.py:35 (step 5)"
+  std::string SideText(const StreamParting::Side& s, bool the_one) const {
+    const std::string& op = sigs_[s.signature].op;
+    return (the_one ? "the one" : "the " + (op.empty() ? std::string("collective") : op)) + " at " +
+           sites_.Short(s.site) + " (step " + std::to_string(s.step) + ")";
+  }
+
+  // What the parting says, in words: who issued what where the others issued what.
+  std::string PartingText(const StreamParting::Parting& p) const {
+    const StreamParting::Side& ref = p.sides.front();
+    const std::string& op = sigs_[ref.signature].op;
+    if (p.how == StreamParting::How::kUndecided) {
+      std::string text = "the ranks issued pg " + std::to_string(p.pg) + " seq " +
+                         std::to_string(p.seq) + " from different lines:";
+      for (size_t i = 0; i < p.sides.size(); ++i)
+        text += (i ? ";" : "") + std::string(" ") + OnRanks(p.sides[i].ranks) + " " +
+                SideText(p.sides[i], false);
+      return text +
+             " (no majority, and nothing before it says which side left the group's pattern): "
+             "one side skipped or added a collective there, and from there the ranks' "
+             "collectives paired wrong ones";
+    }
+    const StreamParting::Side& odd = p.sides.back();
+    const bool one = p.named.size() == 1;
+    const std::string who = OnRanks(p.named);
+    std::string text = who + " issued " + SideText(odd, false) + " where " + OnRanks(ref.ranks) +
+                       " issued " + SideText(ref, true) + ": " + who;
+    text += p.how == StreamParting::How::kSkipped
+                ? " skipped that " + (op.empty() ? std::string("collective") : op)
+                : " issued one more collective there";
+    text += std::string(", and from there ") + (one ? "its" : "their") +
+            " collectives paired with the others' wrong ones";
+    return text;
+  }
+
+  trace::JsonValue PartingEvidence(const StreamParting::Parting& p) const {
+    JsonValue sides = JsonValue::Array();
+    for (const StreamParting::Side& s : p.sides) {
+      JsonValue v = JsonValue::Object();
+      v.Set("ranks", RankList(s.ranks));
+      v.Set("file", sites_.file(s.site));
+      v.Set("line", sites_.line(s.site));
+      v.Set("fn", sites_.fn(s.site));
+      v.Set("step", s.step);
+      v.Set("op", sigs_[s.signature].op);
+      const int64_t n = sigs_[s.signature].n;
+      v.Set("n", n < 0 ? JsonValue() : JsonValue(n));
+      sides.Push(std::move(v));
+    }
+    JsonValue e = JsonValue::Object();
+    e.Set("pg", static_cast<int64_t>(p.pg));
+    e.Set("seq", p.seq);
+    e.Set("sides", std::move(sides));
+    e.Set("culprits", RankList(p.named));
+    e.Set("how", p.how == StreamParting::How::kSkipped ? "skipped"
+                 : p.how == StreamParting::How::kAdded ? "added"
+                                                       : "undecided");
+    e.Set("majority", p.majority);
+    e.Set("later_parted", p.later);
+    e.Set("text", PartingText(p));
+    return e;
+  }
+
+  // A signature mismatch on a group whose streams had parted at or before it.
+  void AddParting(const StreamParting::Parting& p, Finding* f) const {
+    f->evidence.Set("parted_at", PartingEvidence(p));
+    f->summary += "; the streams parted at pg " + std::to_string(p.pg) + " seq " +
+                  std::to_string(p.seq) + ": " + PartingText(p);
+  }
+
+  // Ranks that agree on every op and size, but not on the lines that issued them.
+  Finding MakeFinding(const StreamParting::Parting& p) const {
+    Finding f;
+    f.kind = std::string(kind::kCollectiveMismatch);
+    f.severity = Severity::kError;
+    f.ranks = p.named;
+    f.step = p.sides.front().step;
+    for (const StreamParting::Side& s : p.sides) f.step = std::min(*f.step, s.step);
+    f.subject = "pg " + std::to_string(p.pg) + " seq " + std::to_string(p.seq);
+    f.summary = "the ranks' collectives parted at " + *f.subject + ": " + PartingText(p);
+    if (p.later > 0) {
+      f.summary += "; " + std::to_string(p.later) + " later collective" + (p.later > 1 ? "s" : "") +
+                   " of pg " + std::to_string(p.pg) + " paired wrong too";
+    }
+    JsonValue& e = f.evidence;
+    e.Set("pg", static_cast<int64_t>(p.pg));
+    e.Set("seq", p.seq);
+    e.Set("step", *f.step);
+    e.Set("parted_at", PartingEvidence(p));
+    e.Set("source", "trace");
+    e.Set("majority", p.majority || p.how != StreamParting::How::kUndecided);
+    f.hint =
+        "Every rank must issue the same collectives in the same order: the named ranks left the "
+        "others' sequence at the line shown (a rank-dependent `if` around a collective — "
+        "logging, metrics, a health check — or a `continue`/`break` that one rank took). The "
+        "ops matched in size, so the backend paired them without complaint, each with another "
+        "collective's tensor; the job fails or hangs only where one rank runs out of "
+        "collectives. Make the collective unconditional, or take the branch on every rank.";
+    return f;
+  }
+
   CollectiveWindow<Issued> window_;
+  RunSites sites_;
+  StreamParting parting_;
   InternTable<Signature, SignatureLess> sigs_;
   InternTable<std::string, std::less<>> tags_;
   std::vector<PendingEntry> pending_;

@@ -7,7 +7,10 @@
 //     or a later one of its process group (evidence `waiting_in`);
 //   - a rank-died finding that only says a rank was stopped by SIGTERM or SIGINT, from the
 //     mismatch's step on (the launcher tearing the failed job down);
-//   - a hang stuck in the mismatched collective or a later one of its process group.
+//   - a hang stuck in the mismatched collective or a later one of its process group;
+//   - where the ranks' streams parted (evidence `parted_at`), a rank-died finding of other
+//     ranks than those that parted, from the parting's step on: the parted ranks ran out of
+//     collectives first, and the others failed waiting in one they never issue.
 // A point-to-point message whose send and recv disagree (evidence `p2p`, numbered per pair,
 // not in the group's sequence) has its own consequences: the receiver Gloo aborted (a
 // rank-died of a receiving rank of a disagreeing pair, from the mismatch's step on), the
@@ -36,6 +39,7 @@ struct Mismatch {
   bool per_peer = false;           // an all-to-all's per-peer sizes disagree (evidence `pairs`)
   bool p2p = false;                // a send and its recv disagree (evidence `p2p`)
   std::vector<int64_t> receivers;  // p2p: the receiving rank of each disagreeing pair
+  const trace::JsonValue* parted_at = nullptr;  // where the ranks' streams parted, if known
 };
 
 bool IsTrue(const trace::JsonValue* v) {
@@ -68,13 +72,18 @@ std::optional<Mismatch> MismatchOf(const Finding& f) {
   }
   const auto seq = follow_on::IntMember(f.evidence, "seq");
   if (!pg || !seq) return std::nullopt;
-  return Mismatch{
+  Mismatch m{
       *pg,
       *seq,
       f.step.value_or(0),
       Cause{std::string(kind::kCollectiveMismatch), f.subject.value_or(""), f.ranks},
       !(majority && majority->kind() == trace::JsonValue::Kind::kBool && !majority->as_bool()),
       f.evidence.Find("pairs") != nullptr};
+  m.parted_at = f.evidence.Find("parted_at");
+  // The parting comes first: what follows it is shifted, a consequence as well.
+  if (const auto parted = m.parted_at ? follow_on::IntMember(*m.parted_at, "seq") : std::nullopt)
+    m.seq = std::min(m.seq, *parted);
+  return m;
 }
 
 bool InOrAfter(const Mismatch& m, int64_t pg, int64_t seq) { return pg == m.pg && seq >= m.seq; }
@@ -102,6 +111,13 @@ std::optional<std::string> Consequence(const Mismatch& m, const Finding& f) {
   if (f.kind == kind::kRankDied) {
     if (const auto w = follow_on::WaitingIn(f); w && InOrAfter(m, w->first, w->second))
       return "left in the mismatched collective";
+    // Parted streams end when the ranks that parted run out of collectives: they finish (or
+    // stop) while the others wait in one they never issue, and fail when the peers go.
+    if (m.parted_at && f.step.value_or(m.step) >= m.step && !f.ranks.empty() &&
+        std::none_of(f.ranks.begin(), f.ranks.end(), [&](int r) {
+          return std::count(m.cause.culprits.begin(), m.cause.culprits.end(), r) > 0;
+        }))
+      return "left waiting in a collective the ranks that parted never issued";
     if (follow_on::StoppedBySignal(f) && f.step.value_or(m.step) >= m.step)
       return "stopped after the mismatch failed the job";
     return std::nullopt;
@@ -134,7 +150,10 @@ class MismatchFollowOnPass : public FindingsPass {
     // With no majority nobody issued "another" collective: the ranks split.
     const std::string ranks = "ranks " + FormatRankRanges(m.cause.culprits);
     std::string what;
-    if (m.p2p)
+    const trace::JsonValue* text = m.parted_at ? m.parted_at->Find("text") : nullptr;
+    if (text && text->kind() == trace::JsonValue::Kind::kString)
+      what = text->as_string();
+    else if (m.p2p)
       what = m.majority ? who + " sent messages its peers did not expect there"
                         : ranks + " disagree on a message's size there, with no majority";
     else if (m.per_peer)
@@ -151,6 +170,7 @@ class MismatchFollowOnPass : public FindingsPass {
             " and the backend " + (f->kind == kind::kHang ? "waited" : "failed") +
             " there. Read the collective-mismatch finding for what each rank issued.",
         f);
+    if (m.parted_at) f->evidence.Set("parted_at", *m.parted_at);
   }
 };
 

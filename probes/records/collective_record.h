@@ -6,9 +6,9 @@
 #pragma once
 
 #include <cstdint>
-#include <string_view>
 
 #include "probes/records/session_fwd.h"
+#include "trace/collective.h"
 #include "trace/peer_counts.h"
 
 namespace dsdiag::probes::records {
@@ -16,9 +16,8 @@ namespace dsdiag::probes::records {
 struct CollectiveRecord {
   int pg = 0;
   int64_t seq = 0;
-  std::string_view op, dtype, tag;
-  int64_t count = 0, bytes = 0;
-  int64_t enter_ns = 0;    // the record's ts
+  const trace::Collective* what = nullptr;  // op, dtype, count, bytes, tag
+  int64_t enter_ns = 0;                     // the record's ts
   int64_t started_ns = 0;  // 0: never started (the wait is then the whole duration)
   int64_t done_ns = 0;
   bool failed = false;

@@ -9,10 +9,6 @@
 namespace dsdiag::probes::records {
 namespace {
 
-trace::CollectiveDescriptor DescriptorOf(const CollectiveRecord& r) {
-  return {std::string(r.op), std::string(r.dtype), std::string(r.tag), r.count, r.bytes};
-}
-
 int64_t RoundToUs(int64_t ns) { return (ns + 500) / 1000; }
 
 }  // namespace
@@ -31,7 +27,7 @@ void CollectiveSteps::BeginStep(probes::Session* session) {
 }
 
 void CollectiveSteps::Write(probes::Session* session, const CollectiveRecord& r) {
-  HeldOp op{DescriptorOf(r), r.seq, r.enter_ns, r.done_ns};
+  HeldOp op{*r.what, r.seq, r.enter_ns, r.done_ns};
   std::lock_guard<std::mutex> lock(mu_);
   if (Holds(r)) {
     held_[r.pg].push_back(std::move(op));
@@ -71,10 +67,11 @@ void CollectiveSteps::WriteFull(probes::Session* session, int pg, const HeldOp& 
   r.seq = op.seq;
   r.op = op.what.op;
   r.dtype = op.what.dtype;
-  r.n = op.what.count;
+  r.count = op.what.count;
   r.bytes = op.what.bytes;
   r.dur = op.done_ns - op.enter_ns;
   r.tag = op.what.tag;
+  r.site = op.what.site;
   r.failed = failed;
   r.counts = counts;
   {
@@ -85,8 +82,7 @@ void CollectiveSteps::WriteFull(probes::Session* session, int pg, const HeldOp& 
 }
 
 bool CollectiveSteps::Repeats(int pg, int64_t step, const std::vector<HeldOp>& ops) const {
-  const std::vector<trace::CollectiveDescriptor>* previous =
-      template_.PreviousStep(pg, step, ops.size());
+  const std::vector<trace::Collective>* previous = template_.PreviousStep(pg, step, ops.size());
   if (previous == nullptr || previous->size() != ops.size()) return false;
   for (size_t i = 0; i < ops.size(); ++i) {
     if (ops[i].what != (*previous)[i] || ops[i].seq != ops[0].seq + static_cast<int64_t>(i))

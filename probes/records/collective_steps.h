@@ -41,7 +41,7 @@ class CollectiveSteps {
 
  private:
   struct HeldOp {
-    trace::CollectiveDescriptor what;
+    trace::Collective what;
     int64_t seq = 0, enter_ns = 0, done_ns = 0;
   };
   bool Holds(const CollectiveRecord& r) const;

@@ -6,19 +6,15 @@
 #pragma once
 
 #include <cstdint>
-#include <string_view>
 
+#include "probes/peer_message.h"
 #include "probes/records/session_fwd.h"
 
 namespace dsdiag::probes::records {
 
 struct P2PMessageRecord {
-  int pg = 0;
-  std::string_view op;  // "send", "recv"
-  int64_t peer = -1, group_peer = -1, seq = -1, match_tag = 0;
-  std::string_view dtype;
-  int64_t count = 0, bytes = 0;
-  std::string_view tag;
+  const PeerMessage* m = nullptr;
+  int64_t seq = -1;      // the pair's
   int64_t enter_ns = 0;  // the record's ts
   int64_t done_ns = 0;
   bool failed = false;

@@ -20,8 +20,10 @@ namespace {
 void* BeginAllreduce(void* probes, int pg, const char* dtype, int64_t count, int64_t bytes,
                      int64_t bucket) {
   auto* p = static_cast<probes::RankProbes*>(probes);
-  return new probes::CollectiveOp(p->collectives(), pg, "allreduce", dtype, count, bytes,
-                                  "ddp-bucket-" + std::to_string(bucket));
+  return new probes::CollectiveOp(
+      p->collectives(), pg,
+      trace::Collective{"allreduce", dtype, count, bytes, "ddp-bucket-" + std::to_string(bucket)},
+      {}, probes::SourceLocation{});  // DDP's reducer issued it, from no line of the job
 }
 
 void Started(void* op) { static_cast<probes::CollectiveOp*>(op)->Started(); }

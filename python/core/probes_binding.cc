@@ -209,10 +209,12 @@ void BindProbes(py::module_& m) {
                              "Time spent in the probes so far (the C++ core's and what Python "
                              "added), ns: each step record carries its share as probe_ns.");
 
+  // seq and Started are IssuedCollective's: through lambdas, pybind11 binds them to this
+  // class (a base's member pointer would want the base registered).
   py::class_<probes::CollectiveOp>(m, "CollectiveOp")
-      .def_property_readonly("seq", &probes::CollectiveOp::seq)
+      .def_property_readonly("seq", [](const probes::CollectiveOp& op) { return op.seq(); })
       .def_property_readonly("completed", &probes::CollectiveOp::completed)
-      .def("started", &probes::CollectiveOp::Started)
+      .def("started", [](probes::CollectiveOp& op) { op.Started(); })
       .def("mark_completed", &probes::CollectiveOp::Completed, py::arg("failed") = false,
            py::call_guard<py::gil_scoped_release>())
       .def("write", &probes::CollectiveOp::Write);
@@ -238,39 +240,55 @@ void BindProbes(py::module_& m) {
           "collective",
           [](RankProbes& p, int pg, std::string op, std::string dtype, int64_t count, int64_t bytes,
              std::string tag, std::vector<int64_t> send, std::vector<int64_t> recv,
-             std::vector<int64_t> peers) {
+             std::vector<int64_t> peers, int64_t site) {
             trace::PeerCounts counts{std::move(peers), std::move(send), std::move(recv)};
             if (!counts.empty() && !counts.consistent())
               throw py::value_error("send and recv need one count per peer");
-            return std::make_unique<probes::CollectiveOp>(p.collectives(), pg, std::move(op),
-                                                          std::move(dtype), count, bytes,
-                                                          std::move(tag), std::move(counts));
+            // The site is the job's line (call_site), never this file's: no SourceLocation.
+            return std::make_unique<probes::CollectiveOp>(
+                p.collectives(), pg,
+                trace::Collective{std::move(op), std::move(dtype), count, bytes, std::move(tag),
+                                  site},
+                std::move(counts), probes::SourceLocation{});
           },
           py::arg("pg"), py::arg("op"), py::arg("dtype"), py::arg("count"), py::arg("bytes"),
           py::arg("tag"), py::arg("send") = std::vector<int64_t>{},
           py::arg("recv") = std::vector<int64_t>{}, py::arg("peers") = std::vector<int64_t>{},
+          py::arg("site") = 0,
           "One collective issued; send/recv: the elements it sends to and receives from each "
           "rank of its group (an all_to_all with split sizes), peers: the group's global ranks "
-          "when it is not the default group.",
+          "when it is not the default group; site: call_site()'s id of the job's line.",
           py::keep_alive<0, 1>())
       .def(
           "peer_op",
           [](RankProbes& p, int pg, std::string op, int64_t peer, int64_t group_peer,
-             int64_t match_tag, std::string dtype, int64_t count, int64_t bytes, std::string tag) {
+             int64_t match_tag, std::string dtype, int64_t count, int64_t bytes, std::string tag,
+             int64_t site) {
             if (op != "send" && op != "recv") throw py::value_error("op is 'send' or 'recv'");
             return std::make_unique<probes::PeerOp>(
                 p.collectives(),
-                probes::PeerMessage{pg, std::move(op), peer, group_peer, match_tag,
-                                    std::move(dtype), count, bytes, std::move(tag)});
+                probes::PeerMessage{pg,
+                                    trace::Collective{std::move(op), std::move(dtype), count, bytes,
+                                                      std::move(tag), site},
+                                    peer, group_peer, match_tag},
+                probes::SourceLocation{});
           },
           py::arg("pg"), py::arg("op"), py::arg("peer"), py::arg("group_peer"),
           py::arg("match_tag"), py::arg("dtype"), py::arg("count"), py::arg("bytes"),
-          py::arg("tag"),
+          py::arg("tag"), py::arg("site") = 0,
           "One point-to-point message posted: op 'send' or 'recv', peer its global rank (-1: a "
           "recv from any source, set_peer() once known), group_peer its rank in the group; "
           "numbered per pair, apart from the group's collectives.",
           py::keep_alive<0, 1>())
       .def("next_seq", [](RankProbes& p, int pg) { return p.collectives()->next_seq(pg); })
+      .def(
+          "call_site",
+          [](RankProbes& p, const std::string& file, int64_t line, const std::string& fn) {
+            return p.collectives()->SiteId(file, line, fn);
+          },
+          py::arg("file"), py::arg("line"), py::arg("fn"),
+          "The id of a line of the job that issues collectives (its `site` record is written "
+          "the first time); 0 while the probes are off.")
       .def(
           "dump",
           [](RankProbes& p, const std::string& reason) { p.watchdog()->DumpNow(reason.c_str()); },

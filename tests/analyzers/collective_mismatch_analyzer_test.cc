@@ -7,7 +7,9 @@
 #include "tests/analyzers/analyzer_test_util.h"
 #include "tests/analyzers/ghost_trace_util.h"
 #include "tests/analyzers/test_run.h"
+#include "trace/records/coll_record.h"
 #include "trace/records/p2p_record.h"
+#include "trace/records/site_record.h"
 
 namespace dsdiag::analyzers {
 namespace {
@@ -381,7 +383,7 @@ void WriteMessages(TestRun* run, int rank, int world, int steps,
       r.seq = m.seq;
       r.match_tag = m.tag;
       r.dtype = m.dtype;
-      r.n = m.n;
+      r.count = m.n;
       r.bytes = 4 * m.n;
       r.dur = kMs;
       r.tag = m.op == "send" ? "isend" : "irecv";
@@ -581,6 +583,107 @@ TEST(CollectiveMismatchAnalyzerTest, ARecvNoSendMetIsNoMismatch) {
                 "\"n\":4,\"tag\":\"recv\",\"step\":2,\"state\":\"started\",\"issued\":3}]}\n");
   EXPECT_TRUE(Analyze(run).empty());
   EXPECT_NO_THROW(RunCompare(run.dir()));
+}
+
+// ---- where the ranks' streams parted: call sites (`site` records, the `coll` records' site)
+
+namespace parting {
+
+constexpr int kGradsLine = 31;
+constexpr int kMetricsLine = 35;
+
+// A hand-written loop: each step all-reduces the gradients (line 31) and then the metrics
+// (line 35), both 8 floats; `skips(step)` true: this rank leaves the metrics out that step.
+// `grads_first` numbers the rank's sites in the other order (ids are each rank's own).
+void WriteLoop(TestRun* run, int rank, int world, int steps,
+               const std::function<bool(int64_t)>& skips, bool grads_first = true,
+               bool rank_zero_line = false) {
+  auto w = run->Open(TestRun::Header(rank, world));
+  const int64_t grads_id = grads_first ? 1 : 2, metrics_id = grads_first ? 2 : 1;
+  auto site = [&](int64_t id, int line) {
+    trace::records::SiteRecord s{id, "/home/me/train.py", line, "train_step"};
+    auto r = w->BeginAt(trace::rec::kSite, 900);
+    AppendFields(s, &r.line());
+  };
+  site(grads_id, kGradsLine);
+  site(metrics_id, kMetricsLine);
+  if (rank_zero_line) site(3, 40);
+  int64_t t = 1000, seq = 0;
+  auto coll = [&](int64_t site_id) {
+    trace::records::CollRecord c;
+    c.seq = seq++;
+    c.op = "allreduce";
+    c.dtype = "f32";
+    c.count = 8;
+    c.bytes = 32;
+    c.dur = kMs;
+    c.tag = "allreduce";
+    c.site = site_id;
+    auto r = w->BeginAt(c.kType, t += kMs);
+    AppendFields(c, &r.line());
+  };
+  for (int64_t s = 0; s < steps; ++s) {
+    w->SetStep(s);
+    // A broadcast from rank 0's own line in step 0, realigned at once: no parting.
+    if (rank_zero_line && s == 0) coll(rank == 0 ? 3 : grads_id);
+    coll(grads_id);
+    if (!skips(s)) coll(metrics_id);
+    t += 10 * kMs;
+  }
+  w->SetStep(steps);
+  TestRun::WriteEnd(w.get(), "ok", 0);
+}
+
+}  // namespace parting
+
+TEST(CollectiveMismatchAnalyzerTest, ASameSizeSkipAtThreeRanksNamesTheSkipperAndBothLines) {
+  TestRun run;
+  for (int r = 0; r < 3; ++r)
+    parting::WriteLoop(
+        &run, r, 3, 8, [r](int64_t s) { return r == 1 && s == 5; }, r != 2);
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  const Finding& f = findings[0];
+  EXPECT_EQ(f.ranks, std::vector<int>{1});
+  EXPECT_EQ(f.subject, "pg 0 seq 11");
+  EXPECT_EQ(f.step, 5);
+  EXPECT_NE(f.summary.find("rank 1 issued the allreduce at train.py:31 (step 6) where ranks 0,2 "
+                           "issued the one at train.py:35 (step 5): rank 1 skipped that allreduce"),
+            std::string::npos)
+      << f.summary;
+  const trace::JsonValue* parted = f.evidence.Find("parted_at");
+  ASSERT_NE(parted, nullptr);
+  EXPECT_EQ(parted->Find("how")->ToJson(), "\"skipped\"");
+  const trace::JsonValue* sides = parted->Find("sides");
+  ASSERT_NE(sides, nullptr);
+  ASSERT_EQ(sides->elements().size(), 2u);
+  EXPECT_EQ(sides->elements()[0].Find("line")->as_int(), parting::kMetricsLine);
+  EXPECT_EQ(sides->elements()[1].Find("line")->as_int(), parting::kGradsLine);
+  EXPECT_EQ(sides->elements()[1].Find("file")->as_string(), "/home/me/train.py");
+}
+
+TEST(CollectiveMismatchAnalyzerTest, TwoRanksThatPartAreToldApartByTheGroupsHistory) {
+  for (int skipper = 0; skipper < 2; ++skipper) {
+    TestRun run;
+    for (int r = 0; r < 2; ++r)
+      parting::WriteLoop(&run, r, 2, 8, [&](int64_t s) { return r == skipper && s == 5; });
+    const auto findings = Analyze(run);
+    ASSERT_EQ(findings.size(), 1u) << skipper;
+    EXPECT_EQ(findings[0].ranks, std::vector<int>{skipper});
+    const trace::JsonValue* parted = findings[0].evidence.Find("parted_at");
+    ASSERT_NE(parted, nullptr);
+    EXPECT_EQ(parted->Find("majority")->ToJson(), "false");
+    EXPECT_EQ(Evidence(findings[0], "majority"), "true");
+    EXPECT_NE(findings[0].summary.find("skipped that allreduce"), std::string::npos);
+  }
+}
+
+TEST(CollectiveMismatchAnalyzerTest, RanksOnTheSameLinesOrRealignedAtOnceHaveNoParting) {
+  TestRun run;
+  for (int r = 0; r < 3; ++r)
+    parting::WriteLoop(
+        &run, r, 3, 8, [](int64_t) { return false; }, r != 1, true);
+  EXPECT_TRUE(Analyze(run).empty());
 }
 
 }  // namespace

@@ -94,7 +94,7 @@ inline void WriteColl(trace::TraceWriter* w, int64_t ts, int pg, int64_t seq,
   c.seq = seq;
   c.op = op;
   c.dtype = dtype;
-  c.n = n;
+  c.count = n;
   c.bytes = 4 * n;
   c.dur = dur;
   c.tag = tag;

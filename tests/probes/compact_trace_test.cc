@@ -95,7 +95,8 @@ Seen RunAndRead(Mode mode, std::string* text) {
     if (r.type_id() == trace::rec_id::kCollective) {
       seen.colls.push_back(step + " " + std::to_string(*r.Int("seq")) + " " +
                            std::string(*r.Str("op")) + " " + std::string(*r.Str("tag")) + " " +
-                           std::to_string(*r.Int("bytes")) + (r.Has("failed") ? " failed" : ""));
+                           std::to_string(*r.Int("bytes")) + (r.Has("failed") ? " failed" : "") +
+                           " site " + std::to_string(r.Int("site").value_or(0)));
     } else if (r.type_id() == trace::rec_id::kFingerprint) {
       std::vector<uint64_t> h;
       r.HexArray("h", &h);

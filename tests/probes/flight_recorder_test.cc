@@ -52,7 +52,7 @@ struct SessionInTempDir {
 TEST(FlightRecorderTest, DumpListsEntriesOldestFirstWithStates) {
   FlightRecorder rec(Header(1), "/tmp", 4);
   for (int i = 0; i < 6; ++i) {  // wraps: only the last 4 stay
-    int64_t h = rec.Issue(0, i, "allreduce", "f32", 10, 40, "grad-bucket-0", i, Phase::kSync);
+    int64_t h = rec.Issue(0, i, {"allreduce", "f32", 10, 40, "grad-bucket-0"}, i, Phase::kSync);
     rec.Start(h);
     if (i < 5) rec.Complete(h);
   }
@@ -78,11 +78,11 @@ TEST(FlightRecorderTest, DumpListsEntriesOldestFirstWithStates) {
 TEST(FlightRecorderTest, AnEntryKeepsPerPeerSizesOfGroupsUpToTheLimit) {
   FlightRecorder rec(Header(1), "/tmp", 4);
   const trace::PeerCounts counts{{}, {3, 4}, {5, 6}};
-  rec.Issue(0, 0, "alltoall", "f32", 11, 44, "alltoall", 0, Phase::kForward, &counts);
+  rec.Issue(0, 0, {"alltoall", "f32", 11, 44, "alltoall"}, 0, Phase::kForward, &counts);
   trace::PeerCounts large;
   large.send.assign(kMaxPeerCounts + 1, 1);
   large.recv.assign(kMaxPeerCounts + 1, 1);
-  rec.Issue(0, 1, "alltoall", "f32", 33, 132, "alltoall", 0, Phase::kForward, &large);
+  rec.Issue(0, 1, {"alltoall", "f32", 33, 132, "alltoall"}, 0, Phase::kForward, &large);
   trace::LocatedIssue issue;
   const auto dump = trace::ParseFlightDump(rec.DumpJson("test", 0, Phase::kForward), "d", &issue);
   ASSERT_TRUE(dump.has_value()) << issue.ToString();
@@ -176,7 +176,7 @@ TEST(CollectiveProbeTest, AnOpLeftByAnExceptionStaysPendingAndIsMarkedFailed) {
   FlightEntry pending;
   ASSERT_TRUE(rec.OldestPending(&pending));
   EXPECT_EQ(pending.seq, 0);
-  EXPECT_EQ(pending.state, CollectiveState::kStarted);
+  EXPECT_EQ(pending.state, trace::CollectiveState::kStarted);
   std::string error;
   auto reader = trace::TraceReader::Open(run.dir / "rank-00000.jsonl", &error);
   trace::Record r;
@@ -314,7 +314,7 @@ TEST(PeerOpTest, MessagesAreNumberedPerPairApartFromTheGroupsCollectives) {
   CollectiveProbe probe(s, &rec);
   auto message = [&](int pg, const char* op, int64_t peer, int64_t group_peer, int64_t tag) {
     auto m = std::make_unique<PeerOp>(
-        &probe, PeerMessage{pg, op, peer, group_peer, tag, "f32", 4, 16, "isend"});
+        &probe, PeerMessage{pg, {op, "f32", 4, 16, "isend"}, peer, group_peer, tag});
     m->Completed();
     m->Write();
     return m->seq();
@@ -330,7 +330,7 @@ TEST(PeerOpTest, MessagesAreNumberedPerPairApartFromTheGroupsCollectives) {
   EXPECT_EQ(probe.next_seq(0), 1);
 
   // A recv from any source is numbered once its sender is known.
-  PeerOp any(&probe, PeerMessage{0, "recv", -1, -1, 0, "f32", 4, 16, "irecv"});
+  PeerOp any(&probe, PeerMessage{0, {"recv", "f32", 4, 16, "irecv"}, -1, -1, 0});
   EXPECT_EQ(any.seq(), -1);
   any.SetPeer(1, 1);
   EXPECT_EQ(any.seq(), 1);
@@ -349,7 +349,7 @@ TEST(PeerOpTest, MessagesAreNumberedPerPairApartFromTheGroupsCollectives) {
     seen.push_back(std::string(*v.op()) + " pg" + std::to_string(*v.pg()) + " peer" +
                    std::to_string(*v.peer()) + "/" + std::to_string(*v.group_peer()) + " tag" +
                    std::to_string(v.match_tag()) + " #" + std::to_string(*v.seq()));
-    EXPECT_EQ(v.n(), 4);
+    EXPECT_EQ(v.count(), 4);
     EXPECT_EQ(v.bytes(), 16);
     EXPECT_EQ(v.dtype(), "f32");
     EXPECT_FALSE(v.failed());
@@ -375,13 +375,13 @@ TEST(WatchdogTest, AMessageTimesOutOnlyWhileTheRankWaitsInIt) {
   FlightRecorder rec(run.header, run.dir.path());
   CollectiveProbe probe(s, &rec);
   Watchdog watchdog(s, &rec, /*timeout_s=*/0.05, /*poll_interval_ms=*/5);
-  PeerOp posted(&probe, PeerMessage{0, "send", 0, 0, 0, "f32", 4, 16, "isend"});
+  PeerOp posted(&probe, PeerMessage{0, {"send", "f32", 4, 16, "isend"}, 0, 0, 0});
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_FALSE(watchdog.timed_out());
   FlightEntry pending;
   EXPECT_FALSE(rec.OldestPending(&pending));
 
-  PeerOp waited(&probe, PeerMessage{0, "recv", 0, 0, 0, "f32", 8, 32, "irecv"});
+  PeerOp waited(&probe, PeerMessage{0, {"recv", "f32", 8, 32, "irecv"}, 0, 0, 0});
   waited.Waiting();
   ASSERT_TRUE(Eventually([&] { return watchdog.timed_out(); }));
   ASSERT_TRUE(Eventually([&] { return watchdog.dumps_written() >= 1; }));
@@ -390,9 +390,9 @@ TEST(WatchdogTest, AMessageTimesOutOnlyWhileTheRankWaitsInIt) {
   ASSERT_TRUE(dump.has_value()) << issue.ToString();
   EXPECT_TRUE(dump->entries.empty());
   ASSERT_EQ(dump->p2p.size(), 2u);
-  EXPECT_EQ(dump->p2p[0].state, trace::FlightState::kIssued);
-  EXPECT_EQ(dump->p2p[1].state, trace::FlightState::kStarted);
-  EXPECT_EQ(dump->p2p[1].op, "recv");
+  EXPECT_EQ(dump->p2p[0].state, trace::CollectiveState::kIssued);
+  EXPECT_EQ(dump->p2p[1].state, trace::CollectiveState::kStarted);
+  EXPECT_EQ(dump->p2p[1].what.op, "recv");
   EXPECT_EQ(dump->p2p[1].peer, 0);
   s->End("ok", 0);
 

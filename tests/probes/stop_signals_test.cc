@@ -56,7 +56,7 @@ int RunChild(const std::string& dir, const std::function<int(Session*, FlightRec
     FlightRecorder recorder(config.header, dir);
     CollectiveProbe collectives(session.get(), &recorder);
     session->BeginStep(3, 0);
-    recorder.Issue(0, 7, "allreduce", "f32", 16, 64, "grad-bucket-0", 3, Phase::kSync);
+    recorder.Issue(0, 7, {"allreduce", "f32", 16, 64, "grad-bucket-0"}, 3, Phase::kSync);
     _exit(body(session.get(), &recorder));
   }
   int status = 0;

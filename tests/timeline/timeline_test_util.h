@@ -76,7 +76,7 @@ class RankTrace : public test_support::RankTrace {
     c.seq = seq;
     c.op = "allreduce";
     c.dtype = "f32";
-    c.n = 1024;
+    c.count = 1024;
     c.bytes = 4096;
     c.dur = coll;
     c.tag = "grad-bucket-0";

@@ -10,11 +10,12 @@ void AppendFields(const CollRecord& r, JsonLine* line) {
       .Field(K::seq.name(), r.seq)
       .Field(K::op.name(), r.op)
       .Field(K::dtype.name(), r.dtype)
-      .Field(K::n.name(), r.n)
+      .Field(K::count.name(), r.count)
       .Field(K::bytes.name(), r.bytes)
       .Field(K::dur.name(), r.dur)
       .Field(K::tag.name(), r.tag);
   if (r.failed) line->Field(K::failed.name(), true);
+  if (r.site != 0) line->Field(K::site.name(), r.site);
   if (r.counts != nullptr && !r.counts->empty()) {
     auto ints = [line](std::string_view key, const std::vector<int64_t>& values) {
       line->BeginArray(key);

@@ -11,11 +11,12 @@ void AppendFields(const P2PRecord& r, JsonLine* line) {
   line->Field(K::seq.name(), r.seq);
   if (r.match_tag != 0) line->Field(K::match_tag.name(), r.match_tag);
   line->Field(K::dtype.name(), r.dtype)
-      .Field(K::n.name(), r.n)
+      .Field(K::count.name(), r.count)
       .Field(K::bytes.name(), r.bytes)
       .Field(K::dur.name(), r.dur)
       .Field(K::tag.name(), r.tag);
   if (r.failed) line->Field(K::failed.name(), true);
+  if (r.site != 0) line->Field(K::site.name(), r.site);
 }
 
 }  // namespace dsdiag::trace::records

@@ -37,11 +37,12 @@ struct P2PKeys {
   static constexpr FieldKey seq{"seq"};                // the pair's: k-th send i->j, k-th recv
   static constexpr FieldKey match_tag{"match_tag"};    // the job's tag (absent: 0)
   static constexpr FieldKey dtype{"dtype"};            // "f32", ...
-  static constexpr FieldKey n{"n"};                    // elements
-  static constexpr FieldKey bytes{"bytes"};            // n x the element size
+  static constexpr FieldKey count{"n"};                // elements
+  static constexpr FieldKey bytes{"bytes"};            // count x the element size
   static constexpr FieldKey dur = SpanKeys::dur;       // ns from issue to completion
   static constexpr FieldKey tag{"tag"};                // the call: send, isend, batch_isend_irecv
   static constexpr FieldKey failed{"failed"};          // true: the backend threw
+  static constexpr FieldKey site{"site"};              // its call site's `site` record id
 };
 
 struct P2PRecord {
@@ -53,11 +54,12 @@ struct P2PRecord {
   int64_t seq = 0;
   int64_t match_tag = 0;  // written only when not 0
   std::string_view dtype;
-  int64_t n = 0;
+  int64_t count = 0;  // elements ("n")
   int64_t bytes = 0;
   int64_t dur = 0;
   std::string_view tag;
   bool failed = false;  // written only when true
+  int64_t site = 0;     // written only when not 0 (unknown)
 };
 void AppendFields(const P2PRecord& r, JsonLine* line);
 
@@ -77,11 +79,12 @@ class P2PView {
   std::optional<int64_t> seq() const { return r_.Int(P2PKeys::seq); }
   int64_t match_tag() const { return r_.Int(P2PKeys::match_tag).value_or(0); }
   std::optional<std::string_view> dtype() const { return r_.Str(P2PKeys::dtype); }
-  std::optional<int64_t> n() const { return r_.Int(P2PKeys::n); }
+  std::optional<int64_t> count() const { return r_.Int(P2PKeys::count); }
   std::optional<int64_t> bytes() const { return r_.Int(P2PKeys::bytes); }
   std::optional<int64_t> dur() const { return r_.Int(P2PKeys::dur); }
   std::optional<std::string_view> tag() const { return r_.Str(P2PKeys::tag); }
   bool failed() const { return r_.Bool(P2PKeys::failed).value_or(false); }
+  int64_t site() const { return r_.Int(P2PKeys::site).value_or(0); }  // 0: unknown
 
  private:
   const Record& r_;

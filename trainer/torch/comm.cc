@@ -133,12 +133,12 @@ Comm::~Comm() = default;
 
 template <typename Issue>
 void Comm::Run(std::string_view op, const torch::Tensor* tensor, std::string_view tag,
-               Issue issue) {
+               probes::SourceLocation where, Issue issue) {
   if (probe_ == nullptr) throw std::logic_error("Comm: collective before set_probe()");
   const int64_t n = tensor ? tensor->numel() : 0;
   const char* dtype = tensor ? DtypeName(tensor->scalar_type()) : "none";
   const int64_t bytes = tensor ? n * static_cast<int64_t>(tensor->element_size()) : 0;
-  probes::CollectiveScope scope(probe_, /*pg=*/0, op, dtype, n, bytes, tag);
+  probes::CollectiveScope scope(probe_, /*pg=*/0, op, dtype, n, bytes, tag, where);
   try {
     c10::intrusive_ptr<c10d::Work> work = issue();
     scope.Started();
@@ -153,8 +153,9 @@ void Comm::Run(std::string_view op, const torch::Tensor* tensor, std::string_vie
   }
 }
 
-void Comm::AllReduce(torch::Tensor& tensor, c10d::ReduceOp::RedOpType op, std::string_view tag) {
-  Run("allreduce", &tensor, tag, [&] {
+void Comm::AllReduce(torch::Tensor& tensor, c10d::ReduceOp::RedOpType op, std::string_view tag,
+                     probes::SourceLocation where) {
+  Run("allreduce", &tensor, tag, where, [&] {
     std::vector<torch::Tensor> tensors{tensor};
     c10d::AllreduceOptions opts;
     opts.reduceOp = c10d::ReduceOp(op);
@@ -163,8 +164,9 @@ void Comm::AllReduce(torch::Tensor& tensor, c10d::ReduceOp::RedOpType op, std::s
   });
 }
 
-void Comm::Broadcast(torch::Tensor& tensor, int root, std::string_view tag) {
-  Run("broadcast", &tensor, tag, [&] {
+void Comm::Broadcast(torch::Tensor& tensor, int root, std::string_view tag,
+                     probes::SourceLocation where) {
+  Run("broadcast", &tensor, tag, where, [&] {
     std::vector<torch::Tensor> tensors{tensor};
     c10d::BroadcastOptions opts;
     opts.rootRank = root;
@@ -173,8 +175,8 @@ void Comm::Broadcast(torch::Tensor& tensor, int root, std::string_view tag) {
   });
 }
 
-void Comm::Barrier(std::string_view tag) {
-  Run("barrier", nullptr, tag, [&] {
+void Comm::Barrier(std::string_view tag, probes::SourceLocation where) {
+  Run("barrier", nullptr, tag, where, [&] {
     c10d::BarrierOptions opts;
     opts.timeout = timeout_;
     return group_->barrier(opts);

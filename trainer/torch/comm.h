@@ -20,6 +20,7 @@
 #endif
 
 #include "launch/dist_env.h"
+#include "probes/call_sites.h"
 
 namespace dsdiag::probes {
 class CollectiveProbe;
@@ -77,15 +78,20 @@ class Comm {
   // Required before the first collective (the session starts after the rendezvous).
   void set_probe(probes::CollectiveProbe* probe) { probe_ = probe; }
 
-  // Blocking collectives; throw CollectiveError.
-  void AllReduce(torch::Tensor& tensor, c10d::ReduceOp::RedOpType op, std::string_view tag);
-  void Broadcast(torch::Tensor& tensor, int root, std::string_view tag);
-  void Barrier(std::string_view tag);
+  // Blocking collectives; throw CollectiveError. `where`: the trainer's line that issued it
+  // (the `coll` record's call site).
+  void AllReduce(torch::Tensor& tensor, c10d::ReduceOp::RedOpType op, std::string_view tag,
+                 probes::SourceLocation where = probes::SourceLocation::Current());
+  void Broadcast(torch::Tensor& tensor, int root, std::string_view tag,
+                 probes::SourceLocation where = probes::SourceLocation::Current());
+  void Barrier(std::string_view tag,
+               probes::SourceLocation where = probes::SourceLocation::Current());
 
  private:
   Comm() = default;
   template <typename Issue>
-  void Run(std::string_view op, const torch::Tensor* tensor, std::string_view tag, Issue issue);
+  void Run(std::string_view op, const torch::Tensor* tensor, std::string_view tag,
+           probes::SourceLocation where, Issue issue);
 
   int rank_ = 0;
   int world_size_ = 1;

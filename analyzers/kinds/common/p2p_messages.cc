@@ -33,6 +33,12 @@ JsonValue SideJson(int rank, const std::string& dtype, const std::optional<int64
   return v;
 }
 
+// A dump entry's element count, when it said one.
+std::optional<int64_t> KnownCount(const trace::Collective& c) {
+  if (c.count < 0) return std::nullopt;
+  return c.count;
+}
+
 }  // namespace
 
 size_t P2PMessages::KeyHash::operator()(const Key& k) const {
@@ -44,11 +50,13 @@ size_t P2PMessages::KeyHash::operator()(const Key& k) const {
 void P2PMessages::AddDump(int rank, const trace::FlightDump& dump) {
   for (const trace::FlightDumpEntry& e : dump.p2p) {
     if (!e.peer || *e.peer < 0 || e.seq < 0) continue;  // from any source, unmatched: no pair
-    const bool receiver = e.op == records::kP2PRecv;
-    if (!receiver && e.op != records::kP2PSend) continue;
+    const bool receiver = e.what.op == records::kP2PRecv;
+    if (!receiver && e.what.op != records::kP2PSend) continue;
     const Key key{e.pg, receiver ? *e.peer : rank, receiver ? rank : *e.peer, e.match_tag, e.seq};
     if (!dumped_at_[receiver].try_emplace(key, dumped_.size()).second) continue;
-    dumped_.push_back({key, receiver, Side{e.dtype, e.n, e.tag, e.step.value_or(0), true}});
+    dumped_.push_back(
+        {key, receiver,
+         Side{e.what.dtype, KnownCount(e.what), e.what.tag, e.step.value_or(0), true}});
   }
 }
 
@@ -66,8 +74,8 @@ void P2PMessages::Add(int rank, const trace::Record& r) {
       dumped_[it->second].in_trace = true;  // the trace's record is the one to use
   }
   Put(key, receiver,
-      Side{std::string(v.dtype().value_or("")), v.n(), std::string(v.tag().value_or("")), r.step(),
-           false});
+      Side{std::string(v.dtype().value_or("")), v.count(), std::string(v.tag().value_or("")),
+           r.step(), false});
 }
 
 void P2PMessages::Put(const Key& key, bool receiver, Side side) {

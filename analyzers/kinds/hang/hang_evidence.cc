@@ -40,7 +40,7 @@ const trace::FlightDumpEntry* DumpEntry(const HangRankState& s, const Collective
 const trace::FlightDumpEntry* WaitedMessage(const HangRankState& s) {
   if (!s.dump) return nullptr;
   for (const trace::FlightDumpEntry& m : s.dump->p2p)
-    if (m.state == trace::FlightState::kStarted) return &m;
+    if (m.state == trace::CollectiveState::kStarted) return &m;
   return nullptr;
 }
 
@@ -51,13 +51,14 @@ bool TimedOut(const HangRankState& s) {
 }
 
 std::string DescribeMessage(const trace::FlightDumpEntry& m) {
-  const bool send = m.op == "send";
+  const bool send = m.what.op == "send";
   const int64_t peer = m.peer.value_or(-1);
-  return "a " + (m.op.empty() ? std::string("message") : m.op) + (send ? " to " : " from ") +
+  return "a " + (m.what.op.empty() ? std::string("message") : m.what.op) +
+         (send ? " to " : " from ") +
          (peer < 0 ? std::string("any rank") : "rank " + std::to_string(peer)) + " (pg " +
          std::to_string(m.pg) +
          (m.seq < 0 ? std::string() : ", message " + std::to_string(m.seq) + " of the pair") +
-         (m.tag.empty() ? std::string() : ", " + m.tag) + ")";
+         (m.what.tag.empty() ? std::string() : ", " + m.what.tag) + ")";
 }
 
 bool UsesPg(const HangRankState& s, int pg) {

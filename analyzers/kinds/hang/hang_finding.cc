@@ -68,18 +68,18 @@ std::string Doing(const HangRun& run, int rank, const Stuck& stuck,
     JsonValue b = JsonValue::Object();
     b.Set("pg", blocked->pg);
     b.Set("seq", blocked->seq);
-    b.Set("op", blocked->op);
-    b.Set("tag", blocked->tag);
+    b.Set("op", blocked->what.op);
+    b.Set("tag", blocked->what.tag);
     b.Set("step", OptInt(blocked->step));
     row->Set("blocked_in", std::move(b));
-    text = "it was blocked in " + DescribeCollective(blocked->op, other, blocked->tag);
+    text = "it was blocked in " + DescribeCollective(blocked->what.op, other, blocked->what.tag);
   } else if (const trace::FlightDumpEntry* m = WaitedMessage(s)) {
     JsonValue b = JsonValue::Object();
-    b.Set("op", m->op);
+    b.Set("op", m->what.op);
     b.Set("peer", OptInt(m->peer));
     b.Set("pg", m->pg);
     b.Set("pair_seq", m->seq);
-    b.Set("tag", m->tag);
+    b.Set("tag", m->what.tag);
     b.Set("step", OptInt(m->step));
     row->Set("waiting_in_message", std::move(b));
     text = "it waited in " + DescribeMessage(*m);

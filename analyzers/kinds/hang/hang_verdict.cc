@@ -34,8 +34,8 @@ void FillDetails(const HangRun& run, Stuck* stuck, const std::vector<int>& waite
   for (int r : waiters) {
     const HangRankState& s = run.ranks[r];
     if (const trace::FlightDumpEntry* e = DumpEntry(s, stuck->key)) {
-      if (stuck->op.empty()) stuck->op = e->op;
-      if (stuck->tag.empty()) stuck->tag = e->tag;
+      if (stuck->op.empty()) stuck->op = e->what.op;
+      if (stuck->tag.empty()) stuck->tag = e->what.tag;
       if (!stuck->step) stuck->step = e->step;
     }
     if (s.timeout && s.timeout->key && *s.timeout->key == stuck->key) {

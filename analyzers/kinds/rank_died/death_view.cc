@@ -46,7 +46,7 @@ std::string DeathView::WhereText(const RankState& s) const {
 std::optional<WaitingIn> DeathView::Waiting(const RankState& s) const {
   if (const trace::FlightDump* d = LastWord(s)) {
     if (const trace::FlightDumpEntry* e = d->OldestPending())
-      return WaitingIn{{e->pg, e->seq}, e->op, e->tag, e->step, "flight dump"};
+      return WaitingIn{{e->pg, e->seq}, e->what.op, e->what.tag, e->step, "flight dump"};
   }
   return s.records.error_collective;
 }

@@ -11,7 +11,7 @@ torch.manual_seed(0)
 model = DDP(torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1)))
 optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
 torch.manual_seed(rank)
-for step in range(4):
+for _ in range(4):
     inputs, targets = torch.randn(4, 8), torch.randn(4, 1)
     optimizer.zero_grad()
     loss = torch.nn.functional.mse_loss(model(inputs), targets)

@@ -13,6 +13,7 @@ import torch.distributed as dist
 
 from dsdiag.torch import _futures, _header
 from dsdiag.torch.collectives import _p2p
+from dsdiag.torch.collectives._call_site import site_id
 from dsdiag.torch._patches import Patches, signature_of
 from dsdiag.torch._runtime import RUNTIME, Suppress, guard, suppressed
 from dsdiag.torch._tensors import dtype_name
@@ -154,9 +155,9 @@ def _begin(signature, op, tensor_arg, args, kwargs):
     send, recv = _peer_counts(op, params)
     if send:  # an all-to-all: what it sends to and receives from each peer
         record = RUNTIME.probes.collective(pg, op, dtype, count, nbytes, op, send, recv,
-                                           _group_peers(group))
+                                           _group_peers(group), site=site_id())
     else:
-        record = RUNTIME.probes.collective(pg, op, dtype, count, nbytes, op)
+        record = RUNTIME.probes.collective(pg, op, dtype, count, nbytes, op, site=site_id())
     return (record, bool(params.get("async_op", False)))
 
 

@@ -21,6 +21,7 @@ import torch.distributed as dist
 from dsdiag.torch._patches import signature_of
 from dsdiag.torch._runtime import RUNTIME, Suppress, guard, suppressed
 from dsdiag.torch._tensors import dtype_name
+from dsdiag.torch.collectives._call_site import site_id
 
 # name -> (direction, blocking): the call and the one message it makes.
 CALLS = {
@@ -188,7 +189,7 @@ def _issue(group, direction, peer, group_peer, tag, tensor, call):
         nbytes = count * tensor.element_size()
     RUNTIME.begin_step_if_needed()
     return RUNTIME.probes.peer_op(RUNTIME.group_id(group), direction, peer, group_peer,
-                                  int(tag or 0), dtype, count, nbytes, call)
+                                  int(tag or 0), dtype, count, nbytes, call, site=site_id())
 
 
 def _peer(group, rank, group_rank):
