@@ -53,3 +53,21 @@ class CallSites(JobTestCase):
         for g in ends:
             self.assertEqual(g["evidence"]["follow_on_of"]["culprits"], [1], g)
             self.assertIn("rank 1 skipped that allreduce", g["summary"], g)
+
+    def test_a_straggler_names_the_line_of_the_collective_the_others_waited_at(self):
+        """Rank 0 evaluates alone each step before a barrier: it is the straggler, and its
+        evidence names the barrier's line, where the others waited for it."""
+        job = "rank0_logging.py"
+        with open(os.path.join(JOBS, job)) as f:
+            barrier = [n for n, text in enumerate(f, 1)
+                       if text.rstrip().endswith("# the barrier everyone waits at")][0]
+        run = self.path("rank0-logging")
+        status, _, err = run_job(run, job, timeout=180)
+        self.assertEqual(status, 0, err)
+        f = find(compare(run), "straggler")
+        self.assertIsNotNone(f)
+        self.assertEqual(f["ranks"], [0], f["summary"])
+        row = [r for r in f["evidence"]["ranks"] if r["rank"] == 0][0]
+        self.assertEqual(row["late_at"], "%s:%d in <module>" % (job, barrier), row)
+        self.assertIn("most behind at the collective of %s:%d" % (job, barrier), f["summary"])
+

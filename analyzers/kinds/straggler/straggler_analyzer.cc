@@ -59,6 +59,7 @@
 
 #include "analyzers/framework/analyzer_factories.h"
 #include "analyzers/framework/finding_kinds.h"
+#include "analyzers/kinds/common/call_sites.h"
 #include "analyzers/kinds/common/collective_window.h"
 #include "analyzers/kinds/straggler/straggler_finding.h"
 #include "analyzers/kinds/straggler/straggler_stats.h"
@@ -77,7 +78,8 @@ class StragglerAnalyzer : public Analyzer {
  public:
   std::string_view name() const override { return kind::kStraggler; }
   std::vector<std::string_view> record_types() const override {
-    return {trace::rec::kCollective, trace::rec::kStep, trace::rec::kStepBegin, trace::rec::kClock};
+    return {trace::rec::kCollective, trace::rec::kStep, trace::rec::kStepBegin, trace::rec::kClock,
+            trace::rec::kSite};
   }
 
   void Begin(const RunContext& run) override {
@@ -100,7 +102,10 @@ class StragglerAnalyzer : public Analyzer {
       const auto pg = coll.pg();
       const auto seq = coll.seq();
       if (!pg || !seq) return;
-      window_.Add({static_cast<int>(*pg), *seq}, r.step(), {rank.rank, s.clock.ToRank0(r.ts())});
+      window_.Add({static_cast<int>(*pg), *seq}, r.step(),
+                  {rank.rank, s.clock.ToRank0(r.ts()), sites_.Of(rank.rank, coll.site())});
+    } else if (type == trace::rec_id::kSite) {
+      sites_.Add(rank.rank, r);
     } else if (type == trace::rec_id::kStep) {
       AddStep(&s, r);
     } else if (type == trace::rec_id::kStepBegin) {
@@ -121,6 +126,8 @@ class StragglerAnalyzer : public Analyzer {
     for (RankStats& s : ranks_) {
       s.CloseHeld();
       s.CloseStepExcess();
+      if (const int site = s.WorstSite(); site != 0)
+        s.late_at = sites_.Short(site) + (sites_.fn(site).empty() ? "" : " in " + sites_.fn(site));
     }
     if (auto f = JudgeStragglers(ranks_)) findings->push_back(std::move(*f));
   }
@@ -197,6 +204,7 @@ class StragglerAnalyzer : public Analyzer {
       s.excess_ns += excess;
       s.max_lateness_ns = std::max(s.max_lateness_ns, lateness);
       s.StepExcess(slot.step, excess);
+      s.AddSiteExcess(a[i].site, excess);
       if (s.histogram.empty()) s.histogram.assign(kBuckets, 0);
       ++s.histogram[BucketOf(lateness)];
       for (size_t l = 0; l < kLevelsNs.size() && excess >= kLevelsNs[l]; ++l)
@@ -208,6 +216,7 @@ class StragglerAnalyzer : public Analyzer {
   }
 
   std::vector<RankStats> ranks_;  // by rank number
+  RunSites sites_;
   CollectiveWindow<Arrival> window_;
   std::vector<trace::Record::NumberMember> phase_members_;  // AddStep's scratch
   std::vector<Arrival> arrivals_;                           // Measure's scratch

@@ -328,6 +328,7 @@ JsonValue Row(const std::vector<RankStats>& ranks, int rank, const std::string& 
   row.Set("p95_lateness_ms", Ms(s.P95()));
   row.Set("max_lateness_ms", Ms(double(s.max_lateness_ns)));
   row.Set("held_others_ms", Ms(double(s.held_ns)));
+  if (!s.late_at.empty()) row.Set("late_at", s.late_at);
   row.Set("clock_offset_ms", Ms(double(s.clock.offset_ns())));
   JsonValue phases = JsonValue::Object();
   for (const auto& [phase, ns] : s.phase_ns) phases.Set(phase, Ms(s.MeanPhase(phase)));
@@ -380,6 +381,7 @@ std::string Summary(const std::vector<RankStats>& ranks, const Judgement& j,
                         ", mean " + MsText(w.MeanExcess()) + ", p95 " +
                         MsText(w.StepExcessQuantile(0.95)) + "), the last to enter " +
                         PercentText(w.LastShare()) + " of collectives";
+  if (!w.late_at.empty()) summary += ", most behind at the collective of " + w.late_at;
   if (!e.phase.empty()) {
     summary += "; its " + PhaseLabel(e.phase) + " takes " + MsText(e.rank_ns) + " per step vs " +
                MsText(e.reference_ns) + " on rank " + std::to_string(j.reference_rank);

@@ -51,6 +51,7 @@ inline constexpr std::array<int64_t, 12> kLevelsNs = {
 struct Arrival {
   int rank = 0;
   int64_t enter = 0;  // rank 0's clock, ns
+  int site = 0;       // the run's number of its call site (RunSites); 0: unknown
 };
 
 // Aligned, and the fields every collective updates first: Measure walks every rank's stats
@@ -119,6 +120,30 @@ struct alignas(64) RankStats {
     for (const auto& [name, ns] : per_phase) sum += double(ns);
     return sum;
   }
+
+  // Its excess per call site (the run's site numbers, a handful): where the others waited
+  // for it most — the line of the collective (a barrier after a rank-0-only block, say).
+  std::vector<std::pair<int, int64_t>> excess_by_site;
+  void AddSiteExcess(int site, int64_t ns) {
+    if (site == 0 || ns <= 0) return;
+    for (auto& [known, sum] : excess_by_site)
+      if (known == site) {
+        sum += ns;
+        return;
+      }
+    excess_by_site.emplace_back(site, ns);
+  }
+  int WorstSite() const {
+    int worst = 0;
+    int64_t most = 0;
+    for (const auto& [site, sum] : excess_by_site)
+      if (sum > most) {
+        most = sum;
+        worst = site;
+      }
+    return worst;
+  }
+  std::string late_at;  // that site, "train.py:35 in main"; empty when unknown (set by Finish)
 
   int64_t last = 0;  // collectives it entered last
   std::array<std::optional<int64_t>, kLevelsNs.size()> first_step_past;
