@@ -42,12 +42,12 @@ TEST(CallSites, EachLineIsWrittenOnceAndASteadyStepAddsNoByte) {
     for (int step = 0; step < 6; ++step) {
       s->BeginStep(step, 0);
       {
+        grads_line = __LINE__ + 1;  // the scope's own line
         CollectiveScope c(&probe, 0, {"allreduce", "f32", 8, 32, "grads"});
-        grads_line = __LINE__;
       }
       {
+        metrics_line = __LINE__ + 1;
         CollectiveScope c(&probe, 0, {"allreduce", "f32", 8, 32, "metrics"});
-        metrics_line = __LINE__;
       }
       s->EndStep({});
     }
