@@ -1,6 +1,7 @@
 #include "analyzers/torch_fr/fr_hang.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -122,8 +123,12 @@ std::optional<GroupHang> HangOf(const FrRun& run, const std::vector<FrGroup>& gr
     const std::optional<Held> held = HeldIn(groups, r.rank);
     (held ? h.held_absent : h.free_absent).push_back(r.rank);
   }
-  // A rank of the job with no dump is a member of the default group we cannot see.
-  if (g.is_default()) h.missing = run.missing_ranks;
+  // A rank of the job with no dump is a member of the default group we cannot see. Of a
+  // sub-group too, when every member we see waits in the same op: a member must be missing
+  // (Gloo's pg_config does not say which ranks are), and the ranks with no dump are the only
+  // candidates left.
+  const bool every_seen_waits = h.free_absent.empty() && h.held_absent.empty();
+  if (g.is_default() || every_seen_waits) h.missing = run.missing_ranks;
   // The collective they never joined is the first after the last they issued (the others
   // may have queued more behind it): that is the one to name.
   int64_t first_missed = h.seq;
@@ -259,6 +264,12 @@ std::optional<GroupEnd> EndOf(const FrGroup& g) {
   return end;
 }
 
+bool IssuedLater(const GroupEnd& a, const GroupEnd& b) {
+  const int64_t ta = a.op->entry->created_ns, tb = b.op->entry->created_ns;
+  if (ta == FrEntry::kNoTime || tb == FrEntry::kNoTime) return false;
+  return ta > tb;
+}
+
 Finding DiedFinding(const FrRun& run, int rank, const std::optional<GroupEnd>& peers,
                     bool in_mismatch) {
   Finding f;
@@ -310,18 +321,29 @@ void FindHangs(const FrRun& run, const std::vector<FrGroup>& groups,
                const std::set<std::pair<std::string, int64_t>>& mismatched,
                const std::set<std::string>& parted, std::vector<Finding>* findings) {
   std::optional<GroupEnd> default_end;
+  std::map<int, GroupEnd> left_in;  // a dump-less rank -> the sub-group hang it is missing from
   for (const FrGroup& g : groups) {
-    if (g.is_default() && !g.p2p() && !default_end) default_end = EndOf(g);
+    // Where the dumped ranks ended: the group whose last collective was issued last (a job
+    // whose loop runs in a sub-group ends there, not in the world's first collective).
+    if (!g.p2p())
+      if (std::optional<GroupEnd> end = EndOf(g);
+          end && (!default_end || IssuedLater(*end, *default_end)))
+        default_end = end;
     std::optional<GroupHang> h = HangOf(run, groups, g);
     if (!h) continue;
     if (g.is_default() && !g.p2p()) default_end = GroupEnd{h->group, h->op, h->waiting};
+    if (!g.is_default())
+      for (int r : h->missing) left_in.emplace(r, GroupEnd{h->group, h->op, h->waiting});
     findings->push_back(HangFinding(run, groups, *h, mismatched.count({g.name(), h->seq}) > 0,
                                     parted.count(g.name()) > 0));
   }
   const bool in_mismatch =
       default_end && mismatched.count({default_end->group->name(), default_end->op->seq}) > 0;
-  for (int rank : run.missing_ranks)
-    findings->push_back(DiedFinding(run, rank, default_end, in_mismatch));
+  for (int rank : run.missing_ranks) {
+    const auto sub = left_in.find(rank);
+    findings->push_back(sub != left_in.end() ? DiedFinding(run, rank, sub->second, false)
+                                             : DiedFinding(run, rank, default_end, in_mismatch));
+  }
 }
 
 }  // namespace dsdiag::analyzers::torch_fr

@@ -44,6 +44,8 @@ const std::vector<Scenario>& Scenarios() {
       {"rank0_skips", kind::kHang, {0}, "0", 6, "", ""},
       {"recv_unsent", kind::kHang, {1}, "0", 6, "", ""},
       {"skip_same_size", kind::kCollectiveMismatch, {1}, "0", 12, "majority", "majority"},
+      {"subgroup_blocked", kind::kHang, {2}, "1", 3, "", ""},
+      {"subgroup_died", kind::kRankDied, {3}, "", 3, "", ""},
       {"clean", "", {}, "", 0, "", ""},
   };
   return all;

@@ -208,6 +208,14 @@ class TorchFrDumps(JobTestCase):
         hangs = [g for g in findings if g["kind"] == "hang"]
         self.assertTrue(all(g["severity"] == "info" for g in hangs), hangs)
 
+    def test_l_a_rank_blocked_in_python_inside_a_sub_group_is_the_hang_culprit(self):
+        self.assert_hang("subgroup_blocked")
+
+    def test_m_a_rank_that_died_inside_a_sub_group_is_named_with_what_its_peers_wait_in(self):
+        _, findings = self.scenario("subgroup_died")
+        f = self.culprit("subgroup_died", findings)
+        self.assertIn("group 1 seq 3", f["summary"])
+
     def test_k_a_clean_jobs_dumps_give_no_finding(self):
         _, findings = self.scenario("clean")
         self.assertEqual([f for f in findings if f["severity"] != "info"], [],
@@ -230,13 +238,13 @@ class TorchFrDumpsAfterTheFailure(TorchFrDumps):
                 finally:
                     self.world = None
 
-    def test_l_a_blocked_rank_at_2_and_4_ranks(self):
+    def test_n_a_blocked_rank_at_2_and_4_ranks(self):
         self.at_every_world("blocked", lambda: self.assert_hang("blocked"))
 
-    def test_m_a_same_size_skip_at_2_and_4_ranks(self):
+    def test_o_a_same_size_skip_at_2_and_4_ranks(self):
         self.at_every_world("skip_same_size", self.assert_parted_where_rank_1_skipped)
 
-    def test_n_a_crashed_rank_at_2_and_4_ranks(self):
+    def test_p_a_crashed_rank_at_2_and_4_ranks(self):
         self.at_every_world("died", self.assert_died_named)
 
 

@@ -118,6 +118,16 @@ TRUTH = {
         op="all_reduce", line="skip_same_size", basis="majority", basis_at_2="history",
         why="rank 1 skips step 5's metrics all_reduce (same size as the gradients'): from "
             "there its collectives pair with the others' wrong ones until the last"),
+    # The same two in a sub-group: the loop runs in new_group([1, 2, 3]); rank 0, outside it,
+    # only joins the world's first all_reduce and ends.
+    "subgroup_blocked": dict(
+        letter="l", world=4, kind="hang", ranks=[2], pg="1", seq=3, op="all_reduce",
+        line="subgroup_blocked", why="in new_group([1,2,3]) rank 2 blocks in its data queue "
+                                     "at step 2; ranks 1,3 wait"),
+    "subgroup_died": dict(
+        letter="m", world=4, kind="rank-died", ranks=[3], pg="1", seq=3, op="all_reduce",
+        line="subgroup_died", absent=[3],
+        why="in new_group([1,2,3]) rank 3 dies undumped at step 2; ranks 1,2 wait"),
     "clean": dict(
         letter="k", world=3, kind=None, ranks=[], pg="0", seq=8, op="all_reduce", line="clean",
         why="a clean job: every rank dumps at its end"),
@@ -276,6 +286,40 @@ def skip_same_size(job):
     job.log("done")
 
 
+def subgroup_blocked(job):
+    """(l) A rank blocks in Python inside a sub-group: the loop's all_reduce runs in
+    new_group([1, 2, 3]); rank 2 waits at step 2 for a batch that never comes. Rank 0, outside
+    the sub-group, joins only the world's first all_reduce."""
+    import queue
+
+    import torch
+    import torch.distributed as dist
+    sub = dist.new_group([1, 2, 3], timeout=job.timeout)  # as the world's: not inherited
+    dist.all_reduce(torch.ones(4))  # the world, once
+    if job.rank == 0:
+        return
+    batches = queue.Queue()
+    for step in range(3):
+        if job.rank == 2 and step == 2:
+            batches.get(timeout=120)  # never filled
+        dist.all_reduce(torch.ones(4), group=sub)  # @subgroup_blocked
+
+
+def subgroup_died(job):
+    """(m) A rank dies undumped inside a sub-group: the loop runs in new_group([1, 2, 3]);
+    rank 3 is killed at step 2, before the step's all_reduce; ranks 1 and 2 wait in it."""
+    import torch
+    import torch.distributed as dist
+    sub = dist.new_group([1, 2, 3], timeout=job.timeout)
+    dist.all_reduce(torch.ones(4))  # the world, once
+    if job.rank == 0:
+        return
+    for step in range(3):
+        if job.rank == 3 and step == 2:
+            job.crash_undumped()
+        dist.all_reduce(torch.ones(4), group=sub)  # @subgroup_died
+
+
 def clean(job):
     """(k) A clean job: four steps of two all_reduces; every rank dumps at its end."""
     import torch
@@ -288,7 +332,8 @@ def clean(job):
 
 SCENARIOS = {f.__name__: f for f in (skip, blocked, size_mismatch, dtype_mismatch, op_mismatch,
                                      subgroup_hang, died, rank0_skips, recv_unsent,
-                                     skip_same_size, clean)}
+                                     skip_same_size, subgroup_blocked, subgroup_died,
+                                     clean)}
 assert sorted(SCENARIOS) == sorted(TRUTH)
 
 
@@ -308,6 +353,7 @@ class Job:
         self.store = TCPStore(self.addr, self.port, is_master=False,
                               timeout=timedelta(seconds=120))
         self.lock = threading.Lock()
+        self.timeout = timedelta(seconds=GLOO_TIMEOUT_S)  # the process groups'
         self.dumped = False
         self.dies_instead_of_dumping = False
 
@@ -402,6 +448,7 @@ class AfterJob:
         self.rank = int(os.environ["RANK"])
         self.world = int(os.environ["WORLD_SIZE"])
         self.path = os.path.join(out, f"{prefix}{self.rank}")
+        self.timeout = timedelta(seconds=AFTER_TIMEOUT_S)  # the process groups'
         self.dumped = False
 
     def log(self, what):
@@ -437,7 +484,7 @@ def rank_main_after(scenario, out, prefix):
     """What a job that leaves its Flight Recorder dumps after the failure does (WHEN `after`)."""
     import torch.distributed as dist
     job = AfterJob(out, prefix)
-    dist.init_process_group("gloo", timeout=timedelta(seconds=AFTER_TIMEOUT_S))
+    dist.init_process_group("gloo", timeout=job.timeout)
 
     def on_sigterm(signum, frame):  # torchrun stops the ranks left after one failed
         job.dump("SIGTERM")
