@@ -11,6 +11,7 @@
 #include "analyzers/framework/compare.h"
 #include "analyzers/framework/finding_kinds.h"
 #include "test_run.h"
+#include "tests/analyzers/analyzer_test_util.h"
 #include "tests/analyzers/torch_fr_emulated.h"
 
 namespace dsdiag::analyzers {
@@ -20,6 +21,8 @@ using dsdiag::testing::EmulatedFrPickle;
 using dsdiag::testing::FrLayout;
 using dsdiag::testing::FrOpSpec;
 using dsdiag::testing::FrRankSpec;
+using testing::EvidenceText;
+using testing::Listing;
 
 constexpr int kGrads = 30, kMetrics = 32, kExtra = 34;  // the job's lines
 
@@ -58,23 +61,11 @@ CompareResult Compare(testing::TestRun* run, const std::vector<FrRankSpec>& rank
   return RunCompare(run->dir());
 }
 
-std::string Evidence(const Finding& f, const char* key) {
-  const trace::JsonValue* v = f.evidence.Find(key);
-  return v ? v->ToDisplay() : "";
-}
-
-std::string Listing(const CompareResult& r) {
-  std::string out;
-  for (const Finding& f : r.findings)
-    out += std::string(SeverityName(f.severity)) + " " + f.kind + " " + f.summary + "\n";
-  return out;
-}
-
 const Finding* OnlyError(const CompareResult& r) {
   const Finding* error = nullptr;
   for (const Finding& f : r.findings) {
     if (f.severity == Severity::kInfo) continue;
-    EXPECT_EQ(error, nullptr) << Listing(r);
+    EXPECT_EQ(error, nullptr) << Listing(r.findings);
     error = &f;
   }
   return error;
@@ -85,12 +76,12 @@ TEST(TorchFrParting, AThreeRankSameSizeSkipIsNamedByTheMajorityOfCallSites) {
   const CompareResult r =
       Compare(&run, {Stream(3, Steps(6)), Stream(3, Steps(6, /*skip=*/2)), Stream(3, Steps(6))});
   const Finding* f = OnlyError(r);
-  ASSERT_NE(f, nullptr) << Listing(r);
+  ASSERT_NE(f, nullptr) << Listing(r.findings);
   EXPECT_EQ(f->kind, kind::kCollectiveMismatch);
   EXPECT_EQ(f->ranks, std::vector<int>{1});
-  EXPECT_EQ(Evidence(*f, "seq"), "6");
-  EXPECT_EQ(Evidence(*f, "basis"), "majority");
-  EXPECT_EQ(Evidence(*f, "parted"), "skipped");
+  EXPECT_EQ(EvidenceText(*f, "seq"), "6");
+  EXPECT_EQ(EvidenceText(*f, "basis"), "majority");
+  EXPECT_EQ(EvidenceText(*f, "parted"), "skipped");
   EXPECT_NE(f->summary.find("rank 1 issued the all_reduce at train.py:30"), std::string::npos)
       << f->summary;
   EXPECT_NE(f->summary.find("where ranks 0,2 issued the one at train.py:32"), std::string::npos)
@@ -101,10 +92,10 @@ TEST(TorchFrParting, AtTwoRanksTheGroupsHistoryOfCallSitesNamesTheSkipper) {
   testing::TestRun run;
   const CompareResult r = Compare(&run, {Stream(2, Steps(5)), Stream(2, Steps(5, /*skip=*/1))});
   const Finding* f = OnlyError(r);
-  ASSERT_NE(f, nullptr) << Listing(r);
+  ASSERT_NE(f, nullptr) << Listing(r.findings);
   EXPECT_EQ(f->ranks, std::vector<int>{1});
-  EXPECT_EQ(Evidence(*f, "basis"), "history");
-  EXPECT_EQ(Evidence(*f, "parted"), "skipped");
+  EXPECT_EQ(EvidenceText(*f, "basis"), "history");
+  EXPECT_EQ(EvidenceText(*f, "parted"), "skipped");
 }
 
 TEST(TorchFrParting, ARankThatAddsACollectiveIsNamedNotThePeersThatEndShort) {
@@ -112,10 +103,10 @@ TEST(TorchFrParting, ARankThatAddsACollectiveIsNamedNotThePeersThatEndShort) {
   const CompareResult r = Compare(
       &run, {Stream(3, Steps(5)), Stream(3, Steps(5)), Stream(3, Steps(5, -1, /*extra=*/2))});
   const Finding* f = OnlyError(r);
-  ASSERT_NE(f, nullptr) << Listing(r);
+  ASSERT_NE(f, nullptr) << Listing(r.findings);
   EXPECT_EQ(f->kind, kind::kCollectiveMismatch);
   EXPECT_EQ(f->ranks, std::vector<int>{2});
-  EXPECT_EQ(Evidence(*f, "parted"), "extra");
+  EXPECT_EQ(EvidenceText(*f, "parted"), "extra");
   for (const Finding& g : r.findings)
     if (g.kind == kind::kHang) EXPECT_EQ(g.severity, Severity::kInfo) << g.summary;
 }
@@ -127,7 +118,7 @@ TEST(TorchFrParting, ARankDependentLineThatJoinsAgainIsNoParting) {
   rank0[3] = kExtra;
   testing::TestRun run;
   const CompareResult r = Compare(&run, {Stream(2, rank0), Stream(2, Steps(4))});
-  EXPECT_TRUE(r.findings.empty()) << Listing(r);
+  EXPECT_TRUE(r.findings.empty()) << Listing(r.findings);
 }
 
 TEST(TorchFrParting, AfterTheFailureAShortStreamWithoutPartingIsAHangNamingIt) {
@@ -135,10 +126,10 @@ TEST(TorchFrParting, AfterTheFailureAShortStreamWithoutPartingIsAHangNamingIt) {
   testing::TestRun run;
   const CompareResult r = Compare(&run, {Stream(2, Steps(4)), Stream(2, Steps(4, /*skip=*/3))});
   const Finding* f = OnlyError(r);
-  ASSERT_NE(f, nullptr) << Listing(r);
+  ASSERT_NE(f, nullptr) << Listing(r.findings);
   EXPECT_EQ(f->kind, kind::kHang);
   EXPECT_EQ(f->ranks, std::vector<int>{1});
-  EXPECT_EQ(Evidence(*f, "dumps"), "after the failure");
+  EXPECT_EQ(EvidenceText(*f, "dumps"), "after the failure");
   EXPECT_NE(f->summary.find("never issued all_reduce group 0 (default_pg) seq 8"),
             std::string::npos)
       << f->summary;
@@ -148,7 +139,7 @@ TEST(TorchFrParting, CleanDumpsWrittenAtTheEndGiveNothing) {
   testing::TestRun run;
   const CompareResult r =
       Compare(&run, {Stream(3, Steps(4)), Stream(3, Steps(4)), Stream(3, Steps(4))});
-  EXPECT_TRUE(r.findings.empty()) << Listing(r);
+  EXPECT_TRUE(r.findings.empty()) << Listing(r.findings);
 }
 
 }  // namespace

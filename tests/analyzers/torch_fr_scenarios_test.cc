@@ -15,10 +15,13 @@
 
 #include "analyzers/framework/compare.h"
 #include "analyzers/framework/finding_kinds.h"
+#include "tests/analyzers/analyzer_test_util.h"
 
 namespace dsdiag::analyzers {
 namespace {
 
+using testing::EvidenceText;
+using testing::Listing;
 namespace fs = std::filesystem;
 
 struct Scenario {
@@ -55,39 +58,27 @@ std::string Fixture(const std::string& when, const std::string& scenario) {
   return (fs::path(DSDIAG_SOURCE_DIR) / "fixtures/torch_fr/scenarios" / when / scenario).string();
 }
 
-std::string Evidence(const Finding& f, const char* key) {
-  const trace::JsonValue* v = f.evidence.Find(key);
-  return v ? v->ToDisplay() : "";
-}
-
-std::string Listing(const CompareResult& r) {
-  std::string out;
-  for (const Finding& f : r.findings)
-    out += std::string(SeverityName(f.severity)) + " " + f.kind + " " + f.summary + "\n";
-  return out;
-}
-
 void ExpectCulpritAlone(const std::string& when, const Scenario& s) {
   SCOPED_TRACE(when + "/" + s.name);
   const CompareResult r = RunCompare(Fixture(when, s.name));
   std::vector<const Finding*> ours;
   for (const Finding& f : r.findings) {
     if (f.severity == Severity::kInfo) continue;
-    if (s.kind.empty()) ADD_FAILURE() << "a clean job's finding:\n" << Listing(r);
+    if (s.kind.empty()) ADD_FAILURE() << "a clean job's finding:\n" << Listing(r.findings);
     for (int rank : f.ranks)
       EXPECT_NE(std::find(s.culprits.begin(), s.culprits.end(), rank), s.culprits.end())
           << "names healthy rank " << rank << ":\n"
-          << Listing(r);
+          << Listing(r.findings);
     if (!s.kind.empty() && f.kind == s.kind && f.severity == Severity::kError) ours.push_back(&f);
   }
   if (s.kind.empty()) return;
-  ASSERT_EQ(ours.size(), 1u) << Listing(r);
+  ASSERT_EQ(ours.size(), 1u) << Listing(r.findings);
   EXPECT_EQ(ours[0]->ranks, s.culprits) << ours[0]->summary;
   if (std::string(s.group).empty()) return;
-  EXPECT_EQ(Evidence(*ours[0], "group"), s.group) << ours[0]->summary;
-  EXPECT_EQ(Evidence(*ours[0], "seq"), std::to_string(s.seq)) << ours[0]->summary;
+  EXPECT_EQ(EvidenceText(*ours[0], "group"), s.group) << ours[0]->summary;
+  EXPECT_EQ(EvidenceText(*ours[0], "seq"), std::to_string(s.seq)) << ours[0]->summary;
   const std::string basis = when == "after" ? s.basis_after : s.basis_in_flight;
-  if (!basis.empty()) EXPECT_EQ(Evidence(*ours[0], "basis"), basis) << ours[0]->summary;
+  if (!basis.empty()) EXPECT_EQ(EvidenceText(*ours[0], "basis"), basis) << ours[0]->summary;
 }
 
 TEST(TorchFrScenarios, DumpsWrittenInFlightNameEachCulpritAlone) {
@@ -102,7 +93,7 @@ TEST(TorchFrScenarios, AfterTheFailureTheBlockedRankIsSaidToBeOutsideAnyCollecti
   const CompareResult r = RunCompare(Fixture("after", "blocked"));
   ASSERT_FALSE(r.findings.empty());
   const Finding& hang = r.findings.front();
-  EXPECT_EQ(Evidence(hang, "dumps"), "after the failure");
+  EXPECT_EQ(EvidenceText(hang, "dumps"), "after the failure");
   EXPECT_NE(hang.summary.find("rank 1 was outside any recorded collective"), std::string::npos)
       << hang.summary;
   EXPECT_NE(hang.summary.find("never issued all_reduce group 0 (default_pg) seq 3"),
@@ -117,8 +108,8 @@ TEST(TorchFrScenarios, TheSameSizeSkipIsNamedWhereTheStreamsPartedWithBothLines)
     const Finding* parted = nullptr;
     for (const Finding& f : r.findings)
       if (f.kind == kind::kCollectiveMismatch) parted = &f;
-    ASSERT_NE(parted, nullptr) << Listing(r);
-    EXPECT_EQ(Evidence(*parted, "parted"), "skipped");
+    ASSERT_NE(parted, nullptr) << Listing(r.findings);
+    EXPECT_EQ(EvidenceText(*parted, "parted"), "skipped");
     // rank 1 issued the gradients' all_reduce where ranks 0 and 2 issued the metrics'.
     EXPECT_NE(parted->summary.find("rank 1 issued the all_reduce at fr_scenarios.py:"),
               std::string::npos)
@@ -135,10 +126,10 @@ TEST(TorchFrScenarios, AnAbortedRanksMissingDumpIsTheMismatchsFollowOn) {
   const Finding* died = nullptr;
   for (const Finding& f : r.findings)
     if (f.kind == kind::kRankDied) died = &f;
-  ASSERT_NE(died, nullptr) << Listing(r);
+  ASSERT_NE(died, nullptr) << Listing(r.findings);
   EXPECT_EQ(died->severity, Severity::kInfo);
   EXPECT_EQ(died->ranks, std::vector<int>{0});
-  EXPECT_EQ(Evidence(*died, "follows_from"), "collective-mismatch");
+  EXPECT_EQ(EvidenceText(*died, "follows_from"), "collective-mismatch");
 }
 
 }  // namespace
