@@ -133,7 +133,13 @@ class FullyShardedDataParallel(JobTestCase):
     def test_a_seed_per_rank_before_fsdp1_is_init_divergence_and_one_seed_is_clean(self):
         for seed, expected in (("rank", {"init-divergence/error"}), ("one", set())):
             run = self.path("fsdp1-" + seed)
-            status, _, err = run_job(run, "fsdp1_job.py", env={"SEED": seed})
+            status, out, err = run_job(run, "fsdp1_job.py", env={"SEED": seed})
+            if status == 134 and out.count("final loss") == 2:
+                # An abort at interpreter exit after both ranks finished (seen 2 runs in ~40
+                # on a loaded host, not reproduced alone; issue note of stop 31): the job's
+                # findings are not in question, its exit is. Run it once more.
+                status, out, err = run_job(run + "-again", "fsdp1_job.py", env={"SEED": seed})
+                run += "-again"
             self.assertEqual(status, 0, err)
             findings = compare(run)
             self.assertEqual(serious(findings), expected, findings)
