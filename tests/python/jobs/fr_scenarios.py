@@ -339,6 +339,18 @@ assert sorted(SCENARIOS) == sorted(TRUTH)
 
 # ---- inside a rank ----
 
+def write_dump(path, tag):
+    """torch's dump API's bytes, unchanged, renamed into place (a rank aborted mid-write leaves
+    no half file; `tag` names the partial file of this writer). Returns the bytes."""
+    import torch
+    data = torch._C._distributed_c10d._dump_fr_trace()
+    partial = os.path.join(os.path.dirname(path), f".partial.{tag}")
+    with open(partial, "wb") as f:
+        f.write(data)
+    os.replace(partial, path)
+    return data
+
+
 class Job:
     """One rank's side of the harness: its store clients, its dump, its leaving."""
 
@@ -363,15 +375,10 @@ class Job:
     def dump_once(self):
         """torch's dump API's bytes, unchanged, written once (renamed into place, so that a
         rank Gloo aborts mid-write leaves no half file)."""
-        import torch
         with self.lock:
             if self.dumped:
                 return
-            data = torch._C._distributed_c10d._dump_fr_trace()
-            partial = os.path.join(os.path.dirname(self.path), f".partial.{self.rank}")
-            with open(partial, "wb") as f:
-                f.write(data)
-            os.replace(partial, self.path)
+            data = write_dump(self.path, f"{self.rank}")
             self.dumped = True
         self.log(f"dumped {len(data)} bytes")
         self.store.set(f"fr/dumped/{self.rank}", "1")
@@ -457,14 +464,9 @@ class AfterJob:
     def dump(self, why):
         """torch's dump API's bytes, unchanged; once (a SIGTERM may come while the except
         handler dumps)."""
-        import torch
         if self.dumped:
             return
-        data = torch._C._distributed_c10d._dump_fr_trace()
-        partial = os.path.join(os.path.dirname(self.path), f".partial.{self.rank}.{why}")
-        with open(partial, "wb") as f:
-            f.write(data)
-        os.replace(partial, self.path)
+        data = write_dump(self.path, f"{self.rank}.{why}")
         self.dumped = True  # only now: a SIGTERM that stops a dump half way dumps again
         self.log(f"dumped {len(data)} bytes ({why})")
 
