@@ -107,8 +107,11 @@ TEST(TorchFrParting, ARankThatAddsACollectiveIsNamedNotThePeersThatEndShort) {
   EXPECT_EQ(f->kind, kind::kCollectiveMismatch);
   EXPECT_EQ(f->ranks, std::vector<int>{2});
   EXPECT_EQ(EvidenceText(*f, "parted"), "extra");
-  for (const Finding& g : r.findings)
-    if (g.kind == kind::kHang) EXPECT_EQ(g.severity, Severity::kInfo) << g.summary;
+  for (const Finding& g : r.findings) {
+    if (g.kind == kind::kHang) {
+      EXPECT_EQ(g.severity, Severity::kInfo) << g.summary;
+    }
+  }
 }
 
 TEST(TorchFrParting, ARankDependentLineThatJoinsAgainIsNoParting) {
