@@ -9,7 +9,7 @@
 #                                           user's torch (dsdiag/torch/ddp/_native.py)
 set(dsdiag_pkg dsdiag)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/python/dsdiag/ DESTINATION ${dsdiag_pkg}
-  FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
+  FILES_MATCHING PATTERN "*.py" PATTERN "py.typed" PATTERN "__pycache__" EXCLUDE)
 install(TARGETS dsdiag_core_py LIBRARY DESTINATION ${dsdiag_pkg})
 install(TARGETS dsdiag RUNTIME DESTINATION ${dsdiag_pkg}/bin)
 install(FILES ${PROJECT_SOURCE_DIR}/python/sitecustomize/sitecustomize.py

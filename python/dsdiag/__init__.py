@@ -8,8 +8,10 @@ under ``dsdiag run`` (no code change), as ``python3 -m dsdiag.torch SCRIPT``, or
 
 __all__ = ["__version__"]
 
+__version__: str
+
 try:
-    from dsdiag import _core
+    from dsdiag import _core  # type: ignore[attr-defined]
 
     __version__ = _core.version
 except ImportError:  # the extension was not built: the package can still be imported

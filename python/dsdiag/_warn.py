@@ -2,11 +2,12 @@
 and the job runs on (dsdiag never raises into the user's code)."""
 
 import sys
+from typing import Set
 
-_said = set()
+_said: Set[str] = set()
 
 
-def warn_once(key, message):
+def warn_once(key: str, message: str) -> None:
     if key in _said:
         return
     _said.add(key)

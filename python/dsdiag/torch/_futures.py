@@ -24,8 +24,9 @@ import collections
 import threading
 import time
 
-_RECENT = collections.deque(maxlen=4096)  # (parent, child) futures of the last callbacks
-_NATIVE = []  # in_flight() of each C++ hook (dsdiag._ddp_hook_*): its callbacks held
+# (parent, child) futures of the last callbacks
+_RECENT: collections.deque = collections.deque(maxlen=4096)
+_NATIVE: list = []  # in_flight() of each C++ hook (dsdiag._ddp_hook_*): its callbacks held
 
 
 class _LiveCallbacks(object):

@@ -7,6 +7,8 @@ start with the default process group (collectives: init_process_group).
 
 import importlib
 import os
+from types import ModuleType
+from typing import List, Optional
 
 from dsdiag._warn import warn_once
 from dsdiag.torch._runtime import RUNTIME
@@ -19,8 +21,8 @@ AREAS = ("collectives", "ddp", "fsdp", "steps", "data", "rng", "checkpoint", "sc
 
 
 class _Installed(object):
-    def __init__(self):
-        self.areas = []  # the area modules installed, in order
+    def __init__(self) -> None:
+        self.areas: List[ModuleType] = []  # the area modules installed, in order
         # True while instrument() imports the areas: their import of torch runs the start-up
         # hook (sitecustomize), whose instrument() must then leave this one to finish.
         self.installing = False
@@ -29,7 +31,8 @@ class _Installed(object):
 INSTALLED = _Installed()
 
 
-def instrument(run_dir=None, probes=None, timeout=None):
+def instrument(run_dir: Optional[str] = None, probes: Optional[str] = None,
+               timeout: Optional[float] = None) -> None:
     """Instruments this process: call before torch.distributed.init_process_group. The
     arguments default to DSDIAG_OUT, DSDIAG_PROBES (light) and DSDIAG_TIMEOUT (300 s)."""
     if INSTALLED.installing:
@@ -51,7 +54,7 @@ def instrument(run_dir=None, probes=None, timeout=None):
         INSTALLED.installing = False
 
 
-def uninstrument():
+def uninstrument() -> None:
     """Ends this rank's trace where it stands (as a normal end, when the probes had
     started) and takes every hook out: torch as it was."""
     RUNTIME.stop()
@@ -59,7 +62,7 @@ def uninstrument():
         INSTALLED.areas.pop().uninstall()
 
 
-def instrument_from_environment(force=False):
+def instrument_from_environment(force: bool = False) -> None:
     """What `dsdiag run` does in every Python process it starts: instrument when DSDIAG_OUT
     is set (or `force`)."""
     if not force and not os.environ.get("DSDIAG_OUT"):
@@ -67,5 +70,6 @@ def instrument_from_environment(force=False):
     instrument()
 
 
-def instrumented():
-    return RUNTIME.on
+def instrumented() -> bool:
+    """Whether this rank's probes are on (started with the process group, not off)."""
+    return bool(RUNTIME.on)

@@ -118,7 +118,7 @@ class Runtime(object):
         except Exception:
             pass
 
-    def stop(self):
+    def stop(self) -> None:
         """uninstrument(): the trace ends here, as a normal end. The model's probe is kept
         (ModelProbe says why: freed now, it could be freed last on a worker thread)."""
         if self.on and not self.ended:

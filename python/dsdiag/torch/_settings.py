@@ -2,10 +2,12 @@
 timeout — from instrument(...) or from the environment `dsdiag run` sets."""
 
 import os
+from typing import Optional
 
 
 class Settings(object):
-    def __init__(self, run_dir=None, probes=None, timeout=None):
+    def __init__(self, run_dir: Optional[str] = None, probes: Optional[str] = None,
+                 timeout: Optional[float] = None) -> None:
         self.run_dir = run_dir if run_dir is not None else os.environ.get("DSDIAG_OUT", "")
         self.probes = probes if probes is not None else os.environ.get("DSDIAG_PROBES", "light")
         if timeout is None:
@@ -16,9 +18,9 @@ class Settings(object):
             raise ValueError("dsdiag: probes=%r: expected off, light or full" % (self.probes,))
 
     @property
-    def off(self):
+    def off(self) -> bool:
         return self.probes == "off"
 
     @property
-    def full(self):
+    def full(self) -> bool:
         return self.probes == "full"

@@ -34,7 +34,7 @@ def memory_range(t):
     return (t.data_ptr(), t.numel() * t.element_size())
 
 
-_keep_alive = []  # copies that must outlive one fingerprint call
+_keep_alive: list = []  # copies that must outlive one fingerprint call
 
 
 def fingerprint_each(tensors):

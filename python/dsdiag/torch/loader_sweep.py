@@ -26,16 +26,23 @@ import statistics
 import sys
 import threading
 import time
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-_DEFAULTS = {"workers": (0, 2, 4), "batch_sizes": (32,), "pin_memory": (False,),
+Setting = Tuple[int, int, bool, bool]  # workers, batch size, pin_memory, persistent_workers
+Point = Dict[str, Any]  # one measured setting, as loader-sweep.json has it
+
+_DEFAULTS: Dict[str, Any] = {"workers": (0, 2, 4), "batch_sizes": (32,), "pin_memory": (False,),
              "persistent_workers": (False,), "batches": 50, "warmup": 2, "repeats": 3}
 
 
-def sweep(dataset, workers=_DEFAULTS["workers"], batch_sizes=_DEFAULTS["batch_sizes"],
-          pin_memory=_DEFAULTS["pin_memory"], persistent_workers=_DEFAULTS["persistent_workers"],
-          batches=_DEFAULTS["batches"], warmup=_DEFAULTS["warmup"],
-          repeats=_DEFAULTS["repeats"], out=None, collate_fn=None, shuffle=True,
-          progress=None):
+def sweep(dataset: Any, workers: Sequence[int] = _DEFAULTS["workers"],
+          batch_sizes: Sequence[int] = _DEFAULTS["batch_sizes"],
+          pin_memory: Sequence[bool] = _DEFAULTS["pin_memory"],
+          persistent_workers: Sequence[bool] = _DEFAULTS["persistent_workers"],
+          batches: int = _DEFAULTS["batches"], warmup: int = _DEFAULTS["warmup"],
+          repeats: int = _DEFAULTS["repeats"], out: Optional[str] = None,
+          collate_fn: Optional[Callable[[List[Any]], Any]] = None, shuffle: bool = True,
+          progress: Optional[Callable[[str], None]] = None) -> Tuple[List[Point], str]:
     """Measures every combination; writes loader-sweep.json when `out` (a run directory or a
     file path) is given. Returns (points, table): the points as written, the table a person
     reads (with the recommendation)."""
@@ -53,10 +60,12 @@ def sweep(dataset, workers=_DEFAULTS["workers"], batch_sizes=_DEFAULTS["batch_si
     return points, table
 
 
-def settings(workers, batch_sizes, pin_memory, persistent_workers):
+def settings(workers: Iterable[int], batch_sizes: Iterable[int], pin_memory: Iterable[bool],
+             persistent_workers: Iterable[bool]) -> List[Setting]:
     """The combinations to measure, in order; persistent_workers only where there are
     workers (a DataLoader refuses it without), so duplicates at 0 workers are dropped."""
-    seen, out = set(), []
+    seen: set = set()
+    out: List[Setting] = []
     for w, b, pin, persist in itertools.product(workers, batch_sizes, pin_memory,
                                                 persistent_workers):
         setting = (int(w), int(b), bool(pin), bool(persist) and int(w) > 0)
@@ -66,17 +75,19 @@ def settings(workers, batch_sizes, pin_memory, persistent_workers):
     return out
 
 
-def describe(setting):
+def describe(setting: Setting) -> str:
     w, b, pin, persist = setting
     return "%d workers, batch %d%s%s" % (w, b, ", pin_memory" if pin else "",
                                         ", persistent_workers" if persist else "")
 
 
-def measure(dataset, setting, batches, warmup, repeats, collate_fn, shuffle):
+def measure(dataset: Any, setting: Setting, batches: int, warmup: int, repeats: int,
+            collate_fn: Optional[Callable[[List[Any]], Any]], shuffle: bool) -> Point:
     import torch.utils.data as data
 
     w, b, pin, persist = setting
-    kwargs = {"batch_size": b, "num_workers": w, "pin_memory": pin, "shuffle": shuffle}
+    kwargs: Dict[str, Any] = {"batch_size": b, "num_workers": w, "pin_memory": pin,
+                              "shuffle": shuffle}
     if persist:
         kwargs["persistent_workers"] = True
     if collate_fn is not None:
@@ -100,7 +111,7 @@ def measure(dataset, setting, batches, warmup, repeats, collate_fn, shuffle):
             "persistent_workers": persist}
 
 
-def time_one_pass(loader, batches, warmup):
+def time_one_pass(loader: Any, batches: int, warmup: int) -> Tuple[float, float]:
     """Samples per second over `batches` batches after `warmup` (the first included), and
     the milliseconds to the first batch. A dataset shorter than that is gone through again
     with a new iterator (an epoch), as training would."""
@@ -120,7 +131,7 @@ def time_one_pass(loader, batches, warmup):
     return (samples / elapsed if elapsed > 0 else 0.0), first_ms
 
 
-def next_batch(loader, holder):
+def next_batch(loader: Any, holder: List[Iterator[Any]]) -> Any:
     try:
         return next(holder[0])
     except StopIteration:
@@ -128,7 +139,7 @@ def next_batch(loader, holder):
         return next(holder[0])
 
 
-def batch_samples(batch):
+def batch_samples(batch: Any) -> int:
     """The number of samples in a collated batch: the first dimension of its first tensor."""
     import torch
 
@@ -146,22 +157,22 @@ class PeakMemory(object):
     thread every 10 ms: DataLoader workers are processes, so VmHWM of one process does not
     cover them. None where /proc is not readable."""
 
-    def __init__(self, every_s=0.01):
+    def __init__(self, every_s: float = 0.01) -> None:
         self.every_s = every_s
-        self.peak_kb = None
+        self.peak_kb: Optional[int] = None
         self.done = threading.Event()
         self.thread = threading.Thread(target=self._loop, name="dsdiag-loader-sweep-rss",
                                        daemon=True)
 
-    def start(self):
+    def start(self) -> None:
         self.thread.start()
 
-    def stop(self):
+    def stop(self) -> Optional[float]:
         self.done.set()
         self.thread.join()
         return round(self.peak_kb / 1024.0, 1) if self.peak_kb else None
 
-    def _loop(self):
+    def _loop(self) -> None:
         while True:
             kb = rss_kb_with_children(os.getpid())
             if kb is not None:
@@ -170,7 +181,7 @@ class PeakMemory(object):
                 return
 
 
-def rss_kb_with_children(pid):
+def rss_kb_with_children(pid: int) -> Optional[int]:
     total = rss_kb(pid)
     if total is None:
         return None
@@ -179,7 +190,7 @@ def rss_kb_with_children(pid):
     return total
 
 
-def rss_kb(pid):
+def rss_kb(pid: int) -> Optional[int]:
     try:
         with open("/proc/%d/status" % pid) as f:
             for line in f:
@@ -190,8 +201,8 @@ def rss_kb(pid):
     return None
 
 
-def children(pid):
-    found = []
+def children(pid: int) -> List[int]:
+    found: List[int] = []
     try:
         for task in os.listdir("/proc/%d/task" % pid):
             with open("/proc/%d/task/%s/children" % (pid, task)) as f:
@@ -201,7 +212,7 @@ def children(pid):
     return found
 
 
-def output_path(out):
+def output_path(out: str) -> str:
     """A run directory (existing, or a path without .json) gets loader-sweep.json in it."""
     from dsdiag import _core
 
@@ -221,7 +232,7 @@ class UsageError(Exception):
     pass
 
 
-def load_dataset(spec):
+def load_dataset(spec: str) -> Any:
     """MODULE:NAME or FILE.py:NAME; NAME is a Dataset or a callable returning one."""
     if ":" not in spec:
         raise UsageError("--dataset expects MODULE:NAME or FILE.py:NAME, got %r" % spec)
@@ -230,6 +241,8 @@ def load_dataset(spec):
         if not os.path.isfile(where):
             raise UsageError("--dataset: no file %s" % where)
         module_spec = importlib.util.spec_from_file_location("_dsdiag_sweep_dataset", where)
+        if module_spec is None or module_spec.loader is None:
+            raise UsageError("--dataset: %s is not a Python file" % where)
         module = importlib.util.module_from_spec(module_spec)
         sys.path.insert(0, os.path.dirname(os.path.abspath(where)))
         module_spec.loader.exec_module(module)
@@ -246,7 +259,7 @@ def load_dataset(spec):
     return found if is_dataset else found()
 
 
-def int_list(text, minimum, flag):
+def int_list(text: str, minimum: int, flag: str) -> List[int]:
     try:
         values = [int(v) for v in text.split(",")]
     except ValueError:
@@ -257,15 +270,15 @@ def int_list(text, minimum, flag):
     return values
 
 
-def switch_list(text, flag):
+def switch_list(text: str, flag: str) -> List[bool]:
     words = {"no": False, "yes": True, "false": False, "true": True, "0": False, "1": True}
     values = [words.get(v.strip().lower()) for v in text.split(",")]
     if not values or None in values:
         raise UsageError("--%s expects a comma-separated list of no/yes, got %r" % (flag, text))
-    return values
+    return [bool(v) for v in values]
 
 
-def parse_args(argv):
+def parse_args(argv: List[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="python3 -m dsdiag.torch.loader_sweep",
         description="Measure DataLoader throughput on your own dataset over worker counts, "
@@ -287,13 +300,13 @@ def parse_args(argv):
     return a
 
 
-def main(argv=None):
+def main(argv: Optional[List[str]] = None) -> int:
     from dsdiag import _core
 
     try:
         a = parse_args(sys.argv[1:] if argv is None else argv)
         dataset = load_dataset(a.dataset)
-        lists = dict(workers=int_list(a.workers, 0, "workers"),
+        lists: Dict[str, Any] = dict(workers=int_list(a.workers, 0, "workers"),
                      batch_sizes=int_list(a.batch_size, 1, "batch-size"),
                      pin_memory=switch_list(a.pin_memory, "pin-memory"),
                      persistent_workers=switch_list(a.persistent_workers, "persistent-workers"))
@@ -302,7 +315,7 @@ def main(argv=None):
         return 2
     live = sys.stderr.isatty()
 
-    def progress(what):
+    def progress(what: str) -> None:
         sys.stderr.write("\r\033[Kloader-sweep: %s" % what)
         sys.stderr.flush()
 

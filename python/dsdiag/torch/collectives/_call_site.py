@@ -13,7 +13,7 @@ import dsdiag
 from dsdiag.torch._runtime import RUNTIME
 
 # Folders whose frames are never the job's: torch's own wrappers, and ours.
-_NOT_THE_JOB = tuple(os.path.dirname(os.path.abspath(module.__file__)) + os.sep
+_NOT_THE_JOB = tuple(os.path.dirname(os.path.abspath(str(module.__file__))) + os.sep
                      for module in (torch, dsdiag))
 
 

@@ -28,7 +28,7 @@ from dsdiag.torch._runtime import RUNTIME, guard
 PATCHES = Patches("data.sampler")
 
 _MAX_DRAWS = 16  # validation samplers' draws are never taken: keep a few
-_LIST_ITERATOR = type(iter([]))
+_LIST_ITERATOR: type = type(iter([]))
 
 
 class _Draws(object):

@@ -226,7 +226,7 @@ class DDPHook(object):
         self.probe.after_sync(bucket, reduced)
 
 
-_NATIVE = []  # [module or None], once looked up
+_NATIVE: list = []  # [module or None], once looked up
 
 
 def _native_module():

@@ -30,10 +30,12 @@ from dsdiag.torch.steps import _optimizer
 
 _METHODS = ("scale", "unscale_", "step", "update")
 _WRAPPED = "_dsdiag_wrapped"
-_BASES = []  # torch's GradScaler classes, while installed
+_BASES: list = []  # torch's GradScaler classes, while installed
 PATCHES = Patches("scaler")
-_PROBES = weakref.WeakKeyDictionary()  # scaler -> ScalerProbe (no attribute on the job's object)
-_ACTIVE = weakref.WeakKeyDictionary()  # scaler -> names of its methods running now
+# scaler -> ScalerProbe (no attribute on the job's object)
+_PROBES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# scaler -> names of its methods running now
+_ACTIVE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 _MODULES = ("torch.cuda.amp", "torch.cuda.amp.grad_scaler", "torch.amp", "torch.amp.grad_scaler",
             "torch.cpu.amp", "torch.cpu.amp.grad_scaler")
