@@ -21,21 +21,9 @@ constexpr size_t kMaxBuffer = size_t{1} << 20;
 
 // ---- RankSpool::Event ----
 
-RankSpool::Event::Event(RankSpool* spool, char phase, std::string_view name, int pid, int64_t tid)
-    : spool_(spool), line_(spool->Open()) {
-  line_.Field("ph", std::string_view(&phase, 1))
-      .Field("name", name)
-      .Field("pid", pid)
-      .Field("tid", tid);
-}
-
-RankSpool::Event::Event(Event&& other) noexcept : spool_(other.spool_), line_(other.line_) {
-  other.spool_ = nullptr;
-}
-
 RankSpool::Event::~Event() {
   if (!spool_) return;
-  line_.Finish();
+  spool_->buffer_.Append(ChromeTraceWriter::kEnd);
   spool_->Committed();
 }
 
@@ -47,10 +35,11 @@ void RankSpool::Event::WaitOf(int64_t pg, int64_t seq) {
 
 // ---- RankSpool ----
 
-std::string* RankSpool::Open() {
+RankSpool::Event RankSpool::Open(char phase, std::string_view name, int pid, int64_t tid) {
   entry_at_ = buffer_.size();
-  buffer_.append(sizeof(Entry), '\0');
-  return &buffer_;
+  buffer_.Commit(buffer_.Room(sizeof(Entry)) + sizeof(Entry));  // filled in by Committed
+  ChromeTraceWriter::AppendHead(&buffer_, phase, name, pid, tid);
+  return Event(this);
 }
 
 uint32_t RankSpool::Here() const {
@@ -59,10 +48,12 @@ uint32_t RankSpool::Here() const {
 
 RankSpool::Event RankSpool::Complete(std::string_view name, std::string_view category, int pid,
                                      int64_t tid, int64_t ts_ns, int64_t dur_ns) {
-  Event e(this, 'X', name, pid, tid);
-  e.line_.Field("cat", category).Raw("ts", "");
+  Event e = Open('X', name, pid, tid);
+  buffer_.Append(ChromeTraceWriter::kCategory);
+  buffer_.Quoted(category);
+  buffer_.Append(ChromeTraceWriter::kTs);
   entry_.ts_at = Here();
-  e.line_.Raw("dur", "");
+  buffer_.Append(ChromeTraceWriter::kDur);
   entry_.dur_at = Here();
   entry_.ts_ns = ts_ns;
   entry_.dur_ns = dur_ns;
@@ -71,16 +62,20 @@ RankSpool::Event RankSpool::Complete(std::string_view name, std::string_view cat
 
 RankSpool::Event RankSpool::Instant(std::string_view name, std::string_view category, char scope,
                                     int pid, int64_t tid, int64_t ts_ns) {
-  Event e(this, 'i', name, pid, tid);
-  e.line_.Field("cat", category).Field("s", std::string_view(&scope, 1)).Raw("ts", "");
+  Event e = Open('i', name, pid, tid);
+  buffer_.Append(ChromeTraceWriter::kCategory);
+  buffer_.Quoted(category);
+  buffer_.Append(ChromeTraceWriter::kScope);
+  buffer_.Quoted(std::string_view(&scope, 1));
+  buffer_.Append(ChromeTraceWriter::kTs);
   entry_.ts_at = Here();
   entry_.ts_ns = ts_ns;
   return e;
 }
 
 void RankSpool::Counter(std::string_view name, int pid, int64_t ts_ns, double value) {
-  Event e(this, 'C', name, pid, 0);
-  e.line_.Raw("ts", "");
+  Event e = Open('C', name, pid, 0);
+  buffer_.Append(ChromeTraceWriter::kTs);
   entry_.ts_at = Here();
   entry_.ts_ns = ts_ns;
   e.Args().Field("value", value);
@@ -89,8 +84,9 @@ void RankSpool::Counter(std::string_view name, int pid, int64_t ts_ns, double va
 
 RankSpool::Event RankSpool::Metadata(std::string_view name, int pid, int64_t tid) {
   // As ChromeTraceWriter::Metadata: a ts of 0, which no origin changes.
-  Event e(this, 'M', name, pid, tid);
-  e.line_.Field("ts", 0);
+  Event e = Open('M', name, pid, tid);
+  buffer_.Append(ChromeTraceWriter::kTs);
+  buffer_.Append('0');
   return e;
 }
 
@@ -122,7 +118,7 @@ SpoolFile::~SpoolFile() {
 }
 
 void SpoolFile::Flush(RankSpool* spool) {
-  const std::string& b = spool->buffer_;
+  const EventBuffer& b = spool->buffer_;
   size_t done = 0;
   while (done < b.size()) {
     const ssize_t n =
@@ -154,45 +150,52 @@ void SpoolFile::Replay(size_t i, const CollectiveIndex& collectives, int64_t ori
     }
     ReplayEntries(read_buffer_, collectives, origin_ns, out);
   }
-  ReplayEntries(spool.buffer_, collectives, origin_ns, out);
-  std::string().swap(spool.buffer_);
+  ReplayEntries(spool.buffer_.view(), collectives, origin_ns, out);
+  spool.buffer_.Release();
 }
 
 void SpoolFile::ReplayEntries(std::string_view entries, const CollectiveIndex& collectives,
                               int64_t origin_ns, ChromeTraceWriter* out) {
+  static constexpr std::string_view kWait = ",\"wait\":";
+  static constexpr std::string_view kLast = ",\"last\":";
+  static constexpr std::string_view kRanks = ",\"ranks\":";
+  static constexpr size_t kSpliced =
+      2 * kMaxMicrosChars + kWait.size() + kLast.size() + kRanks.size() + 3 * kMaxIntChars;
   size_t at = 0;
   while (at + sizeof(RankSpool::Entry) <= entries.size()) {
     RankSpool::Entry e;
     std::memcpy(&e, entries.data() + at, sizeof e);
-    const std::string_view text = entries.substr(at + sizeof e, e.text_size);
+    const char* text = entries.data() + at + sizeof e;
     at += sizeof e + e.text_size;
-    if (e.ts_at == 0) {  // nothing to splice in
-      out->AppendEvent(text);
-      continue;
-    }
-    std::string& event = *out->BeginEvent();
-    event.append(text.substr(0, e.ts_at));
-    const int64_t start = ChromeTraceWriter::ToGrid(e.ts_ns - origin_ns);
-    ChromeTraceWriter::AppendMicros(&event, start);
-    size_t rest = e.ts_at;
-    if (e.dur_at != 0) {
-      event.append(text.substr(rest, e.dur_at - rest));
-      ChromeTraceWriter::AppendMicros(
-          &event, ChromeTraceWriter::ToGrid(e.ts_ns - origin_ns + e.dur_ns) - start);
-      rest = e.dur_at;
+    // The event's text with its numbers spliced in, through one reservation.
+    EventBuffer* buffer = out->BeginEvent();
+    char* p = buffer->Room(e.text_size + kSpliced);
+    size_t copied = 0;
+    const auto copy_to = [&](size_t end) {
+      p = std::copy(text + copied, text + end, p);
+      copied = end;
+    };
+    if (e.ts_at != 0) {
+      copy_to(e.ts_at);
+      const int64_t start = ChromeTraceWriter::ToGrid(e.ts_ns - origin_ns);
+      p = PutMicros(p, start);
+      if (e.dur_at != 0) {
+        copy_to(e.dur_at);
+        p = PutMicros(p, ChromeTraceWriter::ToGrid(e.ts_ns - origin_ns + e.dur_ns) - start);
+      }
     }
     if (e.wait_at != 0) {
-      event.append(text.substr(rest, e.wait_at - rest));
-      rest = e.wait_at;
+      copy_to(e.wait_at);
       if (const CollectiveIndex::Entry* c = collectives.Find(e.pg, e.seq)) {
         // Origin-free: (last enter - origin) - (start - origin).
         const int64_t wait = std::clamp(c->last_enter - e.ts_ns, int64_t{0}, e.dur_ns);
-        trace::JsonLine::AppendMember(&event, "wait", wait);
-        trace::JsonLine::AppendMember(&event, "last", int64_t{c->last_rank});
-        trace::JsonLine::AppendMember(&event, "ranks", int64_t{c->ranks});
+        p = PutInt(std::copy(kWait.begin(), kWait.end(), p), wait);
+        p = PutInt(std::copy(kLast.begin(), kLast.end(), p), c->last_rank);
+        p = PutInt(std::copy(kRanks.begin(), kRanks.end(), p), c->ranks);
       }
     }
-    event.append(text.substr(rest));
+    copy_to(e.text_size);
+    buffer->Commit(p);
     out->EndEvent();
   }
 }

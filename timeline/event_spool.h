@@ -23,7 +23,7 @@
 
 #include "timeline/chrome_trace_writer.h"
 #include "timeline/collective_index.h"
-#include "trace/json_line.h"
+#include "timeline/event_buffer.h"
 
 namespace dsdiag::timeline {
 
@@ -37,10 +37,15 @@ class RankSpool {
    public:
     Event(const Event&) = delete;
     Event& operator=(const Event&) = delete;
-    Event(Event&& other) noexcept;
+    Event(Event&& other) noexcept : spool_(other.spool_), args_(other.args_) {
+      other.spool_ = nullptr;
+    }
     ~Event();
-    trace::JsonLine& Args() { return line_.BeginObject("args"); }
-    void EndArgs() { line_.EndObject(); }
+    EventArgs& Args() {
+      spool_->buffer_.Append(ChromeTraceWriter::kArgsOpen);
+      return args_;
+    }
+    void EndArgs() { spool_->buffer_.Append('}'); }
     // Call inside the args, last: `wait`, `last` and `ranks` of collective (pg, seq) go here
     // when the replay finds it in the collective index (wait: the last enter minus this
     // span's start, clamped to [0, dur]).
@@ -48,9 +53,9 @@ class RankSpool {
 
    private:
     friend class RankSpool;
-    Event(RankSpool* spool, char phase, std::string_view name, int pid, int64_t tid);
+    explicit Event(RankSpool* spool) : spool_(spool), args_(&spool->buffer_) {}
     RankSpool* spool_;  // null once moved from
-    trace::JsonLine line_;
+    EventArgs args_;
   };
 
   Event Complete(std::string_view name, std::string_view category, int pid, int64_t tid,
@@ -65,7 +70,8 @@ class RankSpool {
  private:
   friend class SpoolFile;
   explicit RankSpool(SpoolFile* file) : file_(file) {}
-  std::string* Open();    // starts an event in buffer_: its text goes after the Entry
+  // Starts an event in buffer_ (its Entry, then its head): its text goes after the Entry.
+  Event Open(char phase, std::string_view name, int pid, int64_t tid);
   uint32_t Here() const;  // the offset in the event's text that the next byte will have
   void Committed();       // the event is complete: its Entry is written
 
@@ -81,7 +87,7 @@ class RankSpool {
   SpoolFile* file_;
   Entry entry_;          // the numbers of the event being built...
   size_t entry_at_ = 0;  // ...whose Entry goes at this offset of buffer_, its text after it
-  std::string buffer_;   // entries not yet in the file (the last one maybe being built)
+  EventBuffer buffer_;   // entries not yet in the file (the last one maybe being built)
   std::vector<std::pair<uint64_t, uint64_t>> chunks_;  // (offset, size) in the file, in order
   int64_t events_ = 0;
 };
