@@ -47,6 +47,11 @@ class EventBuffer {
   size_t size() const { return size_; }
   std::string_view view() const { return {data_.get(), size_}; }
   void clear() { size_ = 0; }
+  // Room for `capacity` bytes in all, made now: a buffer that will fill to a known size
+  // grows once, not by doubling and copying.
+  void Reserve(size_t capacity) {
+    if (capacity > capacity_) Grow(capacity - size_);
+  }
   // Gives the memory back (clear() keeps it for the next events).
   void Release();
 

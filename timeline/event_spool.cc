@@ -35,6 +35,12 @@ void RankSpool::Event::WaitOf(int64_t pg, int64_t seq) {
 
 // ---- RankSpool ----
 
+RankSpool::RankSpool(SpoolFile* file) : file_(file) {
+  // A flush comes at the first event past the limit: room for that event too. Pages that
+  // are never written cost no memory.
+  buffer_.Reserve(file_->buffer_limit_ + kMinBuffer);
+}
+
 RankSpool::Event RankSpool::Open(char phase, std::string_view name, int pid, int64_t tid) {
   entry_at_ = buffer_.size();
   buffer_.Commit(buffer_.Room(sizeof(Entry)) + sizeof(Entry));  // filled in by Committed

@@ -69,7 +69,7 @@ class RankSpool {
 
  private:
   friend class SpoolFile;
-  explicit RankSpool(SpoolFile* file) : file_(file) {}
+  explicit RankSpool(SpoolFile* file);
   // Starts an event in buffer_ (its Entry, then its head): its text goes after the Entry.
   Event Open(char phase, std::string_view name, int pid, int64_t tid);
   uint32_t Here() const;  // the offset in the event's text that the next byte will have

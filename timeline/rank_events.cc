@@ -1,6 +1,7 @@
 #include "timeline/rank_events.h"
 
 #include <algorithm>
+#include <charconv>
 #include <optional>
 #include <set>
 #include <string>
@@ -30,6 +31,24 @@ namespace rec = trace::rec;
 // More lanes than this means a trace with collectives that never end (or a bug): further
 // ones share the lane that frees first rather than add tracks without bound.
 constexpr size_t kMaxLanes = 16;
+
+// "step 12", "step 12 (unfinished)": a step span's name, without a string per step.
+class StepName {
+ public:
+  explicit StepName(int64_t step, std::string_view suffix = {}) {
+    static constexpr std::string_view kPrefix = "step ";
+    char* p = std::copy(kPrefix.begin(), kPrefix.end(), text_);
+    p = std::to_chars(p, p + kMaxIntChars, step).ptr;
+    p = std::copy(suffix.begin(), suffix.begin() + std::min(suffix.size(), kMaxSuffix), p);
+    size_ = static_cast<size_t>(p - text_);
+  }
+  std::string_view view() const { return {text_, size_}; }
+
+ private:
+  static constexpr size_t kMaxSuffix = 16;
+  char text_[5 + kMaxIntChars + kMaxSuffix];
+  size_t size_ = 0;
+};
 
 std::string FormatOffset(const trace::ClockReference& clock) {
   std::string s = "clock offset to rank 0: ";
@@ -94,9 +113,9 @@ class RankEventWriter {
   // A step begun and never closed: the rank died, hung or was stopped in it.
   void CloseUnfinishedStep() {
     if (!open_) return;
-    auto e =
-        out_->Complete("step " + std::to_string(open_->step) + " (unfinished)", "step", pid_,
-                       open_->tid, open_->begin, std::max<int64_t>(0, last_end_ - open_->begin));
+    auto e = out_->Complete(StepName(open_->step, " (unfinished)").view(), "step", pid_,
+                            open_->tid, open_->begin,
+                            std::max<int64_t>(0, last_end_ - open_->begin));
     e.Args().Field("step", open_->step).Field("unfinished", true);
     e.EndArgs();
     open_.reset();
@@ -151,7 +170,7 @@ class RankEventWriter {
     const CollectiveTotals coll = StepCollectives(r);
     const auto probe_ns = step.probe_ns();
     {
-      auto e = out_->Complete("step " + std::to_string(r.step()), "step", pid_, r.tid(), t, dur);
+      auto e = out_->Complete(StepName(r.step()).view(), "step", pid_, r.tid(), t, dur);
       auto& a = e.Args().Field("step", r.step());
       if (auto epoch = step.epoch()) a.Field("epoch", *epoch);
       if (loss) a.Field("loss", *loss);
@@ -181,21 +200,18 @@ class RankEventWriter {
     std::optional<int64_t> n, bytes;
     std::optional<double> dur_ns, wait_ns;
   };
-  static CollectiveTotals StepCollectives(const trace::Record& r) {
+  CollectiveTotals StepCollectives(const trace::Record& r) {
     CollectiveTotals totals;
-    const std::optional<trace::JsonValue> coll = records::StepView(r).coll_value();
-    if (!coll || !coll->is_object()) return totals;
-    const auto number = [&](const trace::FieldKey& key) -> const trace::JsonValue* {
-      const trace::JsonValue* v = coll->Find(key.name());
-      const bool numeric = v && (v->kind() == trace::JsonValue::Kind::kInt ||
-                                 v->kind() == trace::JsonValue::Kind::kDouble);
-      return numeric ? v : nullptr;
-    };
+    if (!records::StepView(r).coll(&coll_members_)) return totals;
     using K = records::StepCollKeys;
-    if (const auto* v = number(K::n)) totals.n = v->as_int();
-    if (const auto* v = number(K::bytes)) totals.bytes = v->as_int();
-    if (const auto* v = number(K::dur)) totals.dur_ns = v->as_double();
-    if (const auto* v = number(K::wait)) totals.wait_ns = v->as_double();
+    for (const trace::Record::NumberMember& m : coll_members_) {
+      if (!m.is_number) continue;
+      const int64_t as_int = m.is_int64 ? m.int64 : static_cast<int64_t>(m.value);
+      if (m.name == K::n.name()) totals.n = as_int;
+      if (m.name == K::bytes.name()) totals.bytes = as_int;
+      if (m.name == K::dur.name()) totals.dur_ns = m.value;
+      if (m.name == K::wait.name()) totals.wait_ns = m.value;
+    }
     return totals;
   }
 
@@ -272,6 +288,7 @@ class RankEventWriter {
   std::set<int64_t> named_;         // tids with a thread_name
   std::vector<int64_t> lane_ends_;  // per collective lane, the latest end on it
   std::optional<OpenStep> open_;
+  std::vector<trace::Record::NumberMember> coll_members_;  // reused from step to step
   int64_t last_end_ = 0;  // the latest event end since open_ began
 };
 
