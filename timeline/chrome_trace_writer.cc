@@ -54,18 +54,28 @@ ChromeTraceWriter::Event ChromeTraceWriter::Start(char phase, std::string_view n
   return Event(this);
 }
 
+void ChromeTraceWriter::AppendCompleteHead(EventBuffer* out, std::string_view name,
+                                           std::string_view category, int pid, int64_t tid) {
+  AppendHead(out, 'X', name, pid, tid);
+  out->Append(kCategory);
+  out->Quoted(category);
+  out->Append(kTs);
+}
+
+void ChromeTraceWriter::AppendCounterHead(EventBuffer* out, std::string_view name, int pid) {
+  AppendHead(out, 'C', name, pid, 0);
+  out->Append(kTs);
+}
+
 ChromeTraceWriter::Event ChromeTraceWriter::Complete(std::string_view name,
                                                      std::string_view category, int pid,
                                                      int64_t tid, int64_t ts_ns, int64_t dur_ns) {
-  Event e = Start('X', name, pid, tid);
-  buffer_.Append(kCategory);
-  buffer_.Quoted(category);
+  AppendCompleteHead(BeginEvent(), name, category, pid, tid);
   const int64_t start = ToGrid(ts_ns);
-  buffer_.Append(kTs);
   buffer_.Micros(start);
   buffer_.Append(kDur);
   buffer_.Micros(ToGrid(ts_ns + dur_ns) - start);
-  return e;
+  return Event(this);
 }
 
 ChromeTraceWriter::Event ChromeTraceWriter::Instant(std::string_view name,
@@ -82,11 +92,12 @@ ChromeTraceWriter::Event ChromeTraceWriter::Instant(std::string_view name,
 }
 
 void ChromeTraceWriter::Counter(std::string_view name, int pid, int64_t ts_ns, double value) {
-  Event e = Start('C', name, pid, 0);
-  buffer_.Append(kTs);
+  AppendCounterHead(BeginEvent(), name, pid);
   buffer_.Micros(ToGrid(ts_ns));
-  e.Args().Field("value", value);
-  e.EndArgs();
+  buffer_.Append(kCounterValue);
+  buffer_.Double(value);
+  buffer_.Append(kCounterEnd);
+  Committed();
 }
 
 ChromeTraceWriter::Event ChromeTraceWriter::Metadata(std::string_view name, int pid, int64_t tid) {

@@ -88,12 +88,19 @@ class ChromeTraceWriter {
   // an event alike. Head: `{"ph":"X","name":"..","pid":P,"tid":T`; then, per phase, the
   // members below in this order; then the args, if any, and kEnd.
   static void AppendHead(EventBuffer* out, char phase, std::string_view name, int pid, int64_t tid);
+  // A span's text up to its ts: the head, its category and `,"ts":`.
+  static void AppendCompleteHead(EventBuffer* out, std::string_view name, std::string_view category,
+                                 int pid, int64_t tid);
+  // A counter sample's text up to its ts.
+  static void AppendCounterHead(EventBuffer* out, std::string_view name, int pid);
   static constexpr std::string_view kCategory = ",\"cat\":";
   static constexpr std::string_view kScope = ",\"s\":";
   static constexpr std::string_view kTs = ",\"ts\":";
   static constexpr std::string_view kDur = ",\"dur\":";
   static constexpr std::string_view kArgsOpen = ",\"args\":{";
+  static constexpr std::string_view kCounterValue = ",\"args\":{\"value\":";
   static constexpr std::string_view kEnd = "}\n";
+  static constexpr std::string_view kCounterEnd = "}}\n";  // the args' and the event's
 
   // Appends ns as exact microseconds: 1234567 -> "1234.567", -5 -> "-0.005", 2000 -> "2".
   static void AppendMicros(std::string* out, int64_t ns);

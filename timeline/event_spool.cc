@@ -41,11 +41,10 @@ RankSpool::RankSpool(SpoolFile* file) : file_(file) {
   buffer_.Reserve(file_->buffer_limit_ + kMinBuffer);
 }
 
-RankSpool::Event RankSpool::Open(char phase, std::string_view name, int pid, int64_t tid) {
+void RankSpool::Open(Head head) {
   entry_at_ = buffer_.size();
   buffer_.Commit(buffer_.Room(sizeof(Entry)) + sizeof(Entry));  // filled in by Committed
-  ChromeTraceWriter::AppendHead(&buffer_, phase, name, pid, tid);
-  return Event(this);
+  entry_.head = head;
 }
 
 uint32_t RankSpool::Here() const {
@@ -54,21 +53,30 @@ uint32_t RankSpool::Here() const {
 
 RankSpool::Event RankSpool::Complete(std::string_view name, std::string_view category, int pid,
                                      int64_t tid, int64_t ts_ns, int64_t dur_ns) {
-  Event e = Open('X', name, pid, tid);
-  buffer_.Append(ChromeTraceWriter::kCategory);
-  buffer_.Quoted(category);
-  buffer_.Append(ChromeTraceWriter::kTs);
+  Open(kNone);
+  ChromeTraceWriter::AppendCompleteHead(&buffer_, name, category, pid, tid);
   entry_.ts_at = Here();
   buffer_.Append(ChromeTraceWriter::kDur);
   entry_.dur_at = Here();
   entry_.ts_ns = ts_ns;
   entry_.dur_ns = dur_ns;
-  return e;
+  return Event(this);
+}
+
+RankSpool::Event RankSpool::Complete(Head head, int64_t ts_ns, int64_t dur_ns) {
+  Open(head);
+  entry_.ts_at = 0;
+  buffer_.Append(ChromeTraceWriter::kDur);
+  entry_.dur_at = Here();
+  entry_.ts_ns = ts_ns;
+  entry_.dur_ns = dur_ns;
+  return Event(this);
 }
 
 RankSpool::Event RankSpool::Instant(std::string_view name, std::string_view category, char scope,
                                     int pid, int64_t tid, int64_t ts_ns) {
-  Event e = Open('i', name, pid, tid);
+  Open(kNone);
+  ChromeTraceWriter::AppendHead(&buffer_, 'i', name, pid, tid);
   buffer_.Append(ChromeTraceWriter::kCategory);
   buffer_.Quoted(category);
   buffer_.Append(ChromeTraceWriter::kScope);
@@ -76,24 +84,59 @@ RankSpool::Event RankSpool::Instant(std::string_view name, std::string_view cate
   buffer_.Append(ChromeTraceWriter::kTs);
   entry_.ts_at = Here();
   entry_.ts_ns = ts_ns;
-  return e;
+  return Event(this);
 }
 
 void RankSpool::Counter(std::string_view name, int pid, int64_t ts_ns, double value) {
-  Event e = Open('C', name, pid, 0);
-  buffer_.Append(ChromeTraceWriter::kTs);
+  Open(kNone);
+  ChromeTraceWriter::AppendCounterHead(&buffer_, name, pid);
   entry_.ts_at = Here();
   entry_.ts_ns = ts_ns;
-  e.Args().Field("value", value);
-  e.EndArgs();
+  buffer_.Append(ChromeTraceWriter::kCounterValue);
+  buffer_.Double(value);
+  buffer_.Append(ChromeTraceWriter::kCounterEnd);
+  Committed();
+}
+
+void RankSpool::Counter(Head head, int64_t ts_ns, double value) {
+  Open(head);
+  entry_.ts_at = 0;
+  entry_.ts_ns = ts_ns;
+  // The whole rest in one reservation.
+  static constexpr std::string_view kValue = ChromeTraceWriter::kCounterValue;
+  static constexpr std::string_view kEnd = ChromeTraceWriter::kCounterEnd;
+  char* p = buffer_.Room(kValue.size() + kMaxDoubleChars + kEnd.size());
+  p = PutDouble(std::copy(kValue.begin(), kValue.end(), p), value);
+  buffer_.Commit(std::copy(kEnd.begin(), kEnd.end(), p));
+  Committed();
 }
 
 RankSpool::Event RankSpool::Metadata(std::string_view name, int pid, int64_t tid) {
   // As ChromeTraceWriter::Metadata: a ts of 0, which no origin changes.
-  Event e = Open('M', name, pid, tid);
+  Open(kNone);
+  ChromeTraceWriter::AppendHead(&buffer_, 'M', name, pid, tid);
   buffer_.Append(ChromeTraceWriter::kTs);
   buffer_.Append('0');
-  return e;
+  return Event(this);
+}
+
+RankSpool::Head RankSpool::AddHead(const EventBuffer& text) {
+  heads_.emplace_back(static_cast<uint32_t>(head_text_.size()), static_cast<uint32_t>(text.size()));
+  head_text_.append(text.data(), text.size());
+  return static_cast<Head>(heads_.size() - 1);
+}
+
+RankSpool::Head RankSpool::CompleteHead(std::string_view name, std::string_view category, int pid,
+                                        int64_t tid) {
+  EventBuffer text;
+  ChromeTraceWriter::AppendCompleteHead(&text, name, category, pid, tid);
+  return AddHead(text);
+}
+
+RankSpool::Head RankSpool::CounterHead(std::string_view name, int pid) {
+  EventBuffer text;
+  ChromeTraceWriter::AppendCounterHead(&text, name, pid);
+  return AddHead(text);
 }
 
 void RankSpool::Committed() {
@@ -154,43 +197,51 @@ void SpoolFile::Replay(size_t i, const CollectiveIndex& collectives, int64_t ori
       if (n <= 0) throw std::runtime_error("cannot read the timeline's temporary file back");
       done += static_cast<size_t>(n);
     }
-    ReplayEntries(read_buffer_, collectives, origin_ns, out);
+    ReplayEntries(spool, read_buffer_, collectives, origin_ns, out);
   }
-  ReplayEntries(spool.buffer_.view(), collectives, origin_ns, out);
+  ReplayEntries(spool, spool.buffer_.view(), collectives, origin_ns, out);
   spool.buffer_.Release();
 }
 
-void SpoolFile::ReplayEntries(std::string_view entries, const CollectiveIndex& collectives,
-                              int64_t origin_ns, ChromeTraceWriter* out) {
+void SpoolFile::ReplayEntries(const RankSpool& spool, std::string_view entries,
+                              const CollectiveIndex& collectives, int64_t origin_ns,
+                              ChromeTraceWriter* out) {
   static constexpr std::string_view kWait = ",\"wait\":";
   static constexpr std::string_view kLast = ",\"last\":";
   static constexpr std::string_view kRanks = ",\"ranks\":";
   static constexpr size_t kSpliced =
       2 * kMaxMicrosChars + kWait.size() + kLast.size() + kRanks.size() + 3 * kMaxIntChars;
+  constexpr uint32_t kNone = RankSpool::kNone;
   size_t at = 0;
   while (at + sizeof(RankSpool::Entry) <= entries.size()) {
     RankSpool::Entry e;
     std::memcpy(&e, entries.data() + at, sizeof e);
     const char* text = entries.data() + at + sizeof e;
     at += sizeof e + e.text_size;
-    // The event's text with its numbers spliced in, through one reservation.
+    std::string_view head;
+    if (e.head != kNone) {
+      const auto [offset, size] = spool.heads_[e.head];
+      head = std::string_view(spool.head_text_).substr(offset, size);
+    }
+    // The event's head and text with its numbers spliced in, through one reservation.
     EventBuffer* buffer = out->BeginEvent();
-    char* p = buffer->Room(e.text_size + kSpliced);
+    char* p = buffer->Room(head.size() + e.text_size + kSpliced);
+    p = std::copy(head.begin(), head.end(), p);
     size_t copied = 0;
     const auto copy_to = [&](size_t end) {
       p = std::copy(text + copied, text + end, p);
       copied = end;
     };
-    if (e.ts_at != 0) {
+    if (e.ts_at != kNone) {
       copy_to(e.ts_at);
       const int64_t start = ChromeTraceWriter::ToGrid(e.ts_ns - origin_ns);
       p = PutMicros(p, start);
-      if (e.dur_at != 0) {
+      if (e.dur_at != kNone) {
         copy_to(e.dur_at);
         p = PutMicros(p, ChromeTraceWriter::ToGrid(e.ts_ns - origin_ns + e.dur_ns) - start);
       }
     }
-    if (e.wait_at != 0) {
+    if (e.wait_at != kNone) {
       copy_to(e.wait_at);
       if (const CollectiveIndex::Entry* c = collectives.Find(e.pg, e.seq)) {
         // Origin-free: (last enter - origin) - (start - origin).

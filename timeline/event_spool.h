@@ -65,23 +65,36 @@ class RankSpool {
   void Counter(std::string_view name, int pid, int64_t ts_ns, double value);
   Event Metadata(std::string_view name, int pid, int64_t tid);
 
+  // A track's fixed head, formatted once and kept by the spool: its events' text up to
+  // their ts (`{"ph":"C","name":"loss","pid":3,"tid":0,"ts":`). An event written with a
+  // head stores the head's index, not its text, and the replay copies the head back.
+  using Head = uint32_t;
+  Head CompleteHead(std::string_view name, std::string_view category, int pid, int64_t tid);
+  Head CounterHead(std::string_view name, int pid);
+  Event Complete(Head head, int64_t ts_ns, int64_t dur_ns);
+  void Counter(Head head, int64_t ts_ns, double value);
+
   int64_t events() const { return events_; }
 
  private:
   friend class SpoolFile;
+  static constexpr uint32_t kNone = UINT32_MAX;  // no head, no splice
+
   explicit RankSpool(SpoolFile* file);
-  // Starts an event in buffer_ (its Entry, then its head): its text goes after the Entry.
-  Event Open(char phase, std::string_view name, int pid, int64_t tid);
+  // Starts an event in buffer_ (its Entry, then its text; `head`: the Entry's).
+  void Open(Head head);
   uint32_t Here() const;  // the offset in the event's text that the next byte will have
   void Committed();       // the event is complete: its Entry is written
+  Head AddHead(const EventBuffer& text);
 
   // An event's entry in buffer_: this header, then `text_size` bytes of text.
   struct Entry {
-    int64_t ts_ns = 0;  // absolute; the "ts" spliced in at text offset ts_at (0: none)
+    int64_t ts_ns = 0;  // absolute; the "ts" spliced in at text offset ts_at
     int64_t dur_ns = 0;
-    int64_t pg = 0, seq = 0;  // the collective whose wait goes at wait_at (0: none)
+    int64_t pg = 0, seq = 0;  // the collective whose wait goes at wait_at
     uint32_t text_size = 0;
-    uint32_t ts_at = 0, dur_at = 0, wait_at = 0;
+    uint32_t head = kNone;  // heads_[head] goes before the text
+    uint32_t ts_at = kNone, dur_at = kNone, wait_at = kNone;
   };
 
   SpoolFile* file_;
@@ -89,6 +102,8 @@ class RankSpool {
   size_t entry_at_ = 0;  // ...whose Entry goes at this offset of buffer_, its text after it
   EventBuffer buffer_;   // entries not yet in the file (the last one maybe being built)
   std::vector<std::pair<uint64_t, uint64_t>> chunks_;  // (offset, size) in the file, in order
+  std::string head_text_;                              // the heads, one after the other
+  std::vector<std::pair<uint32_t, uint32_t>> heads_;   // (offset, size) in head_text_
   int64_t events_ = 0;
 };
 
@@ -115,8 +130,8 @@ class SpoolFile {
  private:
   friend class RankSpool;
   void Flush(RankSpool* spool);  // its buffer to the file, as a chunk
-  void ReplayEntries(std::string_view entries, const CollectiveIndex& collectives,
-                     int64_t origin_ns, ChromeTraceWriter* out);
+  void ReplayEntries(const RankSpool& spool, std::string_view entries,
+                     const CollectiveIndex& collectives, int64_t origin_ns, ChromeTraceWriter* out);
 
   int fd_ = -1;
   uint64_t size_ = 0;        // bytes in the file

@@ -50,6 +50,51 @@ class StepName {
   size_t size_ = 0;
 };
 
+// The rank's counters: each a track of its own whose head is formatted once.
+enum CounterTrack {
+  kGradNorm,
+  kLossScale,
+  kCollectivesMs,
+  kCollectiveWaitMs,
+  kProbesMs,
+  kLoss,
+  kGloss,
+  kLr,
+  kSamplesPerS,
+  kCounterTracks
+};
+constexpr std::string_view kCounterNames[kCounterTracks] = {
+    "grad norm", "loss scale", "collectives ms", "collective wait ms", "probes ms", "loss",
+    "gloss",     "lr",         "samples/s"};
+
+// The heads of one category of spans by (name, tid), made on first use: a rank has a
+// handful of phase names, and of collective ops per lane. Past kMax (a trace with names
+// without end) spans are written with their head in full.
+class SpanHeads {
+ public:
+  SpanHeads(std::string_view category, int pid) : category_(category), pid_(pid) {}
+
+  RankSpool::Event Span(RankSpool* out, std::string_view name, int64_t tid, int64_t ts,
+                        int64_t dur) {
+    for (const Slot& s : slots_)
+      if (s.tid == tid && s.name == name) return out->Complete(s.head, ts, dur);
+    if (slots_.size() == kMax) return out->Complete(name, category_, pid_, tid, ts, dur);
+    slots_.push_back(Slot{std::string(name), tid, out->CompleteHead(name, category_, pid_, tid)});
+    return out->Complete(slots_.back().head, ts, dur);
+  }
+
+ private:
+  static constexpr size_t kMax = 64;
+  struct Slot {
+    std::string name;
+    int64_t tid = 0;
+    RankSpool::Head head = 0;
+  };
+  const std::string_view category_;
+  const int pid_;
+  std::vector<Slot> slots_;
+};
+
 std::string FormatOffset(const trace::ClockReference& clock) {
   std::string s = "clock offset to rank 0: ";
   ChromeTraceWriter::AppendMicros(&s, clock.offset_ns);
@@ -71,6 +116,8 @@ class RankEventWriter {
   RankEventWriter(const analyzers::RankInfo& info, const StepRange& steps, RankSpool* out)
       : info_(info), pid_(info.rank), steps_(steps), out_(out) {
     ProcessMetadata();
+    for (int i = 0; i < kCounterTracks; ++i)
+      counters_[i] = out_->CounterHead(kCounterNames[i], pid_);
   }
 
   // `t`: the record's ts on rank 0's clock.
@@ -95,15 +142,15 @@ class RankEventWriter {
       Step(r, t, dur);
     } else if (type == rec::kPhase) {
       const auto name = records::PhaseView(r).name();
-      auto e = out_->Complete(name ? *name : "phase", "phase", pid_, r.tid(), t, dur);
+      auto e = phases_.Span(out_, name ? *name : "phase", r.tid(), t, dur);
       e.Args().Field("step", r.step());
       e.EndArgs();
     } else if (type == rec::kCollective) {
       Collective(r, t, dur);
     } else if (type == rec::kGradient) {
-      if (auto norm = records::GradView(r).norm()) out_->Counter("grad norm", pid_, t, *norm);
+      if (auto norm = records::GradView(r).norm()) Counter(kGradNorm, t, *norm);
     } else if (type == rec::kScaler) {
-      if (auto scale = records::ScalerView(r).scale()) out_->Counter("loss scale", pid_, t, *scale);
+      if (auto scale = records::ScalerView(r).scale()) Counter(kLossScale, t, *scale);
     } else if (type == rec::kError || type == rec::kSignal || type == rec::kMark ||
                type == rec::kEnd) {
       Instant(r, t);
@@ -113,9 +160,8 @@ class RankEventWriter {
   // A step begun and never closed: the rank died, hung or was stopped in it.
   void CloseUnfinishedStep() {
     if (!open_) return;
-    auto e = out_->Complete(StepName(open_->step, " (unfinished)").view(), "step", pid_,
-                            open_->tid, open_->begin,
-                            std::max<int64_t>(0, last_end_ - open_->begin));
+    auto e = out_->Complete(StepName(open_->step, " (unfinished)").view(), "step", pid_, open_->tid,
+                            open_->begin, std::max<int64_t>(0, last_end_ - open_->begin));
     e.Args().Field("step", open_->step).Field("unfinished", true);
     e.EndArgs();
     open_.reset();
@@ -183,16 +229,15 @@ class RankEventWriter {
     }
     // Time in collectives, and of it the time spent waiting for the others, per step: the
     // rank whose wait stays low while the others' climbs is the one they wait for.
-    if (coll.dur_ns) out_->Counter("collectives ms", pid_, t, *coll.dur_ns / 1e6);
-    if (coll.wait_ns) out_->Counter("collective wait ms", pid_, t, *coll.wait_ns / 1e6);
+    if (coll.dur_ns) Counter(kCollectivesMs, t, *coll.dur_ns / 1e6);
+    if (coll.wait_ns) Counter(kCollectiveWaitMs, t, *coll.wait_ns / 1e6);
     // What the probes themselves took (periodic fingerprints show as spikes).
-    if (probe_ns) out_->Counter("probes ms", pid_, t, static_cast<double>(*probe_ns) / 1e6);
-    if (loss) out_->Counter("loss", pid_, t, *loss);
-    if (gloss) out_->Counter("gloss", pid_, t, *gloss);
-    if (lr) out_->Counter("lr", pid_, t, *lr);
+    if (probe_ns) Counter(kProbesMs, t, static_cast<double>(*probe_ns) / 1e6);
+    if (loss) Counter(kLoss, t, *loss);
+    if (gloss) Counter(kGloss, t, *gloss);
+    if (lr) Counter(kLr, t, *lr);
     if (samples && dur > 0)
-      out_->Counter("samples/s", pid_, t,
-                    static_cast<double>(*samples) * 1e9 / static_cast<double>(dur));
+      Counter(kSamplesPerS, t, static_cast<double>(*samples) * 1e9 / static_cast<double>(dur));
   }
 
   // The step record's `coll` totals (trace-format.md); each part absent when not a number.
@@ -220,7 +265,7 @@ class RankEventWriter {
     const auto op = coll.op();
     const auto pg = coll.pg();
     const auto seq = coll.seq();
-    auto e = out_->Complete(op ? *op : "collective", "coll", pid_, Lane(t, t + dur), t, dur);
+    auto e = collectives_.Span(out_, op ? *op : "collective", Lane(t, t + dur), t, dur);
     auto& a = e.Args();
     if (pg) a.Field("pg", *pg);
     if (seq) a.Field("seq", *seq);
@@ -252,6 +297,10 @@ class RankEventWriter {
     }
     lane_ends_[lane] = std::max(lane_ends_[lane], end);
     return kLaneTidBase + static_cast<int64_t>(lane);
+  }
+
+  void Counter(CounterTrack track, int64_t t, double value) {
+    out_->Counter(counters_[track], t, value);
   }
 
   void Instant(const trace::Record& r, int64_t t) {
@@ -289,6 +338,9 @@ class RankEventWriter {
   std::vector<int64_t> lane_ends_;  // per collective lane, the latest end on it
   std::optional<OpenStep> open_;
   std::vector<trace::Record::NumberMember> coll_members_;  // reused from step to step
+  RankSpool::Head counters_[kCounterTracks] = {};
+  SpanHeads phases_{"phase", pid_};
+  SpanHeads collectives_{"coll", pid_};
   int64_t last_end_ = 0;  // the latest event end since open_ began
 };
 
