@@ -17,6 +17,20 @@ namespace {
 constexpr size_t kMinBuffer = size_t{4} << 10;
 constexpr size_t kMaxBuffer = size_t{1} << 20;
 
+// The flags byte of a packed entry: which numbers follow it.
+constexpr uint8_t kHasHead = 1, kHasTs = 2, kHasDur = 4, kHasWait = 8;
+
+template <typename T>
+char* Put(char* p, T v) {
+  std::memcpy(p, &v, sizeof v);
+  return p + sizeof v;
+}
+template <typename T>
+const char* Get(const char* p, T* v) {
+  std::memcpy(v, p, sizeof *v);
+  return p + sizeof *v;
+}
+
 }  // namespace
 
 // ---- RankSpool::Event ----
@@ -41,19 +55,34 @@ RankSpool::RankSpool(SpoolFile* file) : file_(file) {
   buffer_.Reserve(file_->buffer_limit_ + kMinBuffer);
 }
 
-void RankSpool::Open(Head head) {
-  entry_at_ = buffer_.size();
-  buffer_.Commit(buffer_.Room(sizeof(Entry)) + sizeof(Entry));  // filled in by Committed
+void RankSpool::Open(Head head, bool ts, bool dur) {
   entry_.head = head;
+  if (ts) entry_.ts_at = 0;  // the Open* caller sets it when there is no head
+  if (dur) entry_.dur_at = 0;
+  entry_at_ = buffer_.size();
+  const size_t header = HeaderSize(Flags());
+  buffer_.Commit(buffer_.Room(header) + header);  // filled in by Committed
+  text_at_ = buffer_.size();
 }
 
-uint32_t RankSpool::Here() const {
-  return static_cast<uint32_t>(buffer_.size() - entry_at_ - sizeof(Entry));
+uint8_t RankSpool::Flags() const {
+  return (entry_.head != kNone ? kHasHead : 0) | (entry_.ts_at != kNone ? kHasTs : 0) |
+         (entry_.dur_at != kNone ? kHasDur : 0) | (entry_.wait_at != kNone ? kHasWait : 0);
 }
+
+size_t RankSpool::HeaderSize(uint8_t flags) {
+  size_t size = 1 + sizeof(uint32_t);  // flags, text_size
+  if (flags & kHasHead) size += sizeof(uint32_t);
+  if (flags & kHasTs) size += sizeof(int64_t) + ((flags & kHasHead) ? 0 : sizeof(uint32_t));
+  if (flags & kHasDur) size += sizeof(int64_t) + sizeof(uint32_t);
+  return size;
+}
+
+uint32_t RankSpool::Here() const { return static_cast<uint32_t>(buffer_.size() - text_at_); }
 
 RankSpool::Event RankSpool::Complete(std::string_view name, std::string_view category, int pid,
                                      int64_t tid, int64_t ts_ns, int64_t dur_ns) {
-  Open(kNone);
+  Open(kNone, true, true);
   ChromeTraceWriter::AppendCompleteHead(&buffer_, name, category, pid, tid);
   entry_.ts_at = Here();
   buffer_.Append(ChromeTraceWriter::kDur);
@@ -64,8 +93,7 @@ RankSpool::Event RankSpool::Complete(std::string_view name, std::string_view cat
 }
 
 RankSpool::Event RankSpool::Complete(Head head, int64_t ts_ns, int64_t dur_ns) {
-  Open(head);
-  entry_.ts_at = 0;
+  Open(head, true, true);
   buffer_.Append(ChromeTraceWriter::kDur);
   entry_.dur_at = Here();
   entry_.ts_ns = ts_ns;
@@ -75,7 +103,7 @@ RankSpool::Event RankSpool::Complete(Head head, int64_t ts_ns, int64_t dur_ns) {
 
 RankSpool::Event RankSpool::Instant(std::string_view name, std::string_view category, char scope,
                                     int pid, int64_t tid, int64_t ts_ns) {
-  Open(kNone);
+  Open(kNone, true, false);
   ChromeTraceWriter::AppendHead(&buffer_, 'i', name, pid, tid);
   buffer_.Append(ChromeTraceWriter::kCategory);
   buffer_.Quoted(category);
@@ -88,7 +116,7 @@ RankSpool::Event RankSpool::Instant(std::string_view name, std::string_view cate
 }
 
 void RankSpool::Counter(std::string_view name, int pid, int64_t ts_ns, double value) {
-  Open(kNone);
+  Open(kNone, true, false);
   ChromeTraceWriter::AppendCounterHead(&buffer_, name, pid);
   entry_.ts_at = Here();
   entry_.ts_ns = ts_ns;
@@ -99,8 +127,7 @@ void RankSpool::Counter(std::string_view name, int pid, int64_t ts_ns, double va
 }
 
 void RankSpool::Counter(Head head, int64_t ts_ns, double value) {
-  Open(head);
-  entry_.ts_at = 0;
+  Open(head, true, false);
   entry_.ts_ns = ts_ns;
   // The whole rest in one reservation.
   static constexpr std::string_view kValue = ChromeTraceWriter::kCounterValue;
@@ -113,7 +140,7 @@ void RankSpool::Counter(Head head, int64_t ts_ns, double value) {
 
 RankSpool::Event RankSpool::Metadata(std::string_view name, int pid, int64_t tid) {
   // As ChromeTraceWriter::Metadata: a ts of 0, which no origin changes.
-  Open(kNone);
+  Open(kNone, false, false);
   ChromeTraceWriter::AppendHead(&buffer_, 'M', name, pid, tid);
   buffer_.Append(ChromeTraceWriter::kTs);
   buffer_.Append('0');
@@ -141,10 +168,43 @@ RankSpool::Head RankSpool::CounterHead(std::string_view name, int pid) {
 
 void RankSpool::Committed() {
   entry_.text_size = Here();
-  std::memcpy(buffer_.data() + entry_at_, &entry_, sizeof entry_);
+  const uint8_t flags = Flags();
+  if (flags & kHasWait) {
+    char* p = buffer_.Room(2 * sizeof(int64_t) + sizeof(uint32_t));
+    buffer_.Commit(Put(Put(Put(p, entry_.pg), entry_.seq), entry_.wait_at));
+  }
+  char* p = Put(Put(buffer_.data() + entry_at_, flags), entry_.text_size);
+  if (flags & kHasHead) p = Put(p, entry_.head);
+  if (flags & kHasTs) {
+    p = Put(p, entry_.ts_ns);
+    if (!(flags & kHasHead)) p = Put(p, entry_.ts_at);
+  }
+  if (flags & kHasDur) Put(Put(p, entry_.dur_ns), entry_.dur_at);
   entry_ = Entry{};
   ++events_;
   if (buffer_.size() >= file_->buffer_limit_) file_->Flush(this);
+}
+
+size_t RankSpool::Unpack(std::string_view entries, size_t at, Entry* e, std::string_view* text) {
+  if (at + 1 + sizeof(uint32_t) > entries.size()) return 0;
+  const char* p = entries.data() + at;
+  uint8_t flags = 0;
+  p = Get(Get(p, &flags), &e->text_size);
+  if (at + HeaderSize(flags) > entries.size()) return 0;
+  *e = Entry{0, 0, 0, 0, e->text_size};
+  if (flags & kHasHead) p = Get(p, &e->head);
+  if (flags & kHasTs) {
+    p = Get(p, &e->ts_ns);
+    e->ts_at = 0;
+    if (!(flags & kHasHead)) p = Get(p, &e->ts_at);
+  }
+  if (flags & kHasDur) p = Get(Get(p, &e->dur_ns), &e->dur_at);
+  const size_t text_at = static_cast<size_t>(p - entries.data());
+  const size_t trailer = (flags & kHasWait) ? 2 * sizeof(int64_t) + sizeof(uint32_t) : 0;
+  if (text_at + e->text_size + trailer > entries.size()) return 0;
+  *text = entries.substr(text_at, e->text_size);
+  if (flags & kHasWait) Get(Get(Get(text->end(), &e->pg), &e->seq), &e->wait_at);
+  return text_at + e->text_size + trailer;
 }
 
 // ---- SpoolFile ----
@@ -212,12 +272,10 @@ void SpoolFile::ReplayEntries(const RankSpool& spool, std::string_view entries,
   static constexpr size_t kSpliced =
       2 * kMaxMicrosChars + kWait.size() + kLast.size() + kRanks.size() + 3 * kMaxIntChars;
   constexpr uint32_t kNone = RankSpool::kNone;
-  size_t at = 0;
-  while (at + sizeof(RankSpool::Entry) <= entries.size()) {
-    RankSpool::Entry e;
-    std::memcpy(&e, entries.data() + at, sizeof e);
-    const char* text = entries.data() + at + sizeof e;
-    at += sizeof e + e.text_size;
+  RankSpool::Entry e;
+  std::string_view text_view;
+  for (size_t at = 0; (at = RankSpool::Unpack(entries, at, &e, &text_view)) != 0;) {
+    const char* text = text_view.data();
     std::string_view head;
     if (e.head != kNone) {
       const auto [offset, size] = spool.heads_[e.head];

@@ -81,13 +81,17 @@ class RankSpool {
   static constexpr uint32_t kNone = UINT32_MAX;  // no head, no splice
 
   explicit RankSpool(SpoolFile* file);
-  // Starts an event in buffer_ (its Entry, then its text; `head`: the Entry's).
-  void Open(Head head);
+  // Starts an event in buffer_: room for its header, its text after it. `head`: the track's
+  // head or kNone; `ts`, `dur`: whether it has those numbers.
+  void Open(Head head, bool ts, bool dur);
   uint32_t Here() const;  // the offset in the event's text that the next byte will have
-  void Committed();       // the event is complete: its Entry is written
+  void Committed();       // the event is complete: its header (and trailer) are written
   Head AddHead(const EventBuffer& text);
 
-  // An event's entry in buffer_: this header, then `text_size` bytes of text.
+  // An event as the replay needs it. In buffer_ and in the file it is packed: a flags byte
+  // and `text_size`, then only the numbers it has (a head's events splice their ts at 0,
+  // which is not stored), then the text, then pg, seq and wait_at when it has a wait. A
+  // counter sample takes 17 bytes besides its text, not sizeof(Entry).
   struct Entry {
     int64_t ts_ns = 0;  // absolute; the "ts" spliced in at text offset ts_at
     int64_t dur_ns = 0;
@@ -96,10 +100,16 @@ class RankSpool {
     uint32_t head = kNone;  // heads_[head] goes before the text
     uint32_t ts_at = kNone, dur_at = kNone, wait_at = kNone;
   };
+  // The packed entry at `at` of `entries` into *e, its text into *text; returns where the
+  // next one starts, or 0 when none starts there.
+  static size_t Unpack(std::string_view entries, size_t at, Entry* e, std::string_view* text);
+  static size_t HeaderSize(uint8_t flags);
+  uint8_t Flags() const;
 
   SpoolFile* file_;
   Entry entry_;          // the numbers of the event being built...
-  size_t entry_at_ = 0;  // ...whose Entry goes at this offset of buffer_, its text after it
+  size_t entry_at_ = 0;  // ...whose header goes at this offset of buffer_...
+  size_t text_at_ = 0;   // ...and its text at this one
   EventBuffer buffer_;   // entries not yet in the file (the last one maybe being built)
   std::vector<std::pair<uint64_t, uint64_t>> chunks_;  // (offset, size) in the file, in order
   std::string head_text_;                              // the heads, one after the other
