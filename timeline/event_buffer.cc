@@ -5,20 +5,28 @@
 
 namespace dsdiag::timeline {
 
-char* PutMicros(char* p, int64_t ns) {
+char* PutDecimal(char* p, int64_t units, int decimals) {
+  static constexpr uint64_t kPow10[] = {1,      10,      100,      1000,      10000,
+                                        100000, 1000000, 10000000, 100000000, 1000000000};
+  const uint64_t scale = kPow10[decimals];
   // |INT64_MIN| has no int64 spelling: go through uint64.
-  const uint64_t magnitude = ns < 0 ? 0 - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
-  if (ns < 0) *p++ = '-';
-  p = std::to_chars(p, p + kMaxIntChars, magnitude / 1000).ptr;
-  const auto fraction = static_cast<unsigned>(magnitude % 1000);
+  const uint64_t magnitude =
+      units < 0 ? 0 - static_cast<uint64_t>(units) : static_cast<uint64_t>(units);
+  if (units < 0) *p++ = '-';
+  p = std::to_chars(p, p + kMaxIntChars, magnitude / scale).ptr;
+  uint64_t fraction = magnitude % scale;
   if (fraction == 0) return p;
-  p[0] = '.';
-  p[1] = static_cast<char>('0' + fraction / 100);
-  p[2] = static_cast<char>('0' + fraction / 10 % 10);
-  p[3] = static_cast<char>('0' + fraction % 10);
-  size_t n = 4;
-  while (p[n - 1] == '0') --n;  // "1.5", not "1.500"
-  return p + n;
+  int digits = decimals;
+  while (fraction % 10 == 0) fraction /= 10, --digits;  // "1.5", not "1.500"
+  *p = '.';
+  for (int i = digits; i > 0; --i, fraction /= 10) p[i] = static_cast<char>('0' + fraction % 10);
+  return p + 1 + digits;
+}
+
+char* PutMillis(char* p, int64_t ns) {
+  constexpr int64_t kExact = 1000000000000000;  // 10^15
+  if (ns > -kExact && ns < kExact) return PutDecimal(p, ns, 6);
+  return PutDouble(p, static_cast<double>(ns) / 1e6);
 }
 
 char* PutDouble(char* p, double v) {

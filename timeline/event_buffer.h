@@ -27,8 +27,16 @@ inline constexpr size_t kMaxDoubleChars = 32;  // to_chars' longest shortest for
 
 // Formatters into room the caller has made; each returns the end of what it wrote.
 inline char* PutInt(char* p, int64_t v) { return std::to_chars(p, p + kMaxIntChars, v).ptr; }
-// ns as exact microseconds: 1234567 -> "1234.567", -5 -> "-0.005", 2000 -> "2".
-char* PutMicros(char* p, int64_t ns);
+// units / 10^decimals as an exact decimal, trailing zeros dropped (decimals <= 9):
+// (1234567, 3) -> "1234.567", (-5, 3) -> "-0.005", (2000, 3) -> "2".
+char* PutDecimal(char* p, int64_t units, int decimals);
+// ns as exact microseconds.
+inline char* PutMicros(char* p, int64_t ns) { return PutDecimal(p, ns, 3); }
+// ns as milliseconds, the same number as PutDouble(ns / 1e6) (the double nearest to the
+// exact decimal, which is what a reader makes of it) without formatting a double: ns below
+// 10^15 have at most 15 digits, so no shorter decimal reads back as the same double. The
+// spelling differs where PutDouble picks an exponent ("5e-05" for 50 ns).
+char* PutMillis(char* p, int64_t ns);
 // JsonLine's doubles: the shortest form that reads back, exponent notation past 2^63 (JSON
 // parsers reject integers beyond uint64), null when not finite.
 char* PutDouble(char* p, double v);

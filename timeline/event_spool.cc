@@ -126,16 +126,25 @@ void RankSpool::Counter(std::string_view name, int pid, int64_t ts_ns, double va
   Committed();
 }
 
-void RankSpool::Counter(Head head, int64_t ts_ns, double value) {
+template <typename Put>
+void RankSpool::HeadCounter(Head head, int64_t ts_ns, const Put& put) {
   Open(head, true, false);
   entry_.ts_ns = ts_ns;
   // The whole rest in one reservation.
   static constexpr std::string_view kValue = ChromeTraceWriter::kCounterValue;
   static constexpr std::string_view kEnd = ChromeTraceWriter::kCounterEnd;
   char* p = buffer_.Room(kValue.size() + kMaxDoubleChars + kEnd.size());
-  p = PutDouble(std::copy(kValue.begin(), kValue.end(), p), value);
+  p = put(std::copy(kValue.begin(), kValue.end(), p));
   buffer_.Commit(std::copy(kEnd.begin(), kEnd.end(), p));
   Committed();
+}
+
+void RankSpool::Counter(Head head, int64_t ts_ns, double value) {
+  HeadCounter(head, ts_ns, [value](char* p) { return PutDouble(p, value); });
+}
+
+void RankSpool::CounterMillis(Head head, int64_t ts_ns, int64_t value_ns) {
+  HeadCounter(head, ts_ns, [value_ns](char* p) { return PutMillis(p, value_ns); });
 }
 
 RankSpool::Event RankSpool::Metadata(std::string_view name, int pid, int64_t tid) {

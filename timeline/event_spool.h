@@ -9,6 +9,11 @@
 // the numbers are spliced in when the spool is replayed into the ChromeTraceWriter. The
 // replayed bytes are exactly what writing the event directly would have given.
 //
+// Written the way a tracing library writes events: the text goes straight into the rank's
+// buffer (event_buffer.h), and a track's fixed part — a counter's or a phase's or a
+// collective op's text up to its ts — is formatted once as a head that its events refer to
+// by index; an event keeps only the numbers it has. Most of the spool is then the args.
+//
 // Each rank's events are kept in order in a buffer of its own; a full buffer goes to one
 // unlinked temporary file as a chunk, so memory is bounded by the buffers (a budget shared
 // by the ranks), not by the run. Replay reads each rank's chunks back in order: ranks are
@@ -73,6 +78,8 @@ class RankSpool {
   Head CounterHead(std::string_view name, int pid);
   Event Complete(Head head, int64_t ts_ns, int64_t dur_ns);
   void Counter(Head head, int64_t ts_ns, double value);
+  // A sample of ns given in ms (PutMillis: the number of value / 1e6, exactly).
+  void CounterMillis(Head head, int64_t ts_ns, int64_t value_ns);
 
   int64_t events() const { return events_; }
 
@@ -87,6 +94,9 @@ class RankSpool {
   uint32_t Here() const;  // the offset in the event's text that the next byte will have
   void Committed();       // the event is complete: its header (and trailer) are written
   Head AddHead(const EventBuffer& text);
+  // A head's counter sample, its value written by put(p) into kMaxDoubleChars bytes.
+  template <typename Put>
+  void HeadCounter(Head head, int64_t ts_ns, const Put& put);
 
   // An event as the replay needs it. In buffer_ and in the file it is packed: a flags byte
   // and `text_size`, then only the numbers it has (a head's events splice their ts at 0,

@@ -229,10 +229,10 @@ class RankEventWriter {
     }
     // Time in collectives, and of it the time spent waiting for the others, per step: the
     // rank whose wait stays low while the others' climbs is the one they wait for.
-    if (coll.dur_ns) Counter(kCollectivesMs, t, *coll.dur_ns / 1e6);
-    if (coll.wait_ns) Counter(kCollectiveWaitMs, t, *coll.wait_ns / 1e6);
+    if (coll.dur_ns) MillisCounter(kCollectivesMs, t, *coll.dur_ns);
+    if (coll.wait_ns) MillisCounter(kCollectiveWaitMs, t, *coll.wait_ns);
     // What the probes themselves took (periodic fingerprints show as spikes).
-    if (probe_ns) Counter(kProbesMs, t, static_cast<double>(*probe_ns) / 1e6);
+    if (probe_ns) out_->CounterMillis(counters_[kProbesMs], t, *probe_ns);
     if (loss) Counter(kLoss, t, *loss);
     if (gloss) Counter(kGloss, t, *gloss);
     if (lr) Counter(kLr, t, *lr);
@@ -243,7 +243,7 @@ class RankEventWriter {
   // The step record's `coll` totals (trace-format.md); each part absent when not a number.
   struct CollectiveTotals {
     std::optional<int64_t> n, bytes;
-    std::optional<double> dur_ns, wait_ns;
+    std::optional<trace::Record::NumberMember> dur_ns, wait_ns;
   };
   CollectiveTotals StepCollectives(const trace::Record& r) {
     CollectiveTotals totals;
@@ -254,8 +254,8 @@ class RankEventWriter {
       const int64_t as_int = m.is_int64 ? m.int64 : static_cast<int64_t>(m.value);
       if (m.name == K::n.name()) totals.n = as_int;
       if (m.name == K::bytes.name()) totals.bytes = as_int;
-      if (m.name == K::dur.name()) totals.dur_ns = m.value;
-      if (m.name == K::wait.name()) totals.wait_ns = m.value;
+      if (m.name == K::dur.name()) totals.dur_ns = m;
+      if (m.name == K::wait.name()) totals.wait_ns = m;
     }
     return totals;
   }
@@ -301,6 +301,15 @@ class RankEventWriter {
 
   void Counter(CounterTrack track, int64_t t, double value) {
     out_->Counter(counters_[track], t, value);
+  }
+
+  // A time in ns as ms: integers exactly, without formatting a double.
+  void MillisCounter(CounterTrack track, int64_t t, const trace::Record::NumberMember& ns) {
+    if (ns.is_int64) {
+      out_->CounterMillis(counters_[track], t, ns.int64);
+    } else {
+      Counter(track, t, ns.value / 1e6);
+    }
   }
 
   void Instant(const trace::Record& r, int64_t t) {

@@ -73,6 +73,30 @@ TEST(EventArgsTest, SpellsEveryValueAsJsonLine) {
   EXPECT_EQ(both.got(), both.expected());
 }
 
+// PutMillis writes the number PutDouble(ns / 1e6) writes, whatever the spelling.
+TEST(EventBufferTest, MillisAreTheDoubleOfNsOverAMillion) {
+  auto text = [](auto put) {
+    char buf[kMaxDoubleChars];
+    return std::string(buf, put(buf));
+  };
+  uint64_t x = 88172645463325252;  // xorshift: ns of every size below 10^15 and past it
+  for (int i = 0; i < 100000; ++i) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    const int64_t ns = static_cast<int64_t>(x >> (i % 60));
+    for (const int64_t v : {ns, -ns, ns / 1000 * 1000}) {
+      const std::string millis = text([v](char* p) { return PutMillis(p, v); });
+      const double expected = static_cast<double>(v) / 1e6;
+      ASSERT_EQ(std::strtod(millis.c_str(), nullptr), expected) << v << " -> " << millis;
+      if (std::fabs(expected) >= 1e-3 && std::fabs(expected) < 1e4) {
+        EXPECT_EQ(millis, text([expected](char* p) { return PutDouble(p, expected); }));
+      }
+    }
+  }
+  EXPECT_EQ(text([](char* p) { return PutMillis(p, 1234567); }), "1.234567");
+  EXPECT_EQ(text([](char* p) { return PutMillis(p, -50); }), "-0.00005");
+  EXPECT_EQ(text([](char* p) { return PutMillis(p, 2000000); }), "2");
+}
+
 TEST(EventBufferTest, KeepsItsBytesAsItGrows) {
   EventBuffer buffer;
   std::string expected;
