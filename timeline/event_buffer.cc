@@ -5,27 +5,9 @@
 
 namespace dsdiag::timeline {
 
-char* PutDecimal(char* p, int64_t units, int decimals) {
-  static constexpr uint64_t kPow10[] = {1,      10,      100,      1000,      10000,
-                                        100000, 1000000, 10000000, 100000000, 1000000000};
-  const uint64_t scale = kPow10[decimals];
-  // |INT64_MIN| has no int64 spelling: go through uint64.
-  const uint64_t magnitude =
-      units < 0 ? 0 - static_cast<uint64_t>(units) : static_cast<uint64_t>(units);
-  if (units < 0) *p++ = '-';
-  p = std::to_chars(p, p + kMaxIntChars, magnitude / scale).ptr;
-  uint64_t fraction = magnitude % scale;
-  if (fraction == 0) return p;
-  int digits = decimals;
-  while (fraction % 10 == 0) fraction /= 10, --digits;  // "1.5", not "1.500"
-  *p = '.';
-  for (int i = digits; i > 0; --i, fraction /= 10) p[i] = static_cast<char>('0' + fraction % 10);
-  return p + 1 + digits;
-}
-
 char* PutMillis(char* p, int64_t ns) {
   constexpr int64_t kExact = 1000000000000000;  // 10^15
-  if (ns > -kExact && ns < kExact) return PutDecimal(p, ns, 6);
+  if (ns > -kExact && ns < kExact) return PutDecimal<6>(p, ns);
   return PutDouble(p, static_cast<double>(ns) / 1e6);
 }
 

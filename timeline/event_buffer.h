@@ -27,11 +27,29 @@ inline constexpr size_t kMaxDoubleChars = 32;  // to_chars' longest shortest for
 
 // Formatters into room the caller has made; each returns the end of what it wrote.
 inline char* PutInt(char* p, int64_t v) { return std::to_chars(p, p + kMaxIntChars, v).ptr; }
-// units / 10^decimals as an exact decimal, trailing zeros dropped (decimals <= 9):
-// (1234567, 3) -> "1234.567", (-5, 3) -> "-0.005", (2000, 3) -> "2".
-char* PutDecimal(char* p, int64_t units, int decimals);
+// units / 10^kDecimals as an exact decimal, trailing zeros dropped (a template, so that the
+// divisions are by constants): <3>(1234567) -> "1234.567", <3>(-5) -> "-0.005", <3>(2000)
+// -> "2".
+template <int kDecimals>
+char* PutDecimal(char* p, int64_t units) {
+  static_assert(kDecimals > 0 && kDecimals <= 9);
+  uint64_t scale = 1;
+  for (int i = 0; i < kDecimals; ++i) scale *= 10;
+  // |INT64_MIN| has no int64 spelling: go through uint64.
+  const uint64_t magnitude =
+      units < 0 ? 0 - static_cast<uint64_t>(units) : static_cast<uint64_t>(units);
+  if (units < 0) *p++ = '-';
+  p = std::to_chars(p, p + kMaxIntChars, magnitude / scale).ptr;
+  uint64_t fraction = magnitude % scale;
+  if (fraction == 0) return p;
+  *p = '.';
+  for (int i = kDecimals; i > 0; --i, fraction /= 10) p[i] = static_cast<char>('0' + fraction % 10);
+  int n = kDecimals;
+  while (p[n] == '0') --n;  // "1.5", not "1.500"
+  return p + 1 + n;
+}
 // ns as exact microseconds.
-inline char* PutMicros(char* p, int64_t ns) { return PutDecimal(p, ns, 3); }
+inline char* PutMicros(char* p, int64_t ns) { return PutDecimal<3>(p, ns); }
 // ns as milliseconds, the same number as PutDouble(ns / 1e6) (the double nearest to the
 // exact decimal, which is what a reader makes of it) without formatting a double: ns below
 // 10^15 have at most 15 digits, so no shorter decimal reads back as the same double. The
