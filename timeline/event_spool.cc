@@ -55,8 +55,9 @@ RankSpool::RankSpool(SpoolFile* file) : file_(file) {
   buffer_.Reserve(file_->buffer_limit_ + kMinBuffer);
 }
 
-void RankSpool::Open(Head head, bool ts, bool dur) {
+void RankSpool::Open(Head head, bool ts, bool dur, uint8_t value_kind) {
   entry_.head = head;
+  entry_.value_kind = value_kind;
   if (ts) entry_.ts_at = 0;  // the Open* caller sets it when there is no head
   if (dur) entry_.dur_at = 0;
   entry_at_ = buffer_.size();
@@ -67,7 +68,8 @@ void RankSpool::Open(Head head, bool ts, bool dur) {
 
 uint8_t RankSpool::Flags() const {
   return (entry_.head != kNone ? kHasHead : 0) | (entry_.ts_at != kNone ? kHasTs : 0) |
-         (entry_.dur_at != kNone ? kHasDur : 0) | (entry_.wait_at != kNone ? kHasWait : 0);
+         (entry_.dur_at != kNone ? kHasDur : 0) | (entry_.wait_at != kNone ? kHasWait : 0) |
+         entry_.value_kind;
 }
 
 size_t RankSpool::HeaderSize(uint8_t flags) {
@@ -75,6 +77,7 @@ size_t RankSpool::HeaderSize(uint8_t flags) {
   if (flags & kHasHead) size += sizeof(uint32_t);
   if (flags & kHasTs) size += sizeof(int64_t) + ((flags & kHasHead) ? 0 : sizeof(uint32_t));
   if (flags & kHasDur) size += sizeof(int64_t) + sizeof(uint32_t);
+  if (flags & (kValueDouble | kValueMillis)) size += sizeof(int64_t);
   return size;
 }
 
@@ -126,25 +129,21 @@ void RankSpool::Counter(std::string_view name, int pid, int64_t ts_ns, double va
   Committed();
 }
 
-template <typename Put>
-void RankSpool::HeadCounter(Head head, int64_t ts_ns, const Put& put) {
-  Open(head, true, false);
+void RankSpool::HeadCounter(Head head, int64_t ts_ns, uint8_t value_kind, int64_t value) {
+  Open(head, true, false, value_kind);
   entry_.ts_ns = ts_ns;
-  // The whole rest in one reservation.
-  static constexpr std::string_view kValue = ChromeTraceWriter::kCounterValue;
-  static constexpr std::string_view kEnd = ChromeTraceWriter::kCounterEnd;
-  char* p = buffer_.Room(kValue.size() + kMaxDoubleChars + kEnd.size());
-  p = put(std::copy(kValue.begin(), kValue.end(), p));
-  buffer_.Commit(std::copy(kEnd.begin(), kEnd.end(), p));
+  entry_.value = value;
   Committed();
 }
 
 void RankSpool::Counter(Head head, int64_t ts_ns, double value) {
-  HeadCounter(head, ts_ns, [value](char* p) { return PutDouble(p, value); });
+  int64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof bits);
+  HeadCounter(head, ts_ns, kValueDouble, bits);
 }
 
 void RankSpool::CounterMillis(Head head, int64_t ts_ns, int64_t value_ns) {
-  HeadCounter(head, ts_ns, [value_ns](char* p) { return PutMillis(p, value_ns); });
+  HeadCounter(head, ts_ns, kValueMillis, value_ns);
 }
 
 RankSpool::Event RankSpool::Metadata(std::string_view name, int pid, int64_t tid) {
@@ -188,7 +187,8 @@ void RankSpool::Committed() {
     p = Put(p, entry_.ts_ns);
     if (!(flags & kHasHead)) p = Put(p, entry_.ts_at);
   }
-  if (flags & kHasDur) Put(Put(p, entry_.dur_ns), entry_.dur_at);
+  if (flags & kHasDur) p = Put(Put(p, entry_.dur_ns), entry_.dur_at);
+  if (flags & (kValueDouble | kValueMillis)) Put(p, entry_.value);
   entry_ = Entry{};
   ++events_;
   if (buffer_.size() >= file_->buffer_limit_) file_->Flush(this);
@@ -208,6 +208,8 @@ size_t RankSpool::Unpack(std::string_view entries, size_t at, Entry* e, std::str
     if (!(flags & kHasHead)) p = Get(p, &e->ts_at);
   }
   if (flags & kHasDur) p = Get(Get(p, &e->dur_ns), &e->dur_at);
+  e->value_kind = flags & (kValueDouble | kValueMillis);
+  if (e->value_kind) p = Get(p, &e->value);
   const size_t text_at = static_cast<size_t>(p - entries.data());
   const size_t trailer = (flags & kHasWait) ? 2 * sizeof(int64_t) + sizeof(uint32_t) : 0;
   if (text_at + e->text_size + trailer > entries.size()) return 0;
@@ -278,8 +280,11 @@ void SpoolFile::ReplayEntries(const RankSpool& spool, std::string_view entries,
   static constexpr std::string_view kWait = ",\"wait\":";
   static constexpr std::string_view kLast = ",\"last\":";
   static constexpr std::string_view kRanks = ",\"ranks\":";
-  static constexpr size_t kSpliced =
-      2 * kMaxMicrosChars + kWait.size() + kLast.size() + kRanks.size() + 3 * kMaxIntChars;
+  static constexpr std::string_view kValue = ChromeTraceWriter::kCounterValue;
+  static constexpr std::string_view kValueEnd = ChromeTraceWriter::kCounterEnd;
+  static constexpr size_t kSpliced = 2 * kMaxMicrosChars + kWait.size() + kLast.size() +
+                                     kRanks.size() + 3 * kMaxIntChars + kValue.size() +
+                                     kMaxDoubleChars + kValueEnd.size();
   constexpr uint32_t kNone = RankSpool::kNone;
   RankSpool::Entry e;
   std::string_view text_view;
@@ -319,6 +324,17 @@ void SpoolFile::ReplayEntries(const RankSpool& spool, std::string_view entries,
       }
     }
     copy_to(e.text_size);
+    if (e.value_kind != 0) {
+      p = std::copy(kValue.begin(), kValue.end(), p);
+      if (e.value_kind == RankSpool::kValueMillis) {
+        p = PutMillis(p, e.value);
+      } else {
+        double value = 0;
+        std::memcpy(&value, &e.value, sizeof value);
+        p = PutDouble(p, value);
+      }
+      p = std::copy(kValueEnd.begin(), kValueEnd.end(), p);
+    }
     buffer->Commit(p);
     out->EndEvent();
   }

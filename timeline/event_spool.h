@@ -90,18 +90,16 @@ class RankSpool {
   explicit RankSpool(SpoolFile* file);
   // Starts an event in buffer_: room for its header, its text after it. `head`: the track's
   // head or kNone; `ts`, `dur`: whether it has those numbers.
-  void Open(Head head, bool ts, bool dur);
+  void Open(Head head, bool ts, bool dur, uint8_t value_kind = 0);
   uint32_t Here() const;  // the offset in the event's text that the next byte will have
   void Committed();       // the event is complete: its header (and trailer) are written
   Head AddHead(const EventBuffer& text);
-  // A head's counter sample, its value written by put(p) into kMaxDoubleChars bytes.
-  template <typename Put>
-  void HeadCounter(Head head, int64_t ts_ns, const Put& put);
+  void HeadCounter(Head head, int64_t ts_ns, uint8_t value_kind, int64_t value);
 
   // An event as the replay needs it. In buffer_ and in the file it is packed: a flags byte
   // and `text_size`, then only the numbers it has (a head's events splice their ts at 0,
   // which is not stored), then the text, then pg, seq and wait_at when it has a wait. A
-  // counter sample takes 17 bytes besides its text, not sizeof(Entry).
+  // head's counter sample takes 25 bytes and no text, not sizeof(Entry) and its text.
   struct Entry {
     int64_t ts_ns = 0;  // absolute; the "ts" spliced in at text offset ts_at
     int64_t dur_ns = 0;
@@ -109,7 +107,12 @@ class RankSpool {
     uint32_t text_size = 0;
     uint32_t head = kNone;  // heads_[head] goes before the text
     uint32_t ts_at = kNone, dur_at = kNone, wait_at = kNone;
+    // A counter sample of a head keeps its value, not its text: kValueDouble's bits or
+    // kValueMillis' ns, formatted by the replay.
+    uint8_t value_kind = 0;
+    int64_t value = 0;
   };
+  static constexpr uint8_t kValueDouble = 16, kValueMillis = 32;  // flags bits
   // The packed entry at `at` of `entries` into *e, its text into *text; returns where the
   // next one starts, or 0 when none starts there.
   static size_t Unpack(std::string_view entries, size_t at, Entry* e, std::string_view* text);
