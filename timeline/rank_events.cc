@@ -27,6 +27,7 @@ namespace records = trace::records;
 namespace {
 
 namespace rec = trace::rec;
+namespace rec_id = trace::rec_id;
 
 // More lanes than this means a trace with collectives that never end (or a bug): further
 // ones share the lane that frees first rather than add tracks without bound.
@@ -122,37 +123,36 @@ class RankEventWriter {
 
   // `t`: the record's ts on rank 0's clock.
   void OnRecord(const trace::Record& r, int64_t t) {
-    const std::string_view type = r.type();
-    if (type == rec::kClock) return;  // the caller's clock took it
-    if (type == rec::kThread) {
+    const int type = r.type_id();
+    if (type == rec_id::kClock) return;  // the caller's clock took it
+    if (type == rec_id::kThread) {
       const auto name = records::ThreadView(r).name();
       NameThread(r.tid(), name ? *name : "thread " + std::to_string(r.tid()));
       return;
     }
-    if (!steps_.Contains(r.step())) return;
-    const int64_t dur = std::max<int64_t>(0, records::SpanDur(r).value_or(0));
-    if (type == rec::kStepBegin) {
+    if (!MakesEvent(type) || !steps_.Contains(r.step())) return;
+    if (type == rec_id::kStepBegin) {
       CloseUnfinishedStep();
       open_ = OpenStep{r.step(), t, r.tid()};
       last_end_ = t;
       return;
     }
-    if (MakesEvent(type)) last_end_ = std::max(last_end_, t + dur);
-    if (type == rec::kStep) {
+    const int64_t dur = std::max<int64_t>(0, records::SpanDur(r).value_or(0));
+    last_end_ = std::max(last_end_, t + dur);
+    if (type == rec_id::kStep) {
       Step(r, t, dur);
-    } else if (type == rec::kPhase) {
+    } else if (type == rec_id::kPhase) {
       const auto name = records::PhaseView(r).name();
       auto e = phases_.Span(out_, name ? *name : "phase", r.tid(), t, dur);
       e.Args().Field("step", r.step());
       e.EndArgs();
-    } else if (type == rec::kCollective) {
+    } else if (type == rec_id::kCollective) {
       Collective(r, t, dur);
-    } else if (type == rec::kGradient) {
+    } else if (type == rec_id::kGradient) {
       if (auto norm = records::GradView(r).norm()) Counter(kGradNorm, t, *norm);
-    } else if (type == rec::kScaler) {
+    } else if (type == rec_id::kScaler) {
       if (auto scale = records::ScalerView(r).scale()) Counter(kLossScale, t, *scale);
-    } else if (type == rec::kError || type == rec::kSignal || type == rec::kMark ||
-               type == rec::kEnd) {
+    } else {  // error, signal, mark, end
       Instant(r, t);
     }
   }
@@ -353,10 +353,22 @@ class RankEventWriter {
   int64_t last_end_ = 0;  // the latest event end since open_ began
 };
 
-bool MakesEvent(std::string_view type) {
-  return type == rec::kStepBegin || type == rec::kStep || type == rec::kPhase ||
-         type == rec::kCollective || type == rec::kGradient || type == rec::kScaler ||
-         type == rec::kError || type == rec::kSignal || type == rec::kMark || type == rec::kEnd;
+bool MakesEvent(int type_id) {
+  switch (type_id) {
+    case rec_id::kStepBegin:
+    case rec_id::kStep:
+    case rec_id::kPhase:
+    case rec_id::kCollective:
+    case rec_id::kGradient:
+    case rec_id::kScaler:
+    case rec_id::kError:
+    case rec_id::kSignal:
+    case rec_id::kMark:
+    case rec_id::kEnd:
+      return true;
+    default:
+      return false;
+  }
 }
 
 RankEvents::RankEvents(const analyzers::RankInfo& rank, const StepRange& steps, RankSpool* out)
