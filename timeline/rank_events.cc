@@ -117,8 +117,6 @@ class RankEventWriter {
   RankEventWriter(const analyzers::RankInfo& info, const StepRange& steps, RankSpool* out)
       : info_(info), pid_(info.rank), steps_(steps), out_(out) {
     ProcessMetadata();
-    for (int i = 0; i < kCounterTracks; ++i)
-      counters_[i] = out_->CounterHead(kCounterNames[i], pid_);
   }
 
   // `t`: the record's ts on rank 0's clock.
@@ -232,7 +230,7 @@ class RankEventWriter {
     if (coll.dur_ns) MillisCounter(kCollectivesMs, t, *coll.dur_ns);
     if (coll.wait_ns) MillisCounter(kCollectiveWaitMs, t, *coll.wait_ns);
     // What the probes themselves took (periodic fingerprints show as spikes).
-    if (probe_ns) out_->CounterMillis(counters_[kProbesMs], t, *probe_ns);
+    if (probe_ns) out_->CounterMillis(CounterHead(kProbesMs), t, *probe_ns);
     if (loss) Counter(kLoss, t, *loss);
     if (gloss) Counter(kGloss, t, *gloss);
     if (lr) Counter(kLr, t, *lr);
@@ -300,13 +298,19 @@ class RankEventWriter {
   }
 
   void Counter(CounterTrack track, int64_t t, double value) {
-    out_->Counter(counters_[track], t, value);
+    out_->Counter(CounterHead(track), t, value);
+  }
+  // Made at the track's first sample: a run that never has the counter pays nothing.
+  RankSpool::Head CounterHead(CounterTrack track) {
+    std::optional<RankSpool::Head>& head = counters_[track];
+    if (!head) head = out_->CounterHead(kCounterNames[track], pid_);
+    return *head;
   }
 
   // A time in ns as ms: integers exactly, without formatting a double.
   void MillisCounter(CounterTrack track, int64_t t, const trace::Record::NumberMember& ns) {
     if (ns.is_int64) {
-      out_->CounterMillis(counters_[track], t, ns.int64);
+      out_->CounterMillis(CounterHead(track), t, ns.int64);
     } else {
       Counter(track, t, ns.value / 1e6);
     }
@@ -347,7 +351,7 @@ class RankEventWriter {
   std::vector<int64_t> lane_ends_;  // per collective lane, the latest end on it
   std::optional<OpenStep> open_;
   std::vector<trace::Record::NumberMember> coll_members_;  // reused from step to step
-  RankSpool::Head counters_[kCounterTracks] = {};
+  std::optional<RankSpool::Head> counters_[kCounterTracks];
   SpanHeads phases_{"phase", pid_};
   SpanHeads collectives_{"coll", pid_};
   int64_t last_end_ = 0;  // the latest event end since open_ began
