@@ -121,6 +121,12 @@ class EventArgs {
     return *this;
   }
   EventArgs& Field(std::string_view key, int v) { return Field(key, int64_t{v}); }
+  EventArgs& Field(std::string_view key, uint64_t v) {
+    Key(key, kMaxIntChars);
+    char* p = out_->Room(kMaxIntChars);
+    out_->Commit(std::to_chars(p, p + kMaxIntChars, v).ptr);
+    return *this;
+  }
   EventArgs& Field(std::string_view key, double v) {
     Key(key, kMaxDoubleChars);
     out_->Double(v);

@@ -65,6 +65,7 @@ TEST(EventArgsTest, SpellsEveryValueAsJsonLine) {
                     std::numeric_limits<int64_t>::max()})
     both.Field("i", i);
   both.Field("n", 7);
+  both.Field("u", std::numeric_limits<uint64_t>::max());
   both.Field("b", true).Field("b", false);
   for (std::string_view s :
        {std::string_view(""), std::string_view("allreduce"), std::string_view("a\"b\\c\nd\re\tf"),
