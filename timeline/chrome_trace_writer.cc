@@ -1,35 +1,23 @@
 #include "timeline/chrome_trace_writer.h"
 
-#include <charconv>
+#include <algorithm>
 
 namespace dsdiag::timeline {
 
 ChromeTraceWriter::Event::~Event() {
   if (!writer_) return;
-  line_.Finish();
+  writer_->buffer_.Append(kEnd);
   writer_->Committed();
 }
 
 ChromeTraceWriter::ChromeTraceWriter(std::ostream* out) : out_(out) {
-  buffer_.reserve(kFlushBytes + 4096);
-  buffer_ = "{\"traceEvents\":[\n";
+  buffer_.Room(kFlushBytes + 4096);
+  buffer_.Append("{\"traceEvents\":[\n");
 }
 
 void ChromeTraceWriter::AppendMicros(std::string* out, int64_t ns) {
-  // |INT64_MIN| has no int64 spelling: go through uint64.
-  const uint64_t magnitude = ns < 0 ? 0 - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
-  if (ns < 0) out->push_back('-');
-  char buf[24];
-  auto r = std::to_chars(buf, buf + sizeof buf, magnitude / 1000);
-  out->append(buf, r.ptr);
-  const auto fraction = static_cast<unsigned>(magnitude % 1000);
-  if (fraction == 0) return;
-  const char digits[4] = {'.', static_cast<char>('0' + fraction / 100),
-                          static_cast<char>('0' + fraction / 10 % 10),
-                          static_cast<char>('0' + fraction % 10)};
-  size_t n = 4;
-  while (digits[n - 1] == '0') --n;  // "1.5", not "1.500"
-  out->append(digits, n);
+  char buf[kMaxMicrosChars];
+  out->append(buf, PutMicros(buf, ns));
 }
 
 int64_t ChromeTraceWriter::ToGrid(int64_t ns) {
@@ -40,67 +28,89 @@ int64_t ChromeTraceWriter::ToGrid(int64_t ns) {
   return q * kGridNs;
 }
 
-trace::JsonLine ChromeTraceWriter::Start(char phase, std::string_view name, int pid, int64_t tid) {
-  // Events are separated by a comma at the start of the next one, so the array closes
-  // cleanly after whichever event came last.
-  if (events_ > 0) buffer_.push_back(',');
-  ++events_;
-  trace::JsonLine line(&buffer_);
-  line.Field("ph", std::string_view(&phase, 1))
-      .Field("name", name)
-      .Field("pid", pid)
-      .Field("tid", tid);
-  return line;
+void ChromeTraceWriter::AppendHead(EventBuffer* out, char phase, std::string_view name, int pid,
+                                   int64_t tid) {
+  static constexpr std::string_view kPhase = "{\"ph\":\"";
+  static constexpr std::string_view kName = "\",\"name\":";
+  static constexpr std::string_view kPid = ",\"pid\":";
+  static constexpr std::string_view kTid = ",\"tid\":";
+  char* p = out->Room(kPhase.size() + 1 + kName.size() + QuotedRoom(name.size()) + kPid.size() +
+                      kMaxIntChars + kTid.size() + kMaxIntChars);
+  p = std::copy(kPhase.begin(), kPhase.end(), p);
+  *p++ = phase;
+  p = std::copy(kName.begin(), kName.end(), p);
+  p = PutQuoted(p, name);
+  p = std::copy(kPid.begin(), kPid.end(), p);
+  p = PutInt(p, pid);
+  p = std::copy(kTid.begin(), kTid.end(), p);
+  out->Commit(PutInt(p, tid));
 }
 
-void ChromeTraceWriter::MicrosField(trace::JsonLine* line, std::string_view key, int64_t ns) {
-  number_.clear();
-  AppendMicros(&number_, ns);
-  line->Raw(key, number_);
+ChromeTraceWriter::Event ChromeTraceWriter::Start(char phase, std::string_view name, int pid,
+                                                  int64_t tid) {
+  // Events are separated by a comma at the start of the next one, so the array closes
+  // cleanly after whichever event came last.
+  AppendHead(BeginEvent(), phase, name, pid, tid);
+  return Event(this);
+}
+
+void ChromeTraceWriter::AppendCompleteHead(EventBuffer* out, std::string_view name,
+                                           std::string_view category, int pid, int64_t tid) {
+  AppendHead(out, 'X', name, pid, tid);
+  out->Append(kCategory);
+  out->Quoted(category);
+  out->Append(kTs);
+}
+
+void ChromeTraceWriter::AppendCounterHead(EventBuffer* out, std::string_view name, int pid) {
+  AppendHead(out, 'C', name, pid, 0);
+  out->Append(kTs);
 }
 
 ChromeTraceWriter::Event ChromeTraceWriter::Complete(std::string_view name,
                                                      std::string_view category, int pid,
                                                      int64_t tid, int64_t ts_ns, int64_t dur_ns) {
-  Event e(this, Start('X', name, pid, tid));
-  e.line_.Field("cat", category);
+  AppendCompleteHead(BeginEvent(), name, category, pid, tid);
   const int64_t start = ToGrid(ts_ns);
-  MicrosField(&e.line_, "ts", start);
-  MicrosField(&e.line_, "dur", ToGrid(ts_ns + dur_ns) - start);
-  return e;
+  buffer_.Micros(start);
+  buffer_.Append(kDur);
+  buffer_.Micros(ToGrid(ts_ns + dur_ns) - start);
+  return Event(this);
 }
 
 ChromeTraceWriter::Event ChromeTraceWriter::Instant(std::string_view name,
                                                     std::string_view category, char scope, int pid,
                                                     int64_t tid, int64_t ts_ns) {
-  Event e(this, Start('i', name, pid, tid));
-  e.line_.Field("cat", category).Field("s", std::string_view(&scope, 1));
-  MicrosField(&e.line_, "ts", ToGrid(ts_ns));
+  Event e = Start('i', name, pid, tid);
+  buffer_.Append(kCategory);
+  buffer_.Quoted(category);
+  buffer_.Append(kScope);
+  buffer_.Quoted(std::string_view(&scope, 1));
+  buffer_.Append(kTs);
+  buffer_.Micros(ToGrid(ts_ns));
   return e;
 }
 
 void ChromeTraceWriter::Counter(std::string_view name, int pid, int64_t ts_ns, double value) {
-  Event e(this, Start('C', name, pid, 0));
-  MicrosField(&e.line_, "ts", ToGrid(ts_ns));
-  e.Args().Field("value", value);
-  e.EndArgs();
+  AppendCounterHead(BeginEvent(), name, pid);
+  buffer_.Micros(ToGrid(ts_ns));
+  buffer_.Append(kCounterValue);
+  buffer_.Double(value);
+  buffer_.Append(kCounterEnd);
+  Committed();
 }
 
 ChromeTraceWriter::Event ChromeTraceWriter::Metadata(std::string_view name, int pid, int64_t tid) {
   // A ts of 0 on metadata: the format does not need one, some importers expect every
   // event to carry it.
-  Event e(this, Start('M', name, pid, tid));
-  e.line_.Field("ts", 0);
+  Event e = Start('M', name, pid, tid);
+  buffer_.Append(kTs);
+  buffer_.Append('0');
   return e;
 }
 
-void ChromeTraceWriter::AppendEvent(std::string_view event) {
-  BeginEvent()->append(event);
-  EndEvent();
-}
-
-std::string* ChromeTraceWriter::BeginEvent() {
-  if (events_ > 0) buffer_.push_back(',');
+EventBuffer* ChromeTraceWriter::BeginEvent() {
+  if (events_ > 0) buffer_.Append(',');
   ++events_;
   return &buffer_;
 }
@@ -113,9 +123,10 @@ void ChromeTraceWriter::Committed() {
 
 void ChromeTraceWriter::Finish(const trace::JsonValue& other_data) {
   // No "displayTimeUnit": older Perfetto versions took it as the unit of ts.
-  buffer_.append("],\n\"otherData\":");
-  other_data.AppendJson(&buffer_);
-  buffer_.append("}\n");
+  std::string tail = "],\n\"otherData\":";
+  other_data.AppendJson(&tail);
+  tail.append("}\n");
+  buffer_.Append(tail);
   out_->write(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
   buffer_.clear();
   out_->flush();

@@ -25,7 +25,7 @@
 #include <string>
 #include <string_view>
 
-#include "trace/json_line.h"
+#include "timeline/event_buffer.h"
 #include "trace/json_value.h"
 
 namespace dsdiag::timeline {
@@ -37,20 +37,22 @@ class ChromeTraceWriter {
    public:
     Event(const Event&) = delete;
     Event& operator=(const Event&) = delete;
-    Event(Event&& other) noexcept : writer_(other.writer_), line_(other.line_) {
+    Event(Event&& other) noexcept : writer_(other.writer_), args_(other.args_) {
       other.writer_ = nullptr;
     }
     ~Event();
-    trace::JsonLine& line() { return line_; }
     // Opens the "args" object; EndArgs() closes it.
-    trace::JsonLine& Args() { return line_.BeginObject("args"); }
-    void EndArgs() { line_.EndObject(); }
+    EventArgs& Args() {
+      writer_->buffer_.Append(kArgsOpen);
+      return args_;
+    }
+    void EndArgs() { writer_->buffer_.Append('}'); }
 
    private:
     friend class ChromeTraceWriter;
-    Event(ChromeTraceWriter* writer, trace::JsonLine line) : writer_(writer), line_(line) {}
+    explicit Event(ChromeTraceWriter* writer) : writer_(writer), args_(&writer->buffer_) {}
     ChromeTraceWriter* writer_;  // null once moved from
-    trace::JsonLine line_;
+    EventArgs args_;
   };
 
   explicit ChromeTraceWriter(std::ostream* out);
@@ -69,10 +71,9 @@ class ChromeTraceWriter {
   // thread_sort_index (the caller adds the args).
   Event Metadata(std::string_view name, int pid, int64_t tid);
 
-  // One event formatted elsewhere (event_spool.h): a JSON object and its '\n'.
-  void AppendEvent(std::string_view event);
-  // The same, appended by the caller to the returned buffer between the two calls.
-  std::string* BeginEvent();
+  // One event formatted elsewhere (event_spool.h): a JSON object and its '\n', appended by
+  // the caller to the returned buffer between the two calls.
+  EventBuffer* BeginEvent();
   void EndEvent() { Committed(); }
 
   // Closes the event array and the top-level object, writing `other_data` as "otherData",
@@ -83,6 +84,24 @@ class ChromeTraceWriter {
   // Whether every write so far succeeded.
   bool ok() const { return static_cast<bool>(*out_); }
 
+  // The fixed parts of an event, shared with the spool (event_spool.h) so that both spell
+  // an event alike. Head: `{"ph":"X","name":"..","pid":P,"tid":T`; then, per phase, the
+  // members below in this order; then the args, if any, and kEnd.
+  static void AppendHead(EventBuffer* out, char phase, std::string_view name, int pid, int64_t tid);
+  // A span's text up to its ts: the head, its category and `,"ts":`.
+  static void AppendCompleteHead(EventBuffer* out, std::string_view name, std::string_view category,
+                                 int pid, int64_t tid);
+  // A counter sample's text up to its ts.
+  static void AppendCounterHead(EventBuffer* out, std::string_view name, int pid);
+  static constexpr std::string_view kCategory = ",\"cat\":";
+  static constexpr std::string_view kScope = ",\"s\":";
+  static constexpr std::string_view kTs = ",\"ts\":";
+  static constexpr std::string_view kDur = ",\"dur\":";
+  static constexpr std::string_view kArgsOpen = ",\"args\":{";
+  static constexpr std::string_view kCounterValue = ",\"args\":{\"value\":";
+  static constexpr std::string_view kEnd = "}\n";
+  static constexpr std::string_view kCounterEnd = "}}\n";  // the args' and the event's
+
   // Appends ns as exact microseconds: 1234567 -> "1234.567", -5 -> "-0.005", 2000 -> "2".
   static void AppendMicros(std::string* out, int64_t ns);
   // The nearest multiple of kGridNs.
@@ -90,14 +109,12 @@ class ChromeTraceWriter {
   static constexpr int64_t kGridNs = 125;
 
  private:
-  trace::JsonLine Start(char phase, std::string_view name, int pid, int64_t tid);
-  void MicrosField(trace::JsonLine* line, std::string_view key, int64_t ns);
+  Event Start(char phase, std::string_view name, int pid, int64_t tid);
   void Committed();
 
   static constexpr size_t kFlushBytes = size_t{1} << 20;
   std::ostream* out_;
-  std::string buffer_;
-  std::string number_;  // scratch for AppendMicros
+  EventBuffer buffer_;
   int64_t events_ = 0;
 };
 

@@ -1,6 +1,7 @@
 #include "timeline/rank_events.h"
 
 #include <algorithm>
+#include <charconv>
 #include <optional>
 #include <set>
 #include <string>
@@ -26,10 +27,74 @@ namespace records = trace::records;
 namespace {
 
 namespace rec = trace::rec;
+namespace rec_id = trace::rec_id;
 
 // More lanes than this means a trace with collectives that never end (or a bug): further
 // ones share the lane that frees first rather than add tracks without bound.
 constexpr size_t kMaxLanes = 16;
+
+// "step 12", "step 12 (unfinished)": a step span's name, without a string per step.
+class StepName {
+ public:
+  explicit StepName(int64_t step, std::string_view suffix = {}) {
+    static constexpr std::string_view kPrefix = "step ";
+    char* p = std::copy(kPrefix.begin(), kPrefix.end(), text_);
+    p = std::to_chars(p, p + kMaxIntChars, step).ptr;
+    p = std::copy(suffix.begin(), suffix.begin() + std::min(suffix.size(), kMaxSuffix), p);
+    size_ = static_cast<size_t>(p - text_);
+  }
+  std::string_view view() const { return {text_, size_}; }
+
+ private:
+  static constexpr size_t kMaxSuffix = 16;
+  char text_[5 + kMaxIntChars + kMaxSuffix];
+  size_t size_ = 0;
+};
+
+// The rank's counters: each a track of its own whose head is formatted once.
+enum CounterTrack {
+  kGradNorm,
+  kLossScale,
+  kCollectivesMs,
+  kCollectiveWaitMs,
+  kProbesMs,
+  kLoss,
+  kGloss,
+  kLr,
+  kSamplesPerS,
+  kCounterTracks
+};
+constexpr std::string_view kCounterNames[kCounterTracks] = {
+    "grad norm", "loss scale", "collectives ms", "collective wait ms", "probes ms", "loss",
+    "gloss",     "lr",         "samples/s"};
+
+// The heads of one category of spans by (name, tid), made on first use: a rank has a
+// handful of phase names, and of collective ops per lane. Past kMax (a trace with names
+// without end) spans are written with their head in full.
+class SpanHeads {
+ public:
+  SpanHeads(std::string_view category, int pid) : category_(category), pid_(pid) {}
+
+  RankSpool::Event Span(RankSpool* out, std::string_view name, int64_t tid, int64_t ts,
+                        int64_t dur) {
+    for (const Slot& s : slots_)
+      if (s.tid == tid && s.name == name) return out->Complete(s.head, ts, dur);
+    if (slots_.size() == kMax) return out->Complete(name, category_, pid_, tid, ts, dur);
+    slots_.push_back(Slot{std::string(name), tid, out->CompleteHead(name, category_, pid_, tid)});
+    return out->Complete(slots_.back().head, ts, dur);
+  }
+
+ private:
+  static constexpr size_t kMax = 64;
+  struct Slot {
+    std::string name;
+    int64_t tid = 0;
+    RankSpool::Head head = 0;
+  };
+  const std::string_view category_;
+  const int pid_;
+  std::vector<Slot> slots_;
+};
 
 std::string FormatOffset(const trace::ClockReference& clock) {
   std::string s = "clock offset to rank 0: ";
@@ -56,37 +121,36 @@ class RankEventWriter {
 
   // `t`: the record's ts on rank 0's clock.
   void OnRecord(const trace::Record& r, int64_t t) {
-    const std::string_view type = r.type();
-    if (type == rec::kClock) return;  // the caller's clock took it
-    if (type == rec::kThread) {
+    const int type = r.type_id();
+    if (type == rec_id::kClock) return;  // the caller's clock took it
+    if (type == rec_id::kThread) {
       const auto name = records::ThreadView(r).name();
       NameThread(r.tid(), name ? *name : "thread " + std::to_string(r.tid()));
       return;
     }
-    if (!steps_.Contains(r.step())) return;
-    const int64_t dur = std::max<int64_t>(0, records::SpanDur(r).value_or(0));
-    if (type == rec::kStepBegin) {
+    if (!MakesEvent(type) || !steps_.Contains(r.step())) return;
+    if (type == rec_id::kStepBegin) {
       CloseUnfinishedStep();
       open_ = OpenStep{r.step(), t, r.tid()};
       last_end_ = t;
       return;
     }
-    if (MakesEvent(type)) last_end_ = std::max(last_end_, t + dur);
-    if (type == rec::kStep) {
+    const int64_t dur = std::max<int64_t>(0, records::SpanDur(r).value_or(0));
+    last_end_ = std::max(last_end_, t + dur);
+    if (type == rec_id::kStep) {
       Step(r, t, dur);
-    } else if (type == rec::kPhase) {
+    } else if (type == rec_id::kPhase) {
       const auto name = records::PhaseView(r).name();
-      auto e = out_->Complete(name ? *name : "phase", "phase", pid_, r.tid(), t, dur);
+      auto e = phases_.Span(out_, name ? *name : "phase", r.tid(), t, dur);
       e.Args().Field("step", r.step());
       e.EndArgs();
-    } else if (type == rec::kCollective) {
+    } else if (type == rec_id::kCollective) {
       Collective(r, t, dur);
-    } else if (type == rec::kGradient) {
-      if (auto norm = records::GradView(r).norm()) out_->Counter("grad norm", pid_, t, *norm);
-    } else if (type == rec::kScaler) {
-      if (auto scale = records::ScalerView(r).scale()) out_->Counter("loss scale", pid_, t, *scale);
-    } else if (type == rec::kError || type == rec::kSignal || type == rec::kMark ||
-               type == rec::kEnd) {
+    } else if (type == rec_id::kGradient) {
+      if (auto norm = records::GradView(r).norm()) Counter(kGradNorm, t, *norm);
+    } else if (type == rec_id::kScaler) {
+      if (auto scale = records::ScalerView(r).scale()) Counter(kLossScale, t, *scale);
+    } else {  // error, signal, mark, end
       Instant(r, t);
     }
   }
@@ -94,9 +158,8 @@ class RankEventWriter {
   // A step begun and never closed: the rank died, hung or was stopped in it.
   void CloseUnfinishedStep() {
     if (!open_) return;
-    auto e =
-        out_->Complete("step " + std::to_string(open_->step) + " (unfinished)", "step", pid_,
-                       open_->tid, open_->begin, std::max<int64_t>(0, last_end_ - open_->begin));
+    auto e = out_->Complete(StepName(open_->step, " (unfinished)").view(), "step", pid_, open_->tid,
+                            open_->begin, std::max<int64_t>(0, last_end_ - open_->begin));
     e.Args().Field("step", open_->step).Field("unfinished", true);
     e.EndArgs();
     open_.reset();
@@ -151,7 +214,7 @@ class RankEventWriter {
     const CollectiveTotals coll = StepCollectives(r);
     const auto probe_ns = step.probe_ns();
     {
-      auto e = out_->Complete("step " + std::to_string(r.step()), "step", pid_, r.tid(), t, dur);
+      auto e = out_->Complete(StepName(r.step()).view(), "step", pid_, r.tid(), t, dur);
       auto& a = e.Args().Field("step", r.step());
       if (auto epoch = step.epoch()) a.Field("epoch", *epoch);
       if (loss) a.Field("loss", *loss);
@@ -164,38 +227,34 @@ class RankEventWriter {
     }
     // Time in collectives, and of it the time spent waiting for the others, per step: the
     // rank whose wait stays low while the others' climbs is the one they wait for.
-    if (coll.dur_ns) out_->Counter("collectives ms", pid_, t, *coll.dur_ns / 1e6);
-    if (coll.wait_ns) out_->Counter("collective wait ms", pid_, t, *coll.wait_ns / 1e6);
+    if (coll.dur_ns) MillisCounter(kCollectivesMs, t, *coll.dur_ns);
+    if (coll.wait_ns) MillisCounter(kCollectiveWaitMs, t, *coll.wait_ns);
     // What the probes themselves took (periodic fingerprints show as spikes).
-    if (probe_ns) out_->Counter("probes ms", pid_, t, static_cast<double>(*probe_ns) / 1e6);
-    if (loss) out_->Counter("loss", pid_, t, *loss);
-    if (gloss) out_->Counter("gloss", pid_, t, *gloss);
-    if (lr) out_->Counter("lr", pid_, t, *lr);
+    if (probe_ns) out_->CounterMillis(CounterHead(kProbesMs), t, *probe_ns);
+    if (loss) Counter(kLoss, t, *loss);
+    if (gloss) Counter(kGloss, t, *gloss);
+    if (lr) Counter(kLr, t, *lr);
     if (samples && dur > 0)
-      out_->Counter("samples/s", pid_, t,
-                    static_cast<double>(*samples) * 1e9 / static_cast<double>(dur));
+      Counter(kSamplesPerS, t, static_cast<double>(*samples) * 1e9 / static_cast<double>(dur));
   }
 
   // The step record's `coll` totals (trace-format.md); each part absent when not a number.
   struct CollectiveTotals {
     std::optional<int64_t> n, bytes;
-    std::optional<double> dur_ns, wait_ns;
+    std::optional<trace::Record::NumberMember> dur_ns, wait_ns;
   };
-  static CollectiveTotals StepCollectives(const trace::Record& r) {
+  CollectiveTotals StepCollectives(const trace::Record& r) {
     CollectiveTotals totals;
-    const std::optional<trace::JsonValue> coll = records::StepView(r).coll_value();
-    if (!coll || !coll->is_object()) return totals;
-    const auto number = [&](const trace::FieldKey& key) -> const trace::JsonValue* {
-      const trace::JsonValue* v = coll->Find(key.name());
-      const bool numeric = v && (v->kind() == trace::JsonValue::Kind::kInt ||
-                                 v->kind() == trace::JsonValue::Kind::kDouble);
-      return numeric ? v : nullptr;
-    };
+    if (!records::StepView(r).coll(&coll_members_)) return totals;
     using K = records::StepCollKeys;
-    if (const auto* v = number(K::n)) totals.n = v->as_int();
-    if (const auto* v = number(K::bytes)) totals.bytes = v->as_int();
-    if (const auto* v = number(K::dur)) totals.dur_ns = v->as_double();
-    if (const auto* v = number(K::wait)) totals.wait_ns = v->as_double();
+    for (const trace::Record::NumberMember& m : coll_members_) {
+      if (!m.is_number) continue;
+      const int64_t as_int = m.is_int64 ? m.int64 : static_cast<int64_t>(m.value);
+      if (m.name == K::n.name()) totals.n = as_int;
+      if (m.name == K::bytes.name()) totals.bytes = as_int;
+      if (m.name == K::dur.name()) totals.dur_ns = m;
+      if (m.name == K::wait.name()) totals.wait_ns = m;
+    }
     return totals;
   }
 
@@ -204,7 +263,7 @@ class RankEventWriter {
     const auto op = coll.op();
     const auto pg = coll.pg();
     const auto seq = coll.seq();
-    auto e = out_->Complete(op ? *op : "collective", "coll", pid_, Lane(t, t + dur), t, dur);
+    auto e = collectives_.Span(out_, op ? *op : "collective", Lane(t, t + dur), t, dur);
     auto& a = e.Args();
     if (pg) a.Field("pg", *pg);
     if (seq) a.Field("seq", *seq);
@@ -236,6 +295,25 @@ class RankEventWriter {
     }
     lane_ends_[lane] = std::max(lane_ends_[lane], end);
     return kLaneTidBase + static_cast<int64_t>(lane);
+  }
+
+  void Counter(CounterTrack track, int64_t t, double value) {
+    out_->Counter(CounterHead(track), t, value);
+  }
+  // Made at the track's first sample: a run that never has the counter pays nothing.
+  RankSpool::Head CounterHead(CounterTrack track) {
+    std::optional<RankSpool::Head>& head = counters_[track];
+    if (!head) head = out_->CounterHead(kCounterNames[track], pid_);
+    return *head;
+  }
+
+  // A time in ns as ms: integers exactly, without formatting a double.
+  void MillisCounter(CounterTrack track, int64_t t, const trace::Record::NumberMember& ns) {
+    if (ns.is_int64) {
+      out_->CounterMillis(CounterHead(track), t, ns.int64);
+    } else {
+      Counter(track, t, ns.value / 1e6);
+    }
   }
 
   void Instant(const trace::Record& r, int64_t t) {
@@ -272,13 +350,29 @@ class RankEventWriter {
   std::set<int64_t> named_;         // tids with a thread_name
   std::vector<int64_t> lane_ends_;  // per collective lane, the latest end on it
   std::optional<OpenStep> open_;
+  std::vector<trace::Record::NumberMember> coll_members_;  // reused from step to step
+  std::optional<RankSpool::Head> counters_[kCounterTracks];
+  SpanHeads phases_{"phase", pid_};
+  SpanHeads collectives_{"coll", pid_};
   int64_t last_end_ = 0;  // the latest event end since open_ began
 };
 
-bool MakesEvent(std::string_view type) {
-  return type == rec::kStepBegin || type == rec::kStep || type == rec::kPhase ||
-         type == rec::kCollective || type == rec::kGradient || type == rec::kScaler ||
-         type == rec::kError || type == rec::kSignal || type == rec::kMark || type == rec::kEnd;
+bool MakesEvent(int type_id) {
+  switch (type_id) {
+    case rec_id::kStepBegin:
+    case rec_id::kStep:
+    case rec_id::kPhase:
+    case rec_id::kCollective:
+    case rec_id::kGradient:
+    case rec_id::kScaler:
+    case rec_id::kError:
+    case rec_id::kSignal:
+    case rec_id::kMark:
+    case rec_id::kEnd:
+      return true;
+    default:
+      return false;
+  }
 }
 
 RankEvents::RankEvents(const analyzers::RankInfo& rank, const StepRange& steps, RankSpool* out)

@@ -42,8 +42,9 @@
 
 namespace dsdiag::timeline {
 
-// Whether a record of this type becomes an event (the earliest of them is the origin).
-bool MakesEvent(std::string_view type);
+// Whether a record of this type (trace::rec_id) becomes an event (the earliest of them is
+// the origin).
+bool MakesEvent(int type_id);
 
 // tids of the collective lanes: kLaneTidBase + lane, above any writer thread's index.
 inline constexpr int64_t kLaneTidBase = 1000000;

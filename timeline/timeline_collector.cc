@@ -134,7 +134,7 @@ void TimelineCollector::OnRecord(const analyzers::RankInfo& rank, const trace::R
     placement_[i].step_begins.emplace_back(r.step(), t);
   }
   if (!s.selected) return;
-  if (MakesEvent(r.type())) {
+  if (MakesEvent(type)) {
     placement_[i].first_ns = std::min(placement_[i].first_ns.value_or(t), t);
     earliest_ = std::min(earliest_.value_or(t), t);
   }
