@@ -1,9 +1,9 @@
 // ReaderPool: the buffers that suspended TraceReaders lend each other.
 //
 // A reader holds a line buffer (LineReader's 32 KiB chunk), a simdjson parser (its
-// structural index, tape and strings) and the index of its record's fields: ~70 KB. A step driver with 16,384 ranks open would
-// hold 1.1 GB of them, though it reads one rank at a time. So between visits a reader gives
-// both back (TraceReader::Suspend) and the next reader resumed takes them
+// structural index, tape and strings) and the index of its record's fields: ~70 KB. A step driver
+// with 16,384 ranks open would hold 1.1 GB of them, though it reads one rank at a time. So between
+// visits a reader gives both back (TraceReader::Suspend) and the next reader resumed takes them
 // (TraceReader::Resume): the buffers in use are those of the readers being read, not of
 // those open.
 //
