@@ -4,6 +4,8 @@
 
 #include <utility>
 
+#include "trace/field_index.h"
+
 namespace dsdiag::trace {
 
 ReaderPool::ReaderPool() = default;
@@ -31,6 +33,17 @@ std::unique_ptr<simdjson::dom::parser> ReaderPool::TakeParser() {
 void ReaderPool::GiveParser(std::unique_ptr<simdjson::dom::parser> parser) {
   if (!parser || parsers_.size() >= kMaxSpare || parser->capacity() > kMaxSpareBytes) return;
   parsers_.push_back(std::move(parser));
+}
+
+std::unique_ptr<FieldIndex> ReaderPool::TakeFields() {
+  if (fields_.empty()) return nullptr;
+  std::unique_ptr<FieldIndex> fields = std::move(fields_.back());
+  fields_.pop_back();
+  return fields;
+}
+
+void ReaderPool::GiveFields(std::unique_ptr<FieldIndex> fields) {
+  if (fields && fields_.size() < kMaxSpare) fields_.push_back(std::move(fields));
 }
 
 }  // namespace dsdiag::trace

@@ -1,9 +1,9 @@
 // ReaderPool: the buffers that suspended TraceReaders lend each other.
 //
-// A reader holds a line buffer (LineReader's 32 KiB chunk) and a simdjson parser (its
-// structural index, tape and strings): ~70 KB. A step driver with 16,384 ranks open would
-// hold 1.1 GB of them, though it reads one rank at a time. So between visits a reader gives
-// both back (TraceReader::Suspend) and the next reader resumed takes them
+// A reader holds a line buffer (LineReader's 32 KiB chunk), a simdjson parser (its
+// structural index, tape and strings) and the index of its record's fields: ~70 KB. A step driver
+// with 16,384 ranks open would hold 1.1 GB of them, though it reads one rank at a time. So between
+// visits a reader gives both back (TraceReader::Suspend) and the next reader resumed takes them
 // (TraceReader::Resume): the buffers in use are those of the readers being read, not of
 // those open.
 //
@@ -22,6 +22,8 @@ class parser;
 
 namespace dsdiag::trace {
 
+class FieldIndex;
+
 class ReaderPool {
  public:
   ReaderPool();
@@ -37,6 +39,9 @@ class ReaderPool {
   // A spare parser, or null when none is left.
   std::unique_ptr<simdjson::dom::parser> TakeParser();
   void GiveParser(std::unique_ptr<simdjson::dom::parser> parser);
+  // A spare index of a record's fields (trace/field_index.h), or null when none is left.
+  std::unique_ptr<FieldIndex> TakeFields();
+  void GiveFields(std::unique_ptr<FieldIndex> fields);
 
   size_t spare_buffers() const { return buffers_.size(); }
   size_t spare_parsers() const { return parsers_.size(); }
@@ -49,6 +54,7 @@ class ReaderPool {
  private:
   std::vector<LineReader::Buffer> buffers_;
   std::vector<std::unique_ptr<simdjson::dom::parser>> parsers_;
+  std::vector<std::unique_ptr<FieldIndex>> fields_;
 };
 
 }  // namespace dsdiag::trace

@@ -99,7 +99,12 @@ struct TraceReader::State {
   // Reused for every line: its buffers are allocated once (lent out while suspended).
   std::unique_ptr<dom::parser> parser;
   dom::object object;  // the current record
-  FieldIndex fields;   // its fields
+  // Its fields: lent out while suspended, like the parser (376 bytes a reader).
+  std::unique_ptr<FieldIndex> fields;
+  FieldIndex& Fields() {
+    if (!fields) fields = std::make_unique<FieldIndex>();
+    return *fields;
+  }
   // Complete lines read as one block (LineReader::NextBlock) and, while `streaming`, parsed
   // as one document stream: a parser call per line costs more than the parse of a short line.
   std::string_view block;
@@ -109,14 +114,22 @@ struct TraceReader::State {
   dom::document_stream stream;
   dom::document_stream::iterator stream_doc;
   bool header_done = false;
-  std::optional<TraceHeader> header;
+  // Made by ReadHeaderLine only: a step driver holds a reader per rank and skips line 1
+  // (SkipHeader), and an empty optional is 464 bytes of each.
+  std::unique_ptr<std::optional<TraceHeader>> header;
   std::vector<LocatedIssue> issues;
   int64_t issue_count = 0;
   bool truncated_tail = false;
   bool read_error_reported = false;
   bool tail_issue_reported = false;
   // v2's compact records and the v1 lines they stand for, handed out before the next line.
-  CompactRecordExpander expander;
+  // v2 traces only (null for v1): 160 bytes a reader, of every rank a driver holds.
+  std::unique_ptr<CompactRecordExpander> expander;
+  void SetSchemaMajor(int major) {
+    if (major < 2) return;  // v1, or a header not read: nothing to expand
+    expander = std::make_unique<CompactRecordExpander>();
+    expander->SetSchemaMajor(major);
+  }
   std::vector<std::string> expanded;
   size_t expanded_next = 0;
   int64_t expanded_line = 0;  // the compact record's line
@@ -261,7 +274,7 @@ bool TraceReader::State::CheckCommonFields(const LineReader::Line& line, const d
 
 void TraceReader::State::ReadHeaderLine() {
   header_done = true;
-  index = &fields;
+  index = &Fields();
   LineReader::Line line;
   if (!NextLine(&line)) {
     if (!read_error_reported) {
@@ -280,8 +293,8 @@ void TraceReader::State::ReadHeaderLine() {
     AddIssue(line.number, static_cast<int64_t>(p->offset) + 1, p->expected, p->found);
     return;
   }
-  header = std::move(parsed);
-  expander.SetSchemaMajor(TraceSchemaMajor(header->schema));
+  SetSchemaMajor(TraceSchemaMajor(parsed.schema));
+  header = std::make_unique<std::optional<TraceHeader>>(std::move(parsed));
 }
 
 std::unique_ptr<TraceReader> TraceReader::Open(const std::string& path, std::string* error) {
@@ -304,9 +317,21 @@ int64_t TraceReader::LinesReadByClosedReaders() {
   return g_lines_read_by_closed_readers.load(std::memory_order_relaxed);
 }
 
+void TraceReader::SkipHeader(const TraceHeader& known) {
+  State& s = *state_;
+  if (s.header_done) return;
+  s.header_done = true;
+  LineReader::Line line;
+  // An unreadable line 1 reads as it does for ReadHeader: the loader saw a header there.
+  if (!s.NextLine(&line) && !s.read_error_reported) {
+    s.AddIssue(1, 1, "a header record on line 1", "an empty file");
+  }
+  s.SetSchemaMajor(TraceSchemaMajor(known.schema));
+}
+
 const std::optional<TraceHeader>& TraceReader::ReadHeader() {
   if (!state_->header_done) state_->ReadHeaderLine();
-  return state_->header;
+  return header();
 }
 
 bool TraceReader::State::NextRecord(dom::document* doc, dom::object* out, FieldIndex* fields,
@@ -350,14 +375,14 @@ bool TraceReader::State::NextRecord(dom::document* doc, dom::object* out, FieldI
     last_record_text = line->text.data();
     last_record_line = line->number;
     last_record_expanded = false;
-    if (!expander.on() || line->number <= observed_line) return true;
+    if (!expander || line->number <= observed_line) return true;
     observed_line = line->number;
     record->raw_ = line->text;
     record->object_ = out;
     std::string problem;
     expanded.clear();
     expanded_next = 0;
-    if (expander.Observe(*record, &expanded, &problem) == CompactRecordExpander::Verdict::kDeliver)
+    if (expander->Observe(*record, &expanded, &problem) == CompactRecordExpander::Verdict::kDeliver)
       return true;
     if (!problem.empty()) IssueAtField(*line, kFieldType, std::move(problem));
     expanded_line = line->number;
@@ -458,7 +483,7 @@ bool TraceReader::State::NextStreamLine(LineReader::Line* line, dom::object* out
 
 bool TraceReader::Next(Record* out) {
   LineReader::Line line;
-  if (!state_->NextRecord(nullptr, &state_->object, &state_->fields, out, &line)) return false;
+  if (!state_->NextRecord(nullptr, &state_->object, &state_->Fields(), out, &line)) return false;
   out->raw_ = line.text;
   out->object_ = &state_->object;
   return true;
@@ -494,6 +519,7 @@ bool TraceReader::Suspend(ReaderPool* pool, bool close_file) {
   if (s.lines.holds_buffer()) pool->GiveBuffer(s.lines.TakeBuffer());
   if (s.parser) pool->GiveParser(std::move(s.parser));
   if (s.expand_parser) pool->GiveParser(std::move(s.expand_parser));
+  if (s.fields) pool->GiveFields(std::move(s.fields));
   return true;
 }
 
@@ -503,12 +529,16 @@ void TraceReader::Resume(ReaderPool* pool) {
   if (!s.parser) {
     if (std::unique_ptr<dom::parser> lent = pool->TakeParser()) s.AdoptParser(std::move(lent));
   }
-  if (!s.expand_parser && s.expander.on()) s.expand_parser = pool->TakeParser();
+  if (!s.expand_parser && s.expander) s.expand_parser = pool->TakeParser();
+  if (!s.fields) s.fields = pool->TakeFields();
 }
 
 bool TraceReader::suspended() const { return state_->suspended; }
 
-const std::optional<TraceHeader>& TraceReader::header() const { return state_->header; }
+const std::optional<TraceHeader>& TraceReader::header() const {
+  static const std::optional<TraceHeader> kNone;
+  return state_->header ? *state_->header : kNone;
+}
 const std::string& TraceReader::path() const { return state_->path; }
 const std::vector<LocatedIssue>& TraceReader::issues() const { return state_->issues; }
 int64_t TraceReader::issue_count() const { return state_->issue_count; }

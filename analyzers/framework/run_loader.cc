@@ -226,6 +226,8 @@ RunContext LoadRun(const std::string& dir) {
                }).value_or("");
 
   std::vector<bool> has_file(static_cast<size_t>(std::max(run.world_size, 0)), false);
+  // Reserved: growing it would hold two copies of every rank's header for a moment.
+  run.ranks.reserve(listing.traces.size());
   for (auto& t : listing.traces) {
     if (t.rank < run.world_size) has_file[static_cast<size_t>(t.rank)] = true;
     ExcludedFile excluded;
@@ -233,7 +235,7 @@ RunContext LoadRun(const std::string& dir) {
       run.excluded.push_back(std::move(excluded));
       continue;
     }
-    run.ranks.push_back({t.rank, t.path, t.file_name, std::move(*t.header)});
+    run.ranks.push_back({t.rank, std::move(t.path), std::move(t.file_name), std::move(*t.header)});
     run.ranks_found.push_back(t.rank);
   }
   for (int r = 0; r < run.world_size; ++r)

@@ -48,7 +48,7 @@ class RankStream {
     if (!reader_) throw RunInputError("cannot read trace '" + info_->path + "': " + error);
     keep_open_ = keep_open;
     reader_->Resume(pool);
-    reader_->ReadHeader();
+    reader_->SkipHeader(info_->header);
     end_.records = 1;  // the header, read by the loader already
     Advance();
   }

@@ -218,7 +218,7 @@ void OpenQueue(RankQueue* q) {
   std::string error;
   q->reader = trace::TraceReader::Open(q->info->path, &error);
   if (!q->reader) throw RunInputError("cannot read trace '" + q->info->path + "': " + error);
-  q->reader->ReadHeader();
+  q->reader->SkipHeader(q->info->header);
   q->end.records = 1;  // the header, read by the loader already
   if (!NextEvent(q->reader.get(), &q->ahead)) {
     // Nothing past the header: the rank ends before the first step.

@@ -90,11 +90,15 @@ class ReplicaDivergenceAnalyzer : public Analyzer {
       return;
     }
     if (r.type_id() != trace::rec_id::kFingerprint) return;
-    const auto what = records::FpView(r).what();
+    const records::FpView view(r);
+    const auto what = view.what();
     const bool grad = what == "grad";
     if (what != "param" && what != "buffer" && !grad) return;
+    // Only pre-step gradients count here: the others' hashes are not decoded at all (they
+    // are most of a light trace's fingerprints, and grad-desync decodes them already).
+    if (grad && view.why() != "pre-step") return;
     auto fp = ReadFingerprint(r);
-    if (!fp || (grad && fp->why != "pre-step")) return;
+    if (!fp) return;
     pending_[{r.step(), WhyOrder(fp->why), fp->what}].Set(rank.rank, std::move(*fp));
   }
 

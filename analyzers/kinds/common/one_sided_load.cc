@@ -14,7 +14,7 @@ bool Later(const std::string& why) { return why != "init" && why != kResume; }
 
 void OneSidedLoad::Add(int rank, int64_t step, const FingerprintRecord& fp) {
   auto& points = points_[rank];
-  if (points.size() < kMaxParamFps) points.push_back({step, fp});
+  if (points.size() < kMaxParamFps) points.push_back({step, {fp.why, fp.hashes}});
 }
 
 std::optional<OneSidedLoadVerdict> OneSidedLoad::Judge() const {

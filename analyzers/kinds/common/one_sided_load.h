@@ -40,9 +40,14 @@ class OneSidedLoad {
   std::optional<OneSidedLoadVerdict> Judge() const;
 
  private:
+  // What Judge compares of a fingerprint: its `why` and hashes (`what` is always "param"),
+  // 88 bytes against a FingerprintRecord's 128, kept for every rank of the run.
   struct Point {
     int64_t step;
-    FingerprintRecord fp;
+    struct {
+      std::string why;
+      HashList hashes;
+    } fp;
   };
   // The rank's points after index `from` whose (step, why) every rank has, the earliest.
   std::optional<std::pair<int64_t, std::string>> FirstCommonPointAfter(

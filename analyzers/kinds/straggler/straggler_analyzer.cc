@@ -205,8 +205,7 @@ class StragglerAnalyzer : public Analyzer {
       s.max_lateness_ns = std::max(s.max_lateness_ns, lateness);
       s.StepExcess(slot.step, excess);
       s.AddSiteExcess(a[i].site, excess);
-      if (s.histogram.empty()) s.histogram.assign(kBuckets, 0);
-      ++s.histogram[BucketOf(lateness)];
+      s.histogram.Add(BucketOf(lateness));
       for (size_t l = 0; l < kLevelsNs.size() && excess >= kLevelsNs[l]; ++l)
         if (!s.first_step_past[l]) s.first_step_past[l] = slot.step;
     }

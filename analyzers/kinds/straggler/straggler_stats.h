@@ -1,6 +1,6 @@
 // What the straggler analysis keeps per rank while the collectives stream by: arrival
 // lateness and excess per collective and per step, the time the others waited for it alone,
-// its phase times — in bounded memory (fixed histograms), whatever the run's length.
+// its phase times — in bounded memory (histograms of fixed buckets), whatever the run's length.
 // straggler_analyzer.cc has the rules.
 #pragma once
 
@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "analyzers/kinds/straggler/bucket_counts.h"
 #include "analyzers/kinds/straggler/straggler_windows.h"
 #include "trace/rank_clock.h"
 
@@ -65,7 +66,7 @@ struct alignas(64) RankStats {
   // The step being gathered and its largest excess so far (see StepExcess below).
   std::optional<int64_t> excess_step;
   int64_t excess_step_max_ns = 0;
-  std::vector<uint32_t> histogram;  // lateness per collective; allocated on its first one
+  BucketCounts histogram{kBuckets};  // lateness per collective
 
   bool present = false;
   trace::RankClock clock;
@@ -174,13 +175,12 @@ struct alignas(64) RankStats {
     step_excess_sum_ns += excess_step_max_ns;
     max_step_excess_ns = std::max(max_step_excess_ns, excess_step_max_ns);
     ++excess_steps;
-    if (step_excess_histogram.empty()) step_excess_histogram.assign(kBuckets, 0);
-    ++step_excess_histogram[BucketOf(excess_step_max_ns)];
+    step_excess_histogram.Add(BucketOf(excess_step_max_ns));
     windows.Add(*excess_step, double(excess_step_max_ns));
     excess_step.reset();
   }
-  std::vector<uint32_t> step_excess_histogram;  // per-step excess (never negative)
-  WindowSeries windows;                         // per-step excess, by window of steps
+  BucketCounts step_excess_histogram{kBuckets};  // per-step excess (never negative)
+  WindowSeries windows;                          // per-step excess, by window of steps
   int64_t max_step_excess_ns = 0;
 
   // A quantile over steps of the step's largest excess (from the histogram, ~6%; never above
@@ -188,12 +188,7 @@ struct alignas(64) RankStats {
   double StepExcessQuantile(double q) const {
     if (excess_steps == 0) return 0;
     const int64_t want = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(q * excess_steps)));
-    int64_t seen = 0;
-    for (int i = 0; i < kBuckets; ++i) {
-      seen += step_excess_histogram[i];
-      if (seen >= want) return std::min(BucketMiddle(i), double(max_step_excess_ns));
-    }
-    return double(max_step_excess_ns);
+    return Quantile(step_excess_histogram, want, max_step_excess_ns);
   }
   double MedianStepExcess() const { return StepExcessQuantile(0.5); }
 
@@ -213,12 +208,20 @@ struct alignas(64) RankStats {
   double P95() const {
     if (histogram.empty() || collectives == 0) return 0;
     const int64_t want = (collectives * 95 + 99) / 100;
+    return Quantile(histogram, want, max_lateness_ns);
+  }
+
+  // The middle of the bucket where the count reaches `want` (>= 1), never above `max_ns`.
+  static double Quantile(const BucketCounts& counts, int64_t want, int64_t max_ns) {
+    double at = double(max_ns);
     int64_t seen = 0;
-    for (int i = 0; i < kBuckets; ++i) {
-      seen += histogram[i];
-      if (seen >= want) return std::min(BucketMiddle(i), double(max_lateness_ns));
-    }
-    return double(max_lateness_ns);
+    counts.ForEach([&](int bucket, uint32_t n) {
+      seen += n;
+      if (seen < want) return false;
+      at = std::min(BucketMiddle(bucket), double(max_ns));
+      return true;
+    });
+    return at;
   }
 
   void Held(int64_t step, int64_t ns) {
