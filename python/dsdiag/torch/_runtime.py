@@ -30,6 +30,7 @@ class Runtime(object):
         self.in_step = False
         self.epoch = 0
         self.loss = float("nan")
+        self.loss_copy = None  # _device.HostCopy of a device loss, read at the step's end
         self.samples = 0
         self.lock = threading.RLock()
         self.local = threading.local()  # .suppress: inside our own comm hook / wrapper
@@ -163,9 +164,23 @@ class Runtime(object):
             return
         self._run_hooks(self.step_end_hooks)
         self.in_step = False
+        self._read_loss_copy()
         self.session.end_step(loss=self.loss, samples=self.samples)
         self.step += 1
         self.loss = float("nan")
+
+    def _read_loss_copy(self):
+        """A device loss, copied at the backward: read now (after the gradients' wait, its
+        event is usually complete already)."""
+        copy, self.loss_copy = self.loss_copy, None
+        if copy is None:
+            return
+        from dsdiag.torch import _device
+
+        try:
+            self.loss = finite_or_nan(float(_device.resolve([copy])[0][0]))
+        except Exception as e:
+            self.switch_off("loss", e)
 
     def group_id(self, group):
         """The number of a process group in `coll` records: 0 for the default group, then
