@@ -21,6 +21,10 @@ def records(run_dir, rank, kind):
             if r.get("type") == kind]
 
 
+def untimed(recs):
+    return [{k: v for k, v in r.items() if k != "ts"} for r in recs]
+
+
 def per_rank(out, prefix):
     """{rank: [ints]} from the job's "<prefix> <rank> <n> <n> ..." lines."""
     found = {}
@@ -97,8 +101,7 @@ class DevicePathScaler(JobTestCase):
         for rank in (0, 1):
             forced = records(self.path("forced"), rank, "scaler")
             host = records(self.path("host"), rank, "scaler")
-            strip = lambda rs: [{k: v for k, v in r.items() if k != "ts"} for r in rs]
-            self.assertEqual(strip(forced), strip(host))
+            self.assertEqual(untimed(forced), untimed(host))
             self.assertTrue(any(r["inf_global"] for r in forced))
             self.assertEqual([r.get("loss") for r in records(self.path("forced"), rank, "step")],
                              [r.get("loss") for r in records(self.path("host"), rank, "step")])

@@ -10,12 +10,13 @@ that differ anywhere differ here unless the differences cancel in both sums at o
 
 Several tensors are fingerprinted with one fixed set of kernels, however many there are: DDP's
 reduced bucket in place (its parameters lie end to end in it), or a list of gradients
-concatenated. The words get running sums of w and of (global position) * w (one cumsum over
-[2, n]); each tensor's sums are the differences of the running sums at its ends, and its own
-B is the global one less (its offset) * A. Two int64 per tensor come back to the host
+concatenated. The words get a running sum, and that a running sum of its own (two cumsums);
+each tensor's sums are differences of them at its ends (queue_words), its own B the global one
+less (its offset) * A. Two int64 per tensor come back to the host
 (_device.HostCopy): the bucket's or the list's [2, k] in one copy. The indices of the ends
 live on the device, built once per layout (a host-to-device copy of pageable memory would
-wait for the stream). Cost: the [2, n] int64 words and their running sums, transiently.
+wait for the stream). Cost: the int64 words and their two running sums (24 bytes a word),
+transiently.
 """
 
 import threading
@@ -45,7 +46,9 @@ def _words(t):
 
 
 class _Layouts(object):
-    """The device tensors of each layout's ends and offsets, by (device, lengths)."""
+    """Each layout's device tensors, by (device, lengths): the index of the last word before
+    each part's end (0 where none), whether there is one (0 or 1), and each end's count of
+    words before it, for the first part's start too; the parts' offsets."""
 
     def __init__(self):
         self.lock = threading.Lock()
@@ -61,13 +64,16 @@ class _Layouts(object):
         for n in lengths:
             offset += n
             ends.append(offset)
-        ends_t = torch.tensor(ends, dtype=torch.int64).to(device)
-        offsets_t = torch.tensor(ends[:-1], dtype=torch.int64).to(device)
+        def as_device(values):
+            return torch.tensor(values, dtype=torch.int64).to(device)
+
+        found = (as_device([max(e - 1, 0) for e in ends]), as_device([int(e > 0) for e in ends]),
+                 as_device(ends), as_device(ends[:-1]))
         with self.lock:
             if len(self.by_key) >= _MAX_LAYOUTS:
                 self.by_key.clear()
-            self.by_key[key] = (ends_t, offsets_t)
-        return ends_t, offsets_t
+            self.by_key[key] = found
+        return found
 
 
 LAYOUTS = _Layouts()
@@ -101,21 +107,23 @@ def read_all(pendings):
 
 def queue_words(words, lengths):
     """Queues the fingerprints of consecutive parts of `words` (an int64 vector; part j has
-    lengths[j] words) and returns their Pending: nothing waits here."""
-    device = words.device
-    n = words.numel()
-    ends, offsets = LAYOUTS.get(device, lengths)
-    if n:
-        positions = torch.arange(1, n + 1, dtype=torch.int64, device=device)
-        running = torch.stack([words, words * positions]).cumsum(1)
-        running = torch.cat([running.new_zeros((2, 1)), running], 1)
+    lengths[j] words) and returns their Pending: nothing waits here.
+
+    With C1 the running sum of w and C2 the running sum of C1 (C1_0 = C2_0 = 0), the sum of
+    i * w_i over the first m words is (m + 1) * C1_m - C2_m: two cumsums, no position vector,
+    and reads at the parts' ends only (index_select: no copy of the running sums)."""
+    last, present, ends, offsets = LAYOUTS.get(words.device, lengths)
+    if words.numel():
+        first = words.cumsum(0)
+        c1 = first.index_select(0, last) * present
+        c2 = first.cumsum(0).index_select(0, last) * present
     else:
-        running = torch.zeros((2, 1), dtype=torch.int64, device=device)
-    at_ends = running.index_select(1, ends)
-    sums = at_ends[:, 1:] - at_ends[:, :-1]
-    # Each part's B from its own first element: less its offset times its A.
-    sums = torch.stack([sums[0], sums[1] - offsets * sums[0]])
-    return Pending(_device.HostCopy(sums), list(lengths))
+        c1 = c2 = torch.zeros_like(ends)
+    b_prefix = (ends + 1) * c1 - c2
+    a = c1[1:] - c1[:-1]
+    # Each part's B from its own first word: the global one less its offset times its A.
+    b = b_prefix[1:] - b_prefix[:-1] - offsets * a
+    return Pending(_device.HostCopy(torch.stack([a, b])), list(lengths))
 
 
 def queue_bucket(flat, numels):
