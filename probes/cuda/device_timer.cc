@@ -63,8 +63,8 @@ int64_t DeviceTimer::Begin(Stream stream) noexcept {
 
 void DeviceTimer::End(int64_t span, Stream stream) noexcept {
   if (!on_ || span < 0) return;
-  auto it = std::find_if(open_.rbegin(), open_.rend(),
-                         [span](const Open& o) { return o.id == span; });
+  auto it =
+      std::find_if(open_.rbegin(), open_.rend(), [span](const Open& o) { return o.id == span; });
   if (it == open_.rend() || it->end != nullptr) return;
   void* end = TakeEvent();
   if (end == nullptr) return;

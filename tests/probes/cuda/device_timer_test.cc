@@ -2,11 +2,11 @@
 // machines) the timer says why it is off and every call is a no-op; with one it measures a
 // span on the device and reuses its events. NCCL's version, where the build found NCCL, is
 // the headers' and the loaded library's.
+#include "probes/cuda/device_timer.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
-
-#include "probes/cuda/device_timer.h"
 #ifdef DSDIAG_HAVE_NCCL
 #include "probes/cuda/nccl_version.h"
 #endif
