@@ -1,7 +1,8 @@
-"""The device path (python/dsdiag/torch/_device.py), forced on CPU tensors with
+"""The device path (python/dsdiag/torch/_device.py, _device_time.py), forced on CPU tensors with
 DSDIAG_DEVICE_PATH=force: the code a CUDA job runs — gradient fingerprints reduced where the
 gradients live, in DDP's hook per bucket, copied to the host without a wait and read at the
-step's end; the loss and GradScaler's values the same way — driven on the CPU lanes.
+step's end; the loss and GradScaler's values the same way; the phases' and buckets' device
+times, from pooled events, a step late — driven on the CPU lanes.
 
 Against the host path (the same job without the setting): a planted grad-desync is named as
 there, a clean job is clean, the losses and the scaler records are the same, and the probes
@@ -64,6 +65,29 @@ class DevicePath(JobTestCase):
                 self.assertAlmostEqual(recorded, printed, delta=1e-6 * abs(printed))
         self.assertEqual(sorted(l for l in forced.splitlines() if l.startswith("loss")),
                          sorted(l for l in host.splitlines() if l.startswith("loss")))
+
+    def test_device_times_of_each_step_come_a_step_late_and_equal_the_host_times_on_cpu(self):
+        self.job("timed", env=FORCE)
+        self.job("untimed")
+        for rank in (0, 1):
+            steps = records(self.path("timed"), rank, "step")
+            self.assertFalse(any("dev" in r for r in records(self.path("untimed"), rank, "step")))
+            self.assertNotIn("dev", steps[0])  # nothing earlier to resolve yet
+            for before, step in zip(steps, steps[1:]):
+                dev = step["dev"]
+                self.assertEqual(dev["step"], before["step"])  # the step before, resolved now
+                # On the CPU the events are host clocks around the same spans as the host's
+                # (a GIL handoff between the two can fall in one and not the other).
+                for name in ("forward", "backward", "optimizer"):
+                    host = before["phases"][name]
+                    self.assertAlmostEqual(dev[name], host, delta=0.25 * host + 2e6,
+                                           msg="%s: %s %s" % (name, dev, before["phases"]))
+                # The buckets' allreduces, from each bucket ready to its completion: on the
+                # CPU about the host's issue-to-completion time (its events just after).
+                self.assertGreater(dev["coll"], 0)
+                dur = before["coll"]["dur"]
+                self.assertAlmostEqual(dev["coll"], dur, delta=0.25 * dur + 2e6,
+                                       msg="coll: %s %s" % (dev, before["coll"]))
 
     def test_a_gradient_changed_after_the_sync_is_grad_desync_on_the_device_path(self):
         self.job("desync", "desync", env=FORCE)

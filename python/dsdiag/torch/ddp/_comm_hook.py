@@ -26,7 +26,7 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from dsdiag import _core
-from dsdiag.torch import _device, _device_fingerprint, _futures
+from dsdiag.torch import _device, _device_fingerprint, _device_time, _futures
 from dsdiag.torch._patches import Patches
 from dsdiag.torch._runtime import RUNTIME, Suppress, guard, phase
 from dsdiag.torch._tensors import dtype_name, fingerprint_each, fn_of, memory_range
@@ -134,6 +134,7 @@ def _comm_hook(probe, bucket):
     result, the op marked completed, the bucket hashed (after_sync). The future it returns
     is the one DDP waits on."""
     op = probe.begin_bucket(bucket)
+    span = _begin_device_time() if op is not None else None
     if probe.user_hook is not None:
         state, hook = probe.user_hook
         with Suppress():
@@ -157,12 +158,37 @@ def _comm_hook(probe, bucket):
                 RUNTIME.pending_ops.append(op)
             raise
         op.mark_completed()
+        _end_device_time(span)
         probe.after_sync(bucket, result)
         with RUNTIME.lock:
             RUNTIME.pending_ops.append(op)
         return result
 
     return _futures.then(future, done)
+
+
+def _begin_device_time():
+    """A bucket's device-time span from the hook's call (its gradients ready on the compute
+    stream), where device time is measured (_device_time); None elsewhere."""
+    timer = RUNTIME.device_time
+    if timer is None:
+        return None
+    try:
+        return timer.begin(RUNTIME.step, _device_time.COLL)
+    except Exception as e:
+        RUNTIME.device_time_failed(e)
+        return None
+
+
+def _end_device_time(span):
+    """In the future's callback: after the allreduce, on its stream."""
+    timer = RUNTIME.device_time
+    if span is None or timer is None:
+        return
+    try:
+        timer.end(span)
+    except Exception as e:
+        RUNTIME.device_time_failed(e)
 
 
 def _group_and_size(process_group):
@@ -289,6 +315,8 @@ class DDPProbe(ModelProbe):
         # [(table indices, Pending)] before the step.
         self.device_path = _device.takes([p for _, p in named])
         self.device_after, self.device_pre = [], []
+        if self.device_path and RUNTIME.device_time is None and named:
+            RUNTIME.device_time = _device_time.DeviceTime(named[0][1].device)
 
     def add_ddp(self, ddp):
         """Another DDP model, built before the first step: its parameters join the table
