@@ -69,7 +69,8 @@ class DeviceTime(object):
             spans = [s for s in self.done if s.step < step]
         if not spans:
             return None
-        waiting = {s.step for s in spans if not s.end.query()}
+        # Both ends: a bucket's start and end events lie on different streams.
+        waiting = {s.step for s in spans if not (s.end.query() and s.start.query())}
         ready = sorted({s.step for s in spans} - waiting)
         if not ready:
             return None
