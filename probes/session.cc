@@ -160,6 +160,7 @@ void Session::EndStep(const StepSummary& s) noexcept {
     if (runq_known_) step.runq = runq;
     // Two decimals: a load average is no finer, and the line stays short.
     if (const double load = HostLoadPerCpu(); load >= 0) step.load = std::round(load * 100) / 100;
+    step.dev = s.device;
     probe_ns_at_last_step_ = probe_ns;
     auto r = writer_->BeginAt(step.kType, step_start_ns_);
     AppendFields(step, &r.line());

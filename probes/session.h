@@ -27,6 +27,7 @@
 #include "probes/records/fingerprint_repeats.h"
 #include "probes/thread_cpu.h"
 #include "trace/records/end_record.h"
+#include "trace/records/step_record.h"
 #include "trace/trace_header.h"
 #include "trace/trace_writer.h"
 
@@ -48,6 +49,8 @@ struct StepSummary {
   double global_loss = NAN;  // averaged over ranks, when the loop has it
   double lr = NAN;
   int64_t samples = 0;  // samples consumed this step on this rank
+  // An earlier step's device times (`dev`), where the loop measures them; step < 0: none.
+  trace::records::StepDeviceTimes device;
 };
 
 class Session {

@@ -12,7 +12,8 @@ namespace dsdiag::probes::records {
 void WriteGrad(probes::Session* session, const GradRecord& r) noexcept { WriteRecord(session, r); }
 
 void WriteFingerprints(probes::Session* session, std::string_view what, std::string_view why,
-                       bool per_param, const std::vector<uint64_t>& hashes) noexcept {
+                       bool per_param, const std::vector<uint64_t>& hashes,
+                       std::string_view fn) noexcept {
   if (!session->on()) return;
   ProbeTimer timer(session);
   try {
@@ -26,6 +27,7 @@ void WriteFingerprints(probes::Session* session, std::string_view what, std::str
   r.what = what;
   r.why = why;
   r.per_param = per_param;
+  r.fn = fn;
   r.hashes = &hashes;
   auto record = session->writer()->Begin(r.kType);
   AppendFields(r, &record.line());

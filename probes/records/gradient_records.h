@@ -23,8 +23,10 @@ using GradRecord = trace::records::GradRecord;
 void WriteGrad(probes::Session* session, const GradRecord& r) noexcept;
 
 // `what`: "grad", "param" or "buffer"; `why`: "after-sync", "pre-step", "init", "resume",
-// "periodic", "final"; `per_param`: one hash per tensor ("param") or per bucket ("bucket").
+// "periodic", "final"; `per_param`: one hash per tensor ("param") or per bucket ("bucket");
+// `fn`: empty for xxHash3, else how the hashes were taken (trace::records::kFnDeviceSum).
 void WriteFingerprints(probes::Session* session, std::string_view what, std::string_view why,
-                       bool per_param, const std::vector<uint64_t>& hashes) noexcept;
+                       bool per_param, const std::vector<uint64_t>& hashes,
+                       std::string_view fn = {}) noexcept;
 
 }  // namespace dsdiag::probes::records

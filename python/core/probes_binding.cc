@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "probes/collective_op.h"
@@ -189,11 +190,18 @@ void BindProbes(py::module_& m) {
       .def("begin_step", &Session::BeginStep, py::arg("step"), py::arg("epoch"))
       .def(
           "end_step",
-          [](Session& s, double loss, double global_loss, double lr, int64_t samples) {
-            s.EndStep({loss, global_loss, lr, samples});
+          [](Session& s, double loss, double global_loss, double lr, int64_t samples,
+             int64_t device_step, const std::vector<std::pair<std::string, int64_t>>& device) {
+            std::vector<trace::records::PhaseTime> times;
+            times.reserve(device.size());
+            for (const auto& [name, ns] : device) times.push_back({name, ns});
+            probes::StepSummary summary{loss, global_loss, lr, samples};
+            if (device_step >= 0) summary.device = {device_step, times.data(), times.size()};
+            s.EndStep(summary);
           },
           py::arg("loss") = NAN, py::arg("global_loss") = NAN, py::arg("lr") = NAN,
-          py::arg("samples") = 0)
+          py::arg("samples") = 0, py::arg("device_step") = -1,
+          py::arg("device") = std::vector<std::pair<std::string, int64_t>>{})
       .def(
           "phase",
           [](Session& s, const std::string& name) {

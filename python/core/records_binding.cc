@@ -118,8 +118,14 @@ void BindRecords(py::module_& m) {
       },
       py::arg("session"), py::arg("norm"), py::arg("n_missing"), py::arg("missing") = py::none(),
       py::arg("nonfinite") = py::none());
-  m.def("write_fingerprints", &probes::records::WriteFingerprints, py::arg("session"),
-        py::arg("what"), py::arg("why"), py::arg("per_param"), py::arg("hashes"));
+  m.def(
+      "write_fingerprints",
+      [](Session* s, const std::string& what, const std::string& why, bool per_param,
+         const std::vector<uint64_t>& hashes, const std::string& fn) {
+        probes::records::WriteFingerprints(s, what, why, per_param, hashes, fn);
+      },
+      py::arg("session"), py::arg("what"), py::arg("why"), py::arg("per_param"), py::arg("hashes"),
+      py::arg("fn") = std::string());
   m.def("write_loader", &probes::records::WriteLoader, py::arg("session"), py::arg("wait"),
         py::arg("produce"), py::arg("samples"), py::arg("batch") = 0);
   m.def("write_rng", &probes::records::WriteRng, py::arg("session"), py::arg("stream"),

@@ -56,6 +56,10 @@ struct StepShape {
   bool sched = false;
   int64_t backward_runq = 0;
   int64_t backward_blocked = 0;
+  // Device time (the `step` record's `dev`, of the step before), written when `device`: the
+  // host phases' times, plus `device_forward` more in the forward.
+  bool device = false;
+  int64_t device_forward = 0;
 };
 
 // A small deterministic jitter in [-amplitude, amplitude].
@@ -177,7 +181,11 @@ inline void WriteRank(TestRun* run, const RankSpec& spec) {
     const trace::records::PhaseTime runq[] = {
         {phase::kData, 0}, {phase::kForward, 0},   {phase::kBackward, shape.backward_runq},
         {phase::kSync, 0}, {phase::kOptimizer, 0}, {phase::kCheckpoint, 0}};
+    const trace::records::PhaseTime dev[] = {{phase::kForward, forward + shape.device_forward},
+                                             {phase::kBackward, backward},
+                                             {phase::kOptimizer, shape.optimizer}};
     trace::records::StepRecord step;
+    if (shape.device && s > 0) step.dev = {s - 1, dev, 3};
     step.dur = dur;
     step.loss = 2.0;
     step.phases = phases;

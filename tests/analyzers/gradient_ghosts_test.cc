@@ -57,6 +57,17 @@ void WriteFp(trace::TraceWriter* w, const char* what, const char* why, const cha
   l.EndArray();
 }
 
+// An `fp` record as the Python package's device path writes it: `fn` "dsum" between `gran`
+// and `h` (trace/records/fp_record.h).
+void WriteDeviceFp(trace::TraceWriter* w, const char* why, const std::vector<uint64_t>& hashes) {
+  auto r = w->Begin(trace::rec::kFingerprint);
+  auto& l = r.line();
+  l.Field("what", "grad").Field("why", why).Field("gran", "param").Field("fn", "dsum");
+  l.BeginArray("h");
+  for (uint64_t h : hashes) l.AddHex(h);
+  l.EndArray();
+}
+
 // Writes `world` ranks of `steps` steps; `per_step(rank, step, writer)` adds the records of
 // interest inside each step.
 void WriteRun(TestRun* run, int world, int steps,
@@ -146,6 +157,24 @@ TEST(GradDesyncAnalyzerTest, TheMinorityRankAndBucketAtTheFirstStep) {
   EXPECT_EQ(f.step, 3);
   EXPECT_EQ(f.subject, "bucket 1 (blocks.0.attn.qkv.weight, embed.weight)");
   EXPECT_EQ(Evidence(f, "groups"), "[{\"ranks\":[0,1,3]},{\"ranks\":[2]}]");
+}
+
+// Device fingerprints (`fn` "dsum") are compared with each other as xxHash3 ones are; a rank
+// whose hashes come from the other function is left out, never counted as a disagreement.
+TEST(GradDesyncAnalyzerTest, DeviceSumsAreComparedWithDeviceSumsOnly) {
+  TestRun run;
+  WriteRun(&run, 4, 6, [&](int rank, int step, trace::TraceWriter* w) {
+    if (rank == 3) return WriteFp(w, "grad", "after-sync", "param", {7, 8, 9, 10});
+    uint64_t h2 = 100 + step;
+    if (rank == 1 && step == 4) h2 = 555;
+    WriteDeviceFp(w, "after-sync", {1, 2, h2, 4});
+  });
+  auto findings = RunOne(CreateGradDesyncAnalyzer(), run.dir());
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].ranks, std::vector<int>{1});
+  EXPECT_EQ(findings[0].step, 4);
+  EXPECT_EQ(findings[0].subject, "blocks.0.moe.experts.1.w_in.weight");
+  EXPECT_EQ(Evidence(findings[0], "groups"), "[{\"ranks\":[0,2]},{\"ranks\":[1]}]");
 }
 
 // Two ranks that disagree after the sync, with nothing else to go by: no majority, both named.

@@ -225,6 +225,44 @@ TEST(StragglerAnalyzerTest, ARankLateInMostWindowsIsAStraggler) {
   EXPECT_TRUE(row->Find("persistent")->as_bool());
 }
 
+// A Python job on CUDA: the host's phase times say rank 1's backward is longer (where it
+// waited for its kernels), its device times say the forward's kernels were: the phase named
+// is the device's, and no host cause is claimed for a thread that took no longer.
+TEST(StragglerAnalyzerTest, DeviceTimesWhereTheRanksHaveThemNameThePhase) {
+  TestRun run;
+  WriteRun(&run, 2, [](RankSpec* s) {
+    const bool slow = s->rank == 1;
+    s->shape = [slow](int64_t) {
+      StepShape shape;
+      shape.sched = true;
+      shape.device = true;
+      if (slow) {
+        shape.backward += 20 * kMs;
+        shape.device_forward = 20 * kMs;
+      } else {
+        shape.sync += 20 * kMs;
+      }
+      return shape;
+    };
+  });
+  auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  const trace::JsonValue* row = Row(findings[0], 1);
+  ASSERT_NE(row, nullptr);
+  EXPECT_EQ(row->Find("excess_phase")->as_string(), "forward");
+  EXPECT_EQ(row->Find("phase_clock")->as_string(), "device");
+  EXPECT_EQ(row->Find("cause"), nullptr);
+}
+
+// The same run without device times: the host's phase, and its cause.
+TEST(StragglerAnalyzerTest, WithoutDeviceTimesTheHostPhaseIsNamed) {
+  const Finding f = TwoRankStraggler(/*runq=*/0, /*blocked=*/0);
+  const trace::JsonValue* row = Row(f, 1);
+  ASSERT_NE(row, nullptr);
+  EXPECT_EQ(row->Find("excess_phase")->as_string(), "backward");
+  EXPECT_EQ(row->Find("phase_clock"), nullptr);  // host time: said by its absence
+}
+
 TEST(StragglerAnalyzerTest, TracesWithoutSchedulerFiguresHaveNoCause) {
   TestRun run;
   WriteRun(&run, 2, Straggle(1, 20 * kMs));

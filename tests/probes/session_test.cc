@@ -6,9 +6,11 @@
 
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "trace/record_types.h"
+#include "trace/records/step_record.h"
 #include "trace/trace_reader.h"
 
 namespace dsdiag::probes {
@@ -94,6 +96,41 @@ TEST(SessionTest, StepsPhasesAndEndBecomeRecords) {
     }
   }
   EXPECT_EQ(last_step, 1);
+  fs::remove_all(dir);
+}
+
+// A loop that measures device time hands an earlier step's times to EndStep: the step record
+// carries them as `dev`, with the step they are of; a step without them has no `dev`.
+TEST(SessionTest, DeviceTimesOfAnEarlierStepRideInTheStepRecord) {
+  const std::string dir = TempRunDir("dev");
+  std::string error;
+  auto s = Session::Start(Config(dir, Mode::kLight), &error);
+  ASSERT_TRUE(s) << error;
+  const trace::records::PhaseTime times[] = {{"forward", 900}, {"backward", 0}, {"coll", 700}};
+  for (int step = 0; step < 2; ++step) {
+    s->BeginStep(step, 0);
+    StepSummary summary;
+    if (step == 1) summary.device = {0, times, 3};
+    s->EndStep(summary);
+  }
+  s->End("ok", 0);
+  s.reset();
+  auto reader = trace::TraceReader::Open(dir + "/nested/rank-00003.jsonl", &error);
+  ASSERT_TRUE(reader && reader->ReadHeader()) << error;
+  using Named = std::vector<std::pair<std::string, double>>;
+  std::vector<Named> devs;
+  trace::Record r;
+  while (reader->Next(&r)) {
+    if (r.type() != trace::rec::kStep) continue;
+    std::vector<trace::Record::NumberMember> dev;
+    EXPECT_EQ(trace::records::StepView(r).dev(&dev), r.step() == 1);
+    Named named;
+    for (const auto& m : dev) named.emplace_back(std::string(m.name), m.value);
+    devs.push_back(named);
+  }
+  ASSERT_EQ(devs.size(), 2u);
+  // step, forward, coll: a zero is left out.
+  EXPECT_EQ(devs[1], (Named{{"step", 0}, {"forward", 900}, {"coll", 700}}));
   fs::remove_all(dir);
 }
 

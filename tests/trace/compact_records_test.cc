@@ -128,6 +128,23 @@ TEST(CompactRecords, LeftOutPreStepFingerprintsComeBackBeforeTheirStep) {
       R"({"type":"fp","ts":30,"step":2,"what":"grad","why":"pre-step","gran":"bucket","h":["00000000000000bb"]})");
 }
 
+// A device fingerprint's `fn` sits between `gran` and `h`: a left-out pre-step record comes
+// back with it, so that it is compared with device fingerprints only.
+TEST(CompactRecords, ALeftOutDeviceFingerprintComesBackWithItsFunction) {
+  const std::string text =
+      std::string(kHeaderV2) + "\n" +
+      R"({"type":"fp","ts":20,"step":1,"what":"grad","why":"after-sync","gran":"param","fn":"dsum","h":["00000000000000bb"]})"
+      "\n" +
+      R"({"type":"step","ts":25,"step":1,"dur":100,"pre_step_fp":"grad","probe_ns":1})"
+      "\n";
+  const Read r = ReadAll(text);
+  ASSERT_TRUE(r.issues.empty()) << r.issues[0].ToString();
+  ASSERT_EQ(r.raw.size(), 3u);
+  EXPECT_EQ(
+      r.raw[1],
+      R"({"type":"fp","ts":125,"step":1,"what":"grad","why":"pre-step","gran":"param","fn":"dsum","h":["00000000000000bb"]})");
+}
+
 TEST(CompactRecords, IllFormedCompactRecordsAreIssuesOnTheirLine) {
   const std::string text =
       std::string(kHeaderV2) + "\n" +

@@ -8,6 +8,10 @@
 //
 //   {"type":"fp","ts":..,"step":3,"what":"grad","why":"after-sync","gran":"bucket",
 //    "h":["9f3c0a...","..."]}
+// `fn` (optional, written between `gran` and `h` so that a `same` record's expansion keeps
+// it): how the hashes were taken; absent: xxHash3 of the bytes; "dsum": the device sums
+// of the Python package's device path (docs/trace-format.md). Hashes of different `fn`
+// are never compared.
 #pragma once
 
 #include <cstdint>
@@ -27,18 +31,23 @@ struct FpKeys {
   static constexpr FieldKey what{"what"};  // "grad", "param", "buffer"
   static constexpr FieldKey why{"why"};    // "after-sync", "pre-step", "init", "resume", ...
   static constexpr FieldKey gran{"gran"};  // "bucket" or "param"
+  static constexpr FieldKey fn{"fn"};      // absent: xxHash3 of the bytes; or kFnDeviceSum
   static constexpr FieldKey h{"h"};        // the hashes, 16 hex digits each
   static constexpr FieldKey same{"same"};  // v2, a short pre-step record: the `why` it repeats
 };
 
 inline constexpr std::string_view kGranParam = "param";
 inline constexpr std::string_view kGranBucket = "bucket";
+// Sums of the elements' bit patterns taken on the tensors' device (python/dsdiag/torch/
+// _device_fingerprint.py): never equal to an xxHash3 of the same bytes.
+inline constexpr std::string_view kFnDeviceSum = "dsum";
 
 struct FpRecord {
   static constexpr std::string_view kType = rec::kFingerprint;
   std::string_view what;
   std::string_view why;
   bool per_param = false;  // gran "param", else "bucket"
+  std::string_view fn;     // empty: xxHash3 (not written)
   const std::vector<uint64_t>* hashes = nullptr;
 };
 void AppendFields(const FpRecord& r, JsonLine* line);
@@ -59,6 +68,7 @@ class FpView {
   std::optional<std::string_view> what() const { return r_.Str(FpKeys::what); }
   std::optional<std::string_view> why() const { return r_.Str(FpKeys::why); }
   std::optional<std::string_view> gran() const { return r_.Str(FpKeys::gran); }
+  std::optional<std::string_view> fn() const { return r_.Str(FpKeys::fn); }
   bool hashes(std::vector<uint64_t>* out) const { return r_.HexArray(FpKeys::h, out); }
   std::optional<std::string_view> same() const { return r_.Str(FpKeys::same); }
 

@@ -25,6 +25,14 @@ void AppendPhaseTimes(std::string_view key, const PhaseTime* times, size_t n, Js
   line->EndObject();
 }
 
+void AppendDeviceTimes(const StepDeviceTimes& d, JsonLine* line) {
+  if (d.step < 0) return;
+  line->BeginObject(StepKeys::dev.name()).Field(StepDevKeys::step.name(), d.step);
+  for (size_t i = 0; d.times != nullptr && i < d.count; ++i)
+    if (d.times[i].ns > 0) line->Field(d.times[i].name, d.times[i].ns);
+  line->EndObject();
+}
+
 }  // namespace
 
 void AppendFields(const StepRecord& r, JsonLine* line) {
@@ -42,6 +50,7 @@ void AppendFields(const StepRecord& r, JsonLine* line) {
   if (r.cpu != nullptr) AppendPhaseTimes(K::cpu.name(), r.cpu, r.phase_count, line);
   if (r.runq != nullptr) AppendPhaseTimes(K::runq.name(), r.runq, r.phase_count, line);
   if (r.load >= 0) line->Field(K::load.name(), r.load);
+  AppendDeviceTimes(r.dev, line);
 }
 
 }  // namespace dsdiag::trace::records

@@ -8,7 +8,12 @@
 //   {"type":"step","ts":5000,"step":3,"dur":41000000,"epoch":0,"loss":2.31,"lr":0.001,
 //    "samples":32,"phases":{"data":1200000,"forward":15000000,...},
 //    "coll":{"n":5,"bytes":222472,"dur":9950000,"wait":9610000},"probe_ns":74944,
-//    "cpu":{"data":90000,"forward":14800000,...},"runq":{"forward":120000,...},"load":0.52}
+//    "cpu":{"data":90000,"forward":14800000,...},"runq":{"forward":120000,...},"load":0.52,
+//    "dev":{"step":2,"forward":9100000,"backward":19000000,"coll":8800000}}
+// `dev` (optional): device time, measured by events on the device's stream and read a step
+// late, so it is an earlier step's (its `step`): per phase, and `coll` summed over the step's
+// collectives (written by the Python package's device path, python/dsdiag/torch/
+// _device_time.py).
 #pragma once
 
 #include <cmath>
@@ -43,6 +48,12 @@ struct StepKeys {
   static constexpr FieldKey cpu{"cpu"};    // phase name -> ns on a CPU
   static constexpr FieldKey runq{"runq"};  // phase name -> ns in the run queue
   static constexpr FieldKey load{"load"};  // the host's 1-min load average per CPU
+  static constexpr FieldKey dev{"dev"};    // {"step": S, phase name or "coll" -> device ns}
+};
+// The members of `dev` besides the times.
+struct StepDevKeys {
+  static constexpr FieldKey step{"step"};  // the step the times are of (read a step late)
+  static constexpr FieldKey coll{"coll"};  // the step's collectives' device ns, summed
 };
 // The members of `coll`.
 struct StepCollKeys {
@@ -65,6 +76,13 @@ struct StepCollTotals {
   int64_t n = 0, bytes = 0, dur = 0, wait = 0;
 };
 
+// Device times of an earlier step (`dev`): `count` named times ("coll" among them), 0 left out.
+struct StepDeviceTimes {
+  int64_t step = -1;  // negative: `dev` left out
+  const PhaseTime* times = nullptr;
+  size_t count = 0;
+};
+
 struct StepRecord {
   static constexpr std::string_view kType = rec::kStep;
   int64_t dur = 0;
@@ -82,6 +100,7 @@ struct StepRecord {
   const PhaseTime* cpu = nullptr;
   const PhaseTime* runq = nullptr;
   double load = NAN;  // NaN or negative: left out
+  StepDeviceTimes dev;
 };
 void AppendFields(const StepRecord& r, JsonLine* line);
 
@@ -112,6 +131,10 @@ class StepView {
     return r_.NumberMembers(StepKeys::runq, out);
   }
   std::optional<double> load() const { return r_.Double(StepKeys::load); }
+  // `dev`'s members: "step" and the device times (false when the record has none).
+  bool dev(std::vector<Record::NumberMember>* out) const {
+    return r_.NumberMembers(StepKeys::dev, out);
+  }
 
  private:
   const Record& r_;

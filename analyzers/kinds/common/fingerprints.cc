@@ -8,6 +8,16 @@ namespace dsdiag::analyzers {
 
 namespace records = trace::records;
 
+namespace {
+
+// Same granularity, hash function and length: hashes that can be compared index by index.
+bool Comparable(const FingerprintRecord& a, const FingerprintRecord& b) {
+  return a.per_param == b.per_param && a.device_sum == b.device_sum &&
+         a.hashes.size() == b.hashes.size();
+}
+
+}  // namespace
+
 std::optional<FingerprintRecord> ReadFingerprint(const trace::Record& record) {
   FingerprintRecord fp;
   const records::FpView view(record);
@@ -18,6 +28,7 @@ std::optional<FingerprintRecord> ReadFingerprint(const trace::Record& record) {
   fp.what = std::string(*what);
   fp.why = std::string(*why);
   fp.per_param = *gran == records::kGranParam;
+  fp.device_sum = view.fn() == records::kFnDeviceSum;
   // Read into a buffer that keeps its capacity, then held inline when short (hash_list.h).
   thread_local std::vector<uint64_t> hashes;
   if (!view.hashes(&hashes)) return std::nullopt;
@@ -34,27 +45,17 @@ std::vector<IndexDivergence> DiffByIndex(const RankFingerprints& by_rank) {
     // per index and step adds up at thousands of ranks).
     const bool all_agree = std::all_of(by_rank.begin(), by_rank.end(), [&](const auto& entry) {
       const FingerprintRecord& fp = entry.second;
-      return fp.per_param != first.per_param || fp.hashes.size() != first.hashes.size() ||
-             fp.hashes[i] == first.hashes[i];
+      return !Comparable(fp, first) || fp.hashes[i] == first.hashes[i];
     });
     if (all_agree) continue;
     std::vector<std::pair<int, uint64_t>> values;
     for (const auto& [rank, fp] : by_rank)
-      if (fp.per_param == first.per_param && fp.hashes.size() == first.hashes.size())
-        values.emplace_back(rank, fp.hashes[i]);
+      if (Comparable(fp, first)) values.emplace_back(rank, fp.hashes[i]);
     auto groups = GroupRanks(values);
     if (groups.size() > 1) out.push_back({static_cast<int>(i), std::move(groups)});
   }
   return out;
 }
-
-namespace {
-
-bool Comparable(const FingerprintRecord& a, const FingerprintRecord& b) {
-  return a.per_param == b.per_param && a.hashes.size() == b.hashes.size();
-}
-
-}  // namespace
 
 std::vector<int> ChangedRanks(const RankFingerprints& before, const RankFingerprints& after,
                               int index) {

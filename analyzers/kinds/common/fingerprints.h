@@ -22,6 +22,7 @@ struct FingerprintRecord {
   std::string what;  // "grad", "param"
   std::string why;   // "after-sync", "init", "resume", "periodic", "final"
   bool per_param = false;
+  bool device_sum = false;  // `fn` "dsum": comparable only with other device sums
   HashList hashes;
 };
 
@@ -37,8 +38,9 @@ struct IndexDivergence {
   std::vector<RankGroup<uint64_t>> groups;  // reference group first
 };
 
-// Compares the ranks' fingerprints index by index. Ranks whose granularity or length
-// differs from the lowest rank's are left out of the comparison (a config mismatch).
+// Compares the ranks' fingerprints index by index. Ranks whose granularity, hash function
+// or length differs from the lowest rank's are left out of the comparison (a config
+// mismatch).
 std::vector<IndexDivergence> DiffByIndex(const RankFingerprints& by_rank);
 
 // The ranks of both maps whose fingerprint at `index` differs between `before` and `after`

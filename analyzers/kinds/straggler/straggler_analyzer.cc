@@ -45,6 +45,11 @@
 // time with the run-queue wait the host adds to it ("more-compute": it computes more or
 // slower), run-queue time beyond that ("cpu-starved": other processes on its host took its
 // cores), or neither ("blocked": I/O, a lock, a sleep).
+// Where both ranks' step records carry device time (`dev`: a Python job on CUDA), the phase
+// is the one whose device time exceeds the reference rank's the most (`phase_clock`
+// "device"): on CUDA the host times say when a phase's kernels were queued, and a slow
+// forward on the device shows up in whichever phase next syncs. The cause stays the host
+// thread's (its scheduler figures for that phase).
 // Severity: warning; error when the job stood still for the stragglers at least half of the
 // reference rank's total step time (the job ran at most half speed because of them). Info
 // when no straggler is persistent and slower for a reason of its own (cpu-starved is the
@@ -153,6 +158,13 @@ class StragglerAnalyzer : public Analyzer {
       for (const trace::Record::NumberMember& m : phase_members_)
         if (m.is_int64)
           *RankStats::NsOf(&s->phase_runq_ns, m.name) += std::max<int64_t>(0, m.int64);
+    }
+    if (step.dev(&phase_members_)) {
+      ++s->device_steps;
+      for (const trace::Record::NumberMember& m : phase_members_)
+        if (m.is_int64 && m.name != records::StepDevKeys::step.name() &&
+            m.name != records::StepDevKeys::coll.name())
+          *RankStats::NsOf(&s->device_phase_ns, m.name) += std::max<int64_t>(0, m.int64);
     }
     if (const auto load = step.load(); load && *load >= 0) {
       s->load_sum += *load;

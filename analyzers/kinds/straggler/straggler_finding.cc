@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "analyzers/framework/finding_kinds.h"
 #include "trace/record_types.h"
@@ -197,7 +198,8 @@ struct Cause {
 };
 
 struct Explanation {
-  std::string phase;  // empty: none
+  std::string phase;           // empty: none
+  const char* clock = "host";  // whose times chose it: "host", or "device" (`dev`)
   double rank_ns = 0;
   double reference_ns = 0;
   Cause cause;
@@ -257,16 +259,21 @@ Cause StepCause(const RankStats& s, const RankStats& reference, double mean_exce
 }
 
 // The phase (sync aside, where the others' waiting shows) whose mean time per step exceeds
-// the reference rank's the most, when it explains a good share of the excess.
+// the reference rank's the most, when it explains a good share of the excess: by device time
+// where both ranks have it, else by host time.
 Explanation Explain(const RankStats& s, const RankStats& reference, double mean_excess) {
+  const bool device = s.device_steps > 0 && reference.device_steps > 0;
+  const auto mean = [device](const RankStats& r, const std::string& phase) {
+    return device ? r.MeanDevicePhase(phase) : r.MeanPhase(phase);
+  };
   Explanation best;
   double best_diff = 0;
-  for (const auto& [phase, ns] : s.phase_ns) {
+  for (const auto& [phase, ns] : device ? s.device_phase_ns : s.phase_ns) {
     if (phase == trace::phase::kSync) continue;
-    const double diff = s.MeanPhase(phase) - reference.MeanPhase(phase);
+    const double diff = mean(s, phase) - mean(reference, phase);
     if (diff > best_diff) {
       best_diff = diff;
-      best = {phase, s.MeanPhase(phase), reference.MeanPhase(phase)};
+      best = {phase, device ? "device" : "host", mean(s, phase), mean(reference, phase)};
     }
   }
   if (best_diff < kPhaseExplains * mean_excess) {
@@ -274,7 +281,11 @@ Explanation Explain(const RankStats& s, const RankStats& reference, double mean_
     step_only.cause = StepCause(s, reference, mean_excess);
     return step_only;
   }
-  best.cause = PhaseCause(s, reference, best.phase, best_diff);
+  // The cause is the host thread's: by device time, only where the host's phase took most of
+  // the extra too (else the device, not the thread, was slower: no cause is claimed).
+  const double host_diff = s.MeanPhase(best.phase) - reference.MeanPhase(best.phase);
+  if (!device || host_diff >= 0.5 * best_diff)
+    best.cause = PhaseCause(s, reference, best.phase, device ? host_diff : best_diff);
   return best;
 }
 
@@ -348,6 +359,8 @@ JsonValue Row(const std::vector<RankStats>& ranks, int rank, const std::string& 
   if (why) {
     row.Set("excess_phase", why->phase.empty() ? JsonValue() : JsonValue(why->phase));
     if (!why->phase.empty()) {
+      // Said where device time chose it; host time is what every older run's finding used.
+      if (std::string_view(why->clock) != "host") row.Set("phase_clock", why->clock);
       row.Set("excess_phase_ms", Ms(why->rank_ns));
       row.Set("reference_phase_ms", Ms(why->reference_ns));
     }

@@ -204,6 +204,14 @@ struct alignas(64) RankStats {
     const int64_t* ns = FindPhaseNs(phase);
     return ns == nullptr || steps == 0 ? 0 : double(*ns) / steps;
   }
+  // Device time per phase (`step` records' `dev`, of an earlier step each), over the steps
+  // that carry it: on CUDA what the phases' kernels took, where host times say when they
+  // were queued.
+  std::vector<std::pair<std::string, int64_t>> device_phase_ns;
+  int64_t device_steps = 0;
+  double MeanDevicePhase(std::string_view phase) const {
+    return device_steps ? MeanOf(device_phase_ns, phase, device_steps) : -1;
+  }
 
   double P95() const {
     if (histogram.empty() || collectives == 0) return 0;

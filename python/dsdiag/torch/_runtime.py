@@ -30,6 +30,8 @@ class Runtime(object):
         self.in_step = False
         self.epoch = 0
         self.loss = float("nan")
+        self.loss_copy = None  # _device.HostCopy of a device loss, read at the step's end
+        self.device_time = None  # _device_time.DeviceTime, where the device path measures it
         self.samples = 0
         self.lock = threading.RLock()
         self.local = threading.local()  # .suppress: inside our own comm hook / wrapper
@@ -163,9 +165,42 @@ class Runtime(object):
             return
         self._run_hooks(self.step_end_hooks)
         self.in_step = False
-        self.session.end_step(loss=self.loss, samples=self.samples)
+        self._read_loss_copy()
+        device_step, device = self._earlier_device_times()
+        self.session.end_step(loss=self.loss, samples=self.samples, device_step=device_step,
+                              device=device)
         self.step += 1
         self.loss = float("nan")
+
+    def _earlier_device_times(self):
+        """(step, [(name, ns)]) of an earlier step's device times, or (-1, []): a step late."""
+        timer = self.device_time
+        if timer is None:
+            return -1, []
+        try:
+            taken = timer.take_earlier(self.step)
+        except Exception as e:
+            self.device_time_failed(e)
+            return -1, []
+        return (taken[0], sorted(taken[1].items())) if taken else (-1, [])
+
+    def device_time_failed(self, error):
+        """Device time off for the rest of the run; the other probes go on."""
+        self.device_time = None
+        warn_once("device-time", "device time is off for the rest of the run: %r" % (error,))
+
+    def _read_loss_copy(self):
+        """A device loss, copied at the backward: read now (after the gradients' wait, its
+        event is usually complete already)."""
+        copy, self.loss_copy = self.loss_copy, None
+        if copy is None:
+            return
+        from dsdiag.torch import _device
+
+        try:
+            self.loss = finite_or_nan(float(_device.resolve([copy])[0][0]))
+        except Exception as e:
+            self.switch_off("loss", e)
 
     def group_id(self, group):
         """The number of a process group in `coll` records: 0 for the default group, then
@@ -273,7 +308,9 @@ def phase(name):
     if not RUNTIME.on:
         return NO_PHASE
     try:
-        return RUNTIME.session.phase(name)
+        span = RUNTIME.session.phase(name)
+        timer = RUNTIME.device_time
+        return span if timer is None else timer.phase(RUNTIME.step, name, span)
     except Exception as e:
         RUNTIME.switch_off("phase", e)
         return NO_PHASE

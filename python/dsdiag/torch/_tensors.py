@@ -4,6 +4,7 @@ read in place by the C++ core (no copy for contiguous CPU tensors)."""
 import torch
 
 from dsdiag import _core
+from dsdiag.torch import _device, _device_fingerprint
 
 _DTYPE_NAMES = {
     torch.float32: "f32",
@@ -38,11 +39,14 @@ _keep_alive: list = []  # copies that must outlive one fingerprint call
 
 
 def fingerprint_each(tensors):
-    """One hash per tensor (0 for None): CPU tensors hashed in place by the core; tensors on
-    a device (CUDA) reduced there (device_fingerprints), never copied whole to the host."""
+    """One hash per tensor (0 for None): CPU tensors hashed in place by the core (xxHash3);
+    where the device path takes them (tensors on a device, or DSDIAG_DEVICE_PATH=force:
+    _device.takes), all of them reduced where they live (_device_fingerprint), never copied
+    whole to the host. fn_of(tensors) names which for the record."""
+    if _device.takes(tensors):
+        return _device_fingerprint.fingerprints(tensors)
     hashes = [0] * len(tensors)
-    on_host = [i for i, t in enumerate(tensors) if t is not None and t.device.type == "cpu"]
-    on_device = [i for i, t in enumerate(tensors) if t is not None and t.device.type != "cpu"]
+    on_host = [i for i, t in enumerate(tensors) if t is not None]
     if on_host:
         try:
             host = _core.fingerprint_groups([[memory_range(tensors[i])] for i in on_host])
@@ -50,38 +54,12 @@ def fingerprint_each(tensors):
             del _keep_alive[:]
         for i, h in zip(on_host, host):
             hashes[i] = h
-    if on_device:
-        for i, h in zip(on_device, device_fingerprints([tensors[i] for i in on_device])):
-            hashes[i] = h
     return hashes
 
 
-_WORD_DTYPES = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
-_MASK64 = (1 << 64) - 1
+DEVICE_SUM = "dsum"  # an `fp` record's `fn` for device fingerprints (trace/records/fp_record.h)
 
 
-def device_fingerprints(tensors):
-    """A 64-bit fingerprint per tensor computed where the tensor lives: its elements' bits as
-    integers, summed and summed squared (int64, wrapping), for all tensors at once and brought
-    to the host in one transfer — one sync per call, no host copy of the tensors. Weaker than
-    the core's xxHash (blind to a permutation of the elements), which is enough to tell
-    replicas that must be bit-identical apart. Works on any device (tested on CPU)."""
-    sums = []
-    for t in tensors:
-        word = _WORD_DTYPES.get(t.element_size(), torch.uint8)
-        words = t.detach().reshape(-1).view(word).to(torch.int64)
-        sums.append(torch.stack([words.sum(), (words * words).sum(),
-                                 torch.tensor(t.numel(), device=words.device)]))
-    if not sums:
-        return []
-    values = torch.stack(sums).to("cpu").tolist()
-    return [_mix(a, b, n) for a, b, n in values]
-
-
-def _mix(a, b, n):
-    """Three integers into one nonzero 64-bit value (0 means 'no tensor')."""
-    h = 0x9E3779B97F4A7C15
-    for v in (a, b, n):
-        h = ((h ^ (v & _MASK64)) * 0xBF58476D1CE4E5B9) & _MASK64
-        h ^= h >> 31
-    return h or 1
+def fn_of(tensors):
+    """The `fn` of a record of these tensors' fingerprints: "" (xxHash3) or DEVICE_SUM."""
+    return DEVICE_SUM if _device.takes(tensors) else ""

@@ -11,7 +11,7 @@ is written when the step ends."""
 
 from dsdiag import _core
 from dsdiag.torch._runtime import RUNTIME
-from dsdiag.torch._tensors import fingerprint_each
+from dsdiag.torch._tensors import fingerprint_each, fn_of
 
 
 class BufferProbe(object):
@@ -56,5 +56,6 @@ class BufferProbe(object):
     def write(self):
         """At the step's end: the buffers taken in it."""
         if self.pending is not None:
-            _core.write_fingerprints(RUNTIME.session, "buffer", "forward", True, self.pending)
+            _core.write_fingerprints(RUNTIME.session, "buffer", "forward", True, self.pending,
+                                     fn_of(self.buffers))
             self.pending = None

@@ -26,10 +26,10 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from dsdiag import _core
-from dsdiag.torch import _futures
+from dsdiag.torch import _device, _device_fingerprint, _device_time, _futures
 from dsdiag.torch._patches import Patches
 from dsdiag.torch._runtime import RUNTIME, Suppress, guard, phase
-from dsdiag.torch._tensors import dtype_name, fingerprint_each, memory_range
+from dsdiag.torch._tensors import dtype_name, fingerprint_each, fn_of, memory_range
 from dsdiag.torch.collectives import original
 from dsdiag.torch.ddp._model import ModelProbe
 
@@ -134,6 +134,7 @@ def _comm_hook(probe, bucket):
     result, the op marked completed, the bucket hashed (after_sync). The future it returns
     is the one DDP waits on."""
     op = probe.begin_bucket(bucket)
+    span = _begin_device_time() if op is not None else None
     if probe.user_hook is not None:
         state, hook = probe.user_hook
         with Suppress():
@@ -157,12 +158,37 @@ def _comm_hook(probe, bucket):
                 RUNTIME.pending_ops.append(op)
             raise
         op.mark_completed()
+        _end_device_time(span)
         probe.after_sync(bucket, result)
         with RUNTIME.lock:
             RUNTIME.pending_ops.append(op)
         return result
 
     return _futures.then(future, done)
+
+
+def _begin_device_time():
+    """A bucket's device-time span from the hook's call (its gradients ready on the compute
+    stream), where device time is measured (_device_time); None elsewhere."""
+    timer = RUNTIME.device_time
+    if timer is None:
+        return None
+    try:
+        return timer.begin(RUNTIME.step, _device_time.COLL)
+    except Exception as e:
+        RUNTIME.device_time_failed(e)
+        return None
+
+
+def _end_device_time(span):
+    """In the future's callback: after the allreduce, on its stream."""
+    timer = RUNTIME.device_time
+    if span is None or timer is None:
+        return
+    try:
+        timer.end(span)
+    except Exception as e:
+        RUNTIME.device_time_failed(e)
 
 
 def _group_and_size(process_group):
@@ -197,6 +223,8 @@ class DDPHook(object):
         native = _native_module()
         if native is None or self.group_object is None or RUNTIME.probes is None:
             return False
+        if self.probe.device_path:
+            return False  # the C++ hook hashes host memory: the Python one takes the device path
         if self.pg is None:
             self.pg = RUNTIME.group_id(self.process_group)
         try:
@@ -281,6 +309,14 @@ class DDPProbe(ModelProbe):
         # (a write through .data, which no counter sees): see _pre_step_hashes.
         self.reuse_after_sync = not RUNTIME.settings.full
         self.grad_marks = None  # [(grad, its _version) or None] per slot, after the backward
+        # Gradients on a device (or DSDIAG_DEVICE_PATH=force): fingerprinted there, each
+        # bucket in its hook's future and the gradients before the step, read at the step's
+        # end (_device.py): [(slots, _device_fingerprint.Pending)] after the sync, and
+        # [(table indices, Pending)] before the step.
+        self.device_path = _device.takes([p for _, p in named])
+        self.device_after, self.device_pre = [], []
+        if self.device_path and RUNTIME.device_time is None and named:
+            RUNTIME.device_time = _device_time.DeviceTime(named[0][1].device)
 
     def add_ddp(self, ddp):
         """Another DDP model, built before the first step: its parameters join the table
@@ -332,8 +368,11 @@ class DDPProbe(ModelProbe):
             return
         try:
             params = bucket.parameters()
+            if self.device_path:
+                self._queue_after_sync(params, reduced)
+                return
             if reduced.device.type != "cpu":
-                return  # device memory is not read here; the pre-step hash still is
+                return  # a device bucket of a host-path model: not read here
             base, element = reduced.data_ptr(), reduced.element_size()
             ranges, slots, offset = [], [], 0
             for p in params:
@@ -351,11 +390,25 @@ class DDPProbe(ModelProbe):
         except Exception as e:
             RUNTIME.switch_off("ddp-after-sync", e)
 
+    def _queue_after_sync(self, params, reduced):
+        """The bucket's parameters fingerprinted in place on its device, on the hook's stream:
+        queued, read at the step's end (_resolve_device)."""
+        pending = _device_fingerprint.queue_bucket(reduced.reshape(-1), [p.numel() for p in params])
+        slots = [self.index.get(id(p)) for p in params]
+        with RUNTIME.lock:
+            self.device_after.append((slots, pending))
+
     # --- around the optimizer step ---------------------------------------------------
 
     def take_gradients(self, indices):
         """Before an optimizer steps: its parameters' gradients as the allreduce left them
         and as it is about to use them (only what was synced this step is compared)."""
+        if self.device_path:
+            grads = [self.params[i].grad for i in indices]
+            for group, pending in _device_fingerprint.queue_each(grads):
+                self.device_pre.append(([indices[k] for k in group], pending))
+            self.device_pre.append(([i for i, g in zip(indices, grads) if g is None], None))
+            return
         self._take_native()
         with RUNTIME.lock:
             after = [self.after_sync_hashes[i] for i in indices]
@@ -397,6 +450,8 @@ class DDPProbe(ModelProbe):
         computed gradients that DDP never reduced is marked (see _note_unsynced)."""
         session = RUNTIME.session
         self._take_native()
+        if self.device_path:
+            self._resolve_device()
         with RUNTIME.lock:
             reduced = self.reduced
             self.reduced = False
@@ -404,12 +459,38 @@ class DDPProbe(ModelProbe):
             self.after_sync_samples = [0] * len(self.params)
         self.grad_marks = None
         if self.step_after is not None:
-            _core.write_fingerprints(session, "grad", "after-sync", True, self.step_after)
-            _core.write_fingerprints(session, "grad", "pre-step", True, self.step_pre)
+            fn = fn_of(self.params)
+            _core.write_fingerprints(session, "grad", "after-sync", True, self.step_after, fn)
+            _core.write_fingerprints(session, "grad", "pre-step", True, self.step_pre, fn)
             self.step_after = self.step_pre = None
         self.unsynced_now = computed and not reduced
         if self.unsynced_now:
             self._note_unsynced()
+
+    def _resolve_device(self):
+        """The step's device fingerprints, read together (one wait: read_all), into
+        step_after / step_pre as the host path fills them: for the parameters taken before
+        an optimizer step whose bucket was reduced (after-sync hash not 0)."""
+        with RUNTIME.lock:
+            after, self.device_after = self.device_after, []
+        pre, self.device_pre = self.device_pre, []
+        queued = [p for _, p in after] + [p for _, p in pre if p is not None]
+        got = iter(_device_fingerprint.read_all(queued))
+        after_hashes = [0] * len(self.params)
+        for slots, _ in after:
+            for slot, h in zip(slots, next(got)):
+                if slot is not None:
+                    after_hashes[slot] = h
+        taken = {}
+        for indices, pending in pre:
+            taken.update(zip(indices, next(got) if pending is not None else [0] * len(indices)))
+        if not any(after_hashes[i] for i in taken):
+            return
+        if self.step_after is None:
+            self.step_after, self.step_pre = [0] * len(self.params), [0] * len(self.params)
+        for i, h in taken.items():
+            a = after_hashes[i]
+            self.step_after[i], self.step_pre[i] = a, (h if a != 0 else 0)
 
     def _note_unsynced(self):
         """The wrapped module called directly (ddp.module(x): DDP's forward, which arms its

@@ -21,7 +21,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from dsdiag import _core
 from dsdiag.torch._runtime import RUNTIME
-from dsdiag.torch._tensors import dtype_name, fingerprint_each
+from dsdiag.torch._tensors import dtype_name, fingerprint_each, fn_of
 from dsdiag.torch.ddp._buffers import BufferProbe
 
 
@@ -110,7 +110,8 @@ class ModelProbe(object):
             self.buckets,
             self.buffers.names if self.buffers is not None else [],
         )
-        _core.write_fingerprints(RUNTIME.session, "param", "init", True, self.init_hashes)
+        _core.write_fingerprints(RUNTIME.session, "param", "init", True, self.init_hashes,
+                                 fn_of(self.params))
         self.init_hashes = None
 
     def _participation_hook(self, i):
@@ -172,7 +173,7 @@ class ModelProbe(object):
             self.buffers.write()
         if self.pre_step_params is not None:
             _core.write_fingerprints(RUNTIME.session, "param", "pre-step", True,
-                                     self.pre_step_params)
+                                     self.pre_step_params, fn_of(self.params))
             self.pre_step_params = None
         self.params_fingerprinted = self.fingerprint_due(step)
         if self.params_fingerprinted:
@@ -226,7 +227,7 @@ class ModelProbe(object):
     def fingerprint_params(self, why):
         self.publish()
         hashes = fingerprint_each([p.detach() for p in self.params])
-        _core.write_fingerprints(RUNTIME.session, "param", why, True, hashes)
+        _core.write_fingerprints(RUNTIME.session, "param", why, True, hashes, fn_of(self.params))
 
 
 def module_prefixes(modules):

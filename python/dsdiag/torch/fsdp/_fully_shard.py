@@ -32,7 +32,7 @@ from dsdiag import _core
 from dsdiag._warn import warn_once
 from dsdiag.torch._patches import Patches, signature_of
 from dsdiag.torch._runtime import RUNTIME, guard
-from dsdiag.torch._tensors import dtype_name, fingerprint_each
+from dsdiag.torch._tensors import dtype_name, fingerprint_each, fn_of
 from dsdiag.torch.ddp._model import module_prefixes
 
 PATCHES = Patches("fsdp")
@@ -47,6 +47,7 @@ class _Taken(object):
         self.modules = []  # the modules sharded, in call order
         self.entries = []  # (module, name in it, shape, dtype, hash)
         self.ids = set()  # id() of the parameters taken
+        self.fn = ""  # the hashes' function (_tensors.fn_of): one per job
         self.written = False
 
 
@@ -170,6 +171,7 @@ def _take(module):
             TAKEN.ids.add(id(p))
             params.append((name, p))
         hashes = fingerprint_each([p.detach() for _, p in params])
+        TAKEN.fn = TAKEN.fn or fn_of([p for _, p in params])
         TAKEN.modules.append(m)
         for (name, p), h in zip(params, hashes):
             TAKEN.entries.append((m, name, list(p.shape), dtype_name(p.dtype), h))
@@ -203,7 +205,7 @@ def _publish(runtime):
                        [shape for _, _, shape, _, _ in entries],
                        [dtype for _, _, _, dtype, _ in entries], [])
     _core.write_fingerprints(runtime.session, "param", "init", True,
-                             [h for _, _, _, _, h in entries])
+                             [h for _, _, _, _, h in entries], TAKEN.fn)
 
 
 def _prefixes(modules):

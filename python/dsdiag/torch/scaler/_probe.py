@@ -34,6 +34,7 @@ import math
 import torch
 
 from dsdiag import _core
+from dsdiag.torch import _device
 from dsdiag.torch.scaler import _clip, _local
 from dsdiag.torch._runtime import RUNTIME, finite_or_nan
 from dsdiag.torch.steps import _optimizer
@@ -49,6 +50,7 @@ class ScalerProbe(object):
     def reset(self):
         self.scaled = False  # a loss was scaled since the last update()
         self.loss = None  # float, the last loss scaled, when a CPU scalar
+        self.loss_copy = None  # its _device.HostCopy, when the device path takes it
         self.unscaled_params = set()  # id() of the parameters unscale_ went over
         self.scale = None  # float, this iteration's scale
         self.tracker = None  # int, the growth tracker before update()
@@ -62,10 +64,12 @@ class ScalerProbe(object):
         self.scaled = True
         # The step record's loss is the scalar backward() ran on: here the scaled loss. A
         # CPU scalar's own value is free to read, and replaces it at step() (a device
-        # loss is not read, as for any job).
-        if isinstance(outputs, torch.Tensor) and outputs.numel() == 1 \
-                and outputs.device.type == "cpu":
-            self.loss = float(outputs.detach())
+        # loss is copied without a sync and read at the step's end: steps/_backward.py).
+        if isinstance(outputs, torch.Tensor) and outputs.numel() == 1:
+            if _device.takes([outputs]):
+                self.loss_copy = _device.HostCopy(outputs.detach().reshape(1).to(torch.float64))
+            else:
+                self.loss = float(outputs.detach())
         _local.LOCAL.attach()
 
     def after_unscale(self, scaler, optimizer):
@@ -79,6 +83,8 @@ class ScalerProbe(object):
         self.inside_step = True
         if self.loss is not None:
             RUNTIME.loss = finite_or_nan(self.loss)
+        if self.loss_copy is not None:
+            RUNTIME.loss_copy = self.loss_copy
         # The job called unscale_ itself: step() syncs on these flags next. Otherwise the
         # read waits for step()'s own unscale_ (after_unscale): reading the scale before
         # it would stall before the unscaling kernels are even queued.
@@ -171,8 +177,12 @@ class ScalerProbe(object):
         if not values:
             return
         device = values[0].device
-        host = torch.cat([v.to(device=device, dtype=torch.float32, non_blocking=True)
-                          for v in values]).tolist()
+        flat = torch.cat([v.to(device=device, dtype=torch.float32, non_blocking=True)
+                          for v in values])
+        if _device.takes([flat]):  # through the device path: pinned copy, one counted wait
+            host = _device.resolve([_device.HostCopy(flat)])[0].tolist()
+        else:
+            host = flat.tolist()
         for setter, value in zip(fill, host):
             setter(value)
 

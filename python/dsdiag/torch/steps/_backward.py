@@ -6,6 +6,7 @@ import math
 
 import torch
 
+from dsdiag.torch import _device
 from dsdiag.torch._runtime import RUNTIME, guard, phase
 from dsdiag.torch.steps._optimizer import PATCHES
 
@@ -28,9 +29,13 @@ def _backward(self, *args, **kwargs):
 @guard("backward")
 def _enter(loss):
     RUNTIME.begin_step_if_needed()
-    # The loss of a step: a scalar on the CPU costs nothing to read; a device scalar would
-    # cost a sync, which the probes do not add.
-    if loss.numel() == 1 and loss.device.type == "cpu":
+    # The loss of a step: a scalar on the CPU costs nothing to read; a device scalar is
+    # copied to the host without a sync and read at the step's end (_device.py).
+    if loss.numel() != 1:
+        return
+    if _device.takes([loss]):
+        RUNTIME.loss_copy = _device.HostCopy(loss.detach().reshape(1).to(torch.float64))
+    else:
         value = float(loss.detach())
         RUNTIME.loss = value if math.isfinite(value) else float("nan")
 

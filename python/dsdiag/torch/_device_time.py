@@ -1,0 +1,115 @@
+"""Device time: how long each phase and each DDP bucket's allreduce took on the device, the
+`step` record's `dev` (docs/trace-format.md). On CUDA the host only queues kernels, so the
+host's phase times say when the host was done queueing, not when the work ran.
+
+Events come from one pool, created once and reused (_device.new_event: CUDA events with
+timing, or HostEvents on the CPU, whose times are host clocks). A phase records one on the
+current stream as it begins and one as it ends; a bucket one as DDP hands it to the hook (its
+gradients ready on the compute stream) and one in the allreduce future's callback (on the
+allreduce's stream, after it). Nothing waits: at each step's end the spans of earlier steps
+whose end event completed (query()) are summed, and the oldest step whose spans all did goes
+into this step's record — a step late, or later when the device lags.
+
+On when the device path takes the model (its DDP probe turns it on: _comm_hook.DDPProbe).
+"""
+
+import threading
+
+from dsdiag.torch import _device
+
+_MAX_OPEN = 4096  # spans kept unresolved at most (a device that never completes them)
+COLL = "coll"  # the name of the collectives' sum in `dev` (trace/records/step_record.h)
+
+
+class _Span(object):
+    __slots__ = ("step", "name", "start", "end")
+
+    def __init__(self, step, name, start):
+        self.step, self.name, self.start, self.end = step, name, start, None
+
+
+class DeviceTime(object):
+    def __init__(self, device):
+        self.device = device
+        self.lock = threading.Lock()
+        self.free = []  # events ready for reuse
+        self.created = 0
+        self.done = []  # spans whose end is recorded, unresolved, in order
+
+    def _event(self):
+        with self.lock:
+            if self.free:
+                return self.free.pop()
+            self.created += 1
+        return _device.new_event(self.device, enable_timing=True)
+
+    def begin(self, step, name):
+        event = self._event()
+        event.record()
+        return _Span(step, name, event)
+
+    def end(self, span):
+        event = self._event()
+        event.record()
+        span.end = event
+        with self.lock:
+            self.done.append(span)
+            if len(self.done) > _MAX_OPEN:
+                dropped = self.done.pop(0)
+                self.free += [dropped.start, dropped.end]
+
+    def phase(self, step, name, inner):
+        """`inner` (the session's phase span) with this phase's events around it."""
+        return _TimedPhase(self, step, name, inner)
+
+    def take_earlier(self, step):
+        """(the step, {name: device ns}) of the oldest step before `step` whose spans all
+        completed, or None; their events go back to the pool."""
+        with self.lock:
+            spans = [s for s in self.done if s.step < step]
+        if not spans:
+            return None
+        # Both ends: a bucket's start and end events lie on different streams.
+        waiting = {s.step for s in spans if not (s.end.query() and s.start.query())}
+        ready = sorted({s.step for s in spans} - waiting)
+        if not ready:
+            return None
+        oldest = ready[0]
+        with self.lock:
+            taken = [s for s in self.done if s.step == oldest]
+            self.done = [s for s in self.done if s.step != oldest]
+        times = {}
+        for s in taken:
+            times[s.name] = times.get(s.name, 0) + int(s.start.elapsed_time(s.end) * 1e6)
+        with self.lock:
+            for s in taken:
+                self.free += [s.start, s.end]
+        return oldest, times
+
+
+class _TimedPhase(object):
+    def __init__(self, timer, step, name, inner):
+        self.timer, self.step, self.name, self.inner = timer, step, name, inner
+        self.span = None
+
+    def __enter__(self):
+        self.inner.__enter__()
+        try:
+            self.span = self.timer.begin(self.step, self.name)
+        except Exception as e:  # never into the job's phase
+            _failed(e)
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            if self.span is not None:
+                self.timer.end(self.span)
+        except Exception as e:
+            _failed(e)
+        return self.inner.__exit__(*exc)
+
+
+def _failed(error):
+    from dsdiag.torch._runtime import RUNTIME
+
+    RUNTIME.device_time_failed(error)
