@@ -20,6 +20,7 @@
 #include "tests/support/temp_dir.h"
 #include "trace/record_types.h"
 #include "trace/records/coll_record.h"
+#include "trace/records/phase_record.h"
 #include "trace/records/step_begin_record.h"
 #include "trace/records/step_record.h"
 #include "trace/run_files.h"
