@@ -78,7 +78,8 @@ class RankTrace {
     writer_->SetStep(step);
     return writer_->BeginAt(type, ts);
   }
-  void End(int64_t ts, int64_t step, std::string_view reason = "ok", int status = 0) {
+  void End(int64_t ts, int64_t step, std::string_view reason = trace::records::end_reason::kOk,
+           int status = 0) {
     trace::records::EndRecord end;
     end.reason = reason;
     end.status = status;

@@ -58,7 +58,22 @@ class StepTrace {
   // The step record's other fields; its `dur`, unless set, is the sum of the totals.
   trace::records::StepRecord& record() { return record_; }
 
+  // The whole step, its `step` record last.
   void Write(trace::TraceWriter* w, const Clock& clock = {}) const {
+    WriteBegun(w, clock);
+    auto at = [&](int64_t planned) { return clock ? clock(planned) : planned; };
+    trace::records::StepRecord r = record_;
+    if (r.dur == 0)
+      for (const trace::records::PhaseTime& t : totals_) r.dur += t.ns;
+    if (!totals_.empty()) {
+      r.phases = totals_.data();
+      r.phase_count = totals_.size();
+    }
+    AppendFields(r, &w->BeginAt(r.kType, at(start_)).line());
+  }
+
+  // What a rank that never finished the step left: all of it but the `step` record.
+  void WriteBegun(trace::TraceWriter* w, const Clock& clock = {}) const {
     auto at = [&](int64_t planned) { return clock ? clock(planned) : planned; };
     w->SetStep(step_);
     AppendFields(trace::records::StepBeginRecord{},
@@ -77,14 +92,6 @@ class StepTrace {
       p.dur = e.dur;
       AppendFields(p, &w->BeginAt(p.kType, at(e.ts)).line());
     }
-    trace::records::StepRecord r = record_;
-    if (r.dur == 0)
-      for (const trace::records::PhaseTime& t : totals_) r.dur += t.ns;
-    if (!totals_.empty()) {
-      r.phases = totals_.data();
-      r.phase_count = totals_.size();
-    }
-    AppendFields(r, &w->BeginAt(r.kType, at(start_)).line());
   }
 
  private:
