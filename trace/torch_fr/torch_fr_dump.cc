@@ -130,6 +130,13 @@ std::string Describe(const JsonValue* v) {
 // ---- one entry ----
 
 // Records why an entry cannot be used (the first problem wins); false, for returning.
+// What a reader expected of a member: `integer field "pg_id"`.
+std::string FieldOfType(std::string_view type, FieldKey key) {
+  std::string out(type);
+  if (!out.empty()) out += ' ';
+  return out.append("field \"").append(key.name()).append("\"");
+}
+
 bool Reject(std::string* problem, std::string_view what) {
   *problem = what;
   return false;
@@ -209,20 +216,20 @@ bool ReadOptInt(const JsonValue* v, std::optional<int64_t>* out) {
 // Fields that place the entry: its group and sequence number, name and state.
 bool ReadIdentity(const JsonValue& o, TorchFrEntry* e, std::string* problem) {
   const std::string* name = AsString(o.Find(EK::profiling_name.name()));
-  if (name == nullptr) return Reject(problem, "string field \"profiling_name\"");
+  if (name == nullptr) return Reject(problem, FieldOfType("string", EK::profiling_name));
   e->profiling_name = *name;
   const auto state = ParseState(AsString(o.Find(EK::state.name())));
   if (!state)
     return Reject(problem, "field \"state\": \"scheduled\", \"started\" or \"completed\"");
   e->state = *state;
   const auto pg_id = AsInt(o.Find(EK::pg_id.name()));
-  if (!pg_id) return Reject(problem, "integer field \"pg_id\"");
+  if (!pg_id) return Reject(problem, FieldOfType("integer", EK::pg_id));
   e->pg_id = *pg_id;
   // process_group: a (name, desc) tuple in pickles, a two-string array in JSON.
   if (const JsonValue* pg = o.Find(EK::process_group.name())) {
     if (!pg->is_array() || pg->elements().size() != 2 || !AsString(&pg->elements()[0]) ||
         !AsString(&pg->elements()[1])) {
-      return Reject(problem, "field \"process_group\": (name, desc)");
+      return Reject(problem, FieldOfType("", EK::process_group) + ": (name, desc)");
     }
     e->pg_name = pg->elements()[0].as_string();
     e->pg_desc = pg->elements()[1].as_string();
@@ -233,29 +240,29 @@ bool ReadIdentity(const JsonValue& o, TorchFrEntry* e, std::string* problem) {
   if (!seq_id) return Reject(problem, "integer field \"collective_seq_id\" (or \"seq_id\")");
   e->collective_seq_id = *seq_id;
   if (!ReadOptInt(o.Find(EK::record_id.name()), &e->record_id))
-    return Reject(problem, "integer field \"record_id\"");
+    return Reject(problem, FieldOfType("integer", EK::record_id));
   if (!ReadOptInt(o.Find(EK::p2p_seq_id.name()), &e->p2p_seq_id))
-    return Reject(problem, "integer field \"p2p_seq_id\"");
+    return Reject(problem, FieldOfType("integer", EK::p2p_seq_id));
   if (!ReadOptInt(o.Find(EK::op_id.name()), &e->op_id))
-    return Reject(problem, "integer field \"op_id\"");
+    return Reject(problem, FieldOfType("integer", EK::op_id));
   return true;
 }
 
 // What was moved: shapes and dtypes, which a mismatch is judged by.
 bool ReadTensors(const JsonValue& o, TorchFrEntry* e, std::string* problem) {
   if (!ReadSizes(o.Find(EK::input_sizes.name()), &e->input_sizes)) {
-    return Reject(problem, "field \"input_sizes\": a list of shapes");
+    return Reject(problem, FieldOfType("", EK::input_sizes) + ": a list of shapes");
   }
   if (!ReadSizes(o.Find(EK::output_sizes.name()), &e->output_sizes)) {
-    return Reject(problem, "field \"output_sizes\": a list of shapes");
+    return Reject(problem, FieldOfType("", EK::output_sizes) + ": a list of shapes");
   }
   e->has_dtypes =
       o.Find(EK::input_dtypes.name()) != nullptr || o.Find(EK::output_dtypes.name()) != nullptr;
   if (!ReadDtypes(o.Find(EK::input_dtypes.name()), &e->input_dtypes)) {
-    return Reject(problem, "field \"input_dtypes\": a list of dtype names");
+    return Reject(problem, FieldOfType("", EK::input_dtypes) + ": a list of dtype names");
   }
   if (!ReadDtypes(o.Find(EK::output_dtypes.name()), &e->output_dtypes)) {
-    return Reject(problem, "field \"output_dtypes\": a list of dtype names");
+    return Reject(problem, FieldOfType("", EK::output_dtypes) + ": a list of dtype names");
   }
   return true;
 }
@@ -266,18 +273,18 @@ bool ReadTimes(const JsonValue& o, TorchFrEntry* e, std::string* problem) {
     const auto t = AsInt(us);  // torch 2.2 wrote microseconds
     int64_t ns = 0;
     if (!t || __builtin_mul_overflow(*t, int64_t{1000}, &ns)) {
-      return Reject(problem, "integer field \"time_created_us\" (microseconds)");
+      return Reject(problem, FieldOfType("integer", EK::time_created_us) + " (microseconds)");
     }
     e->time_created_ns = ns;
   } else if (!ReadTime(o.Find(EK::time_created_ns.name()), &e->time_created_ns)) {
-    return Reject(problem, "integer field \"time_created_ns\"");
+    return Reject(problem, FieldOfType("integer", EK::time_created_ns));
   }
   if (!ReadTime(o.Find(EK::time_discovered_started_ns.name()), &e->time_discovered_started_ns)) {
-    return Reject(problem, "integer or None field \"time_discovered_started_ns\"");
+    return Reject(problem, FieldOfType("integer or None", EK::time_discovered_started_ns));
   }
   if (!ReadTime(o.Find(EK::time_discovered_completed_ns.name()),
                 &e->time_discovered_completed_ns)) {
-    return Reject(problem, "integer or None field \"time_discovered_completed_ns\"");
+    return Reject(problem, FieldOfType("integer or None", EK::time_discovered_completed_ns));
   }
   e->duration_ms = AsNumber(o.Find(EK::duration_ms.name()));
   e->timeout_ms = AsInt(o.Find(EK::timeout_ms.name()));
