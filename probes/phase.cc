@@ -1,25 +1,27 @@
 #include "probes/phase.h"
 
+#include "trace/records/phase_record.h"
+
 namespace dsdiag::probes {
 
 const char* PhaseName(Phase phase) noexcept {
   switch (phase) {
     case Phase::kNone:
-      return "none";
+      return trace::phase::kNone.data();
     case Phase::kData:
-      return "data";
+      return trace::phase::kData.data();
     case Phase::kForward:
-      return "forward";
+      return trace::phase::kForward.data();
     case Phase::kBackward:
-      return "backward";
+      return trace::phase::kBackward.data();
     case Phase::kSync:
-      return "sync";
+      return trace::phase::kSync.data();
     case Phase::kOptimizer:
-      return "optimizer";
+      return trace::phase::kOptimizer.data();
     case Phase::kCheckpoint:
-      return "checkpoint";
+      return trace::phase::kCheckpoint.data();
   }
-  return "none";
+  return trace::phase::kNone.data();
 }
 
 }  // namespace dsdiag::probes

@@ -1,4 +1,4 @@
-// The phases a training step is split into; names match trace/record_types.h.
+// The phases a training step is split into; their names are trace/records/phase_record.h's.
 #pragma once
 
 #include <string_view>

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "trace/clock.h"
+#include "trace/records/end_record.h"
 #include "trace/run_id.h"
 
 namespace dsdiag::probes {
@@ -188,7 +189,7 @@ void RankProbes::MeasureClock(std::string_view when) noexcept {
 
 void RankProbes::Finish(int status) noexcept {
   MeasureClock("end");
-  session_->End("ok", status);
+  session_->End(trace::records::end_reason::kOk, status);
 }
 
 }  // namespace dsdiag::probes

@@ -282,7 +282,7 @@ void Session::End(std::string_view reason, int status, std::string_view detail) 
 void Session::EndByFatalSignal(int signo, const trace::records::FatalSignalFields& how) noexcept {
   const std::string name = trace::SignalName(signo);
   trace::records::EndRecord end;
-  end.reason = "signal";
+  end.reason = trace::records::end_reason::kSignal;
   end.status = 128 + signo;
   end.detail = name;
   end.fatal = &how;

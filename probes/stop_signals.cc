@@ -9,6 +9,7 @@
 #include <future>
 #include <string>
 
+#include "trace/records/end_record.h"
 #include "trace/signal_name.h"
 
 namespace dsdiag::probes {
@@ -171,7 +172,7 @@ bool StopSignals::WriteEvidence(int signo) {
   session_->RecordSignal(signo);
   const int slot = Slot(signo);
   if (IsFunction(previous_[slot])) return false;  // the previous handler decides what follows
-  session_->End("signal", 128 + signo, name);
+  session_->End(trace::records::end_reason::kSignal, 128 + signo, name);
   return true;
 }
 

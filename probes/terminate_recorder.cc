@@ -7,6 +7,9 @@
 #include <string>
 #include <thread>
 
+#include "trace/flight_dump_keys.h"
+#include "trace/records/end_record.h"
+
 namespace dsdiag::probes {
 namespace {
 
@@ -60,9 +63,10 @@ void TerminateRecorder::OnTerminate() {
     session->RecordError("terminate", what);
     if (self->recorder_) {
       std::string error;
-      self->recorder_->Dump("terminate", session->current_step(), session->current_phase(), &error);
+      self->recorder_->Dump(trace::flight_dump_reason::kTerminate, session->current_step(),
+                            session->current_phase(), &error);
     }
-    session->End("error", 128 + SIGABRT, what);
+    session->End(trace::records::end_reason::kError, 128 + SIGABRT, what);
   }
   if (previous) previous();
   std::abort();

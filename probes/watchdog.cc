@@ -7,6 +7,8 @@
 #include <string_view>
 
 #include "trace/clock.h"
+#include "trace/flight_dump_keys.h"
+#include "trace/records/end_record.h"
 
 namespace dsdiag::probes {
 namespace {
@@ -24,7 +26,7 @@ const char* ReasonName(Watchdog::DumpReason r) {
     case Watchdog::DumpReason::kSigterm:
       return "SIGTERM";
     case Watchdog::DumpReason::kError:
-      return "error";
+      return trace::flight_dump_reason::kError.data();
     case Watchdog::DumpReason::kNone:
       break;
   }
@@ -120,9 +122,9 @@ void Watchdog::CheckTimeout() {
         timeout_ns_ / 1e9);
   }
   session_->RecordError("watchdog", message);
-  DumpNow("timeout");
+  DumpNow(trace::flight_dump_reason::kTimeout.data());
   if (end_on_timeout_.load()) {
-    session_->End("error", 1, message);
+    session_->End(trace::records::end_reason::kError, 1, message);
     std::fprintf(stderr, "dsdiag: rank %d: %s; ending the rank\n", session_->rank(), message);
     std::fflush(stderr);
     std::_Exit(1);

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "trace/records/phase_record.h"
+
 namespace dsdiag::report {
 
 void AppendEscaped(std::string* out, std::string_view text) {
@@ -113,12 +115,12 @@ std::string SeriesColor(int i) {
 
 std::string PhaseColor(std::string_view phase, int index) {
   // Fixed colours for the trainer's phases, so that two reports compare at a glance.
-  if (phase == "data") return "#e8590c";
-  if (phase == "forward") return "#4c6ef5";
-  if (phase == "backward") return "#7048e8";
-  if (phase == "sync") return "#f03e3e";
-  if (phase == "optimizer") return "#37b24d";
-  if (phase == "checkpoint") return "#f59f00";
+  if (phase == trace::phase::kData) return "#e8590c";
+  if (phase == trace::phase::kForward) return "#4c6ef5";
+  if (phase == trace::phase::kBackward) return "#7048e8";
+  if (phase == trace::phase::kSync) return "#f03e3e";
+  if (phase == trace::phase::kOptimizer) return "#37b24d";
+  if (phase == trace::phase::kCheckpoint) return "#f59f00";
   if (phase == "other") return "#868e96";
   return SeriesColor(index + 5);
 }

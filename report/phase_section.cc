@@ -7,6 +7,7 @@
 
 #include "report/html.h"
 #include "report/sections.h"
+#include "trace/records/phase_record.h"
 
 namespace dsdiag::report {
 namespace {
@@ -16,9 +17,12 @@ constexpr char kOutside[] = "(outside phases)";
 
 // Phases in the order a step runs them; unknown names after, as first met.
 std::vector<int> PhaseOrder(const std::vector<std::string>& phases) {
-  static const char* kKnown[] = {"data", "forward", "backward", "sync", "optimizer", "checkpoint"};
+  namespace phase = trace::phase;
+  static constexpr std::string_view kKnown[] = {phase::kData,      phase::kForward,
+                                                phase::kBackward,  phase::kSync,
+                                                phase::kOptimizer, phase::kCheckpoint};
   std::vector<int> order;
-  for (const char* name : kKnown)
+  for (std::string_view name : kKnown)
     for (size_t i = 0; i < phases.size(); ++i)
       if (phases[i] == name) order.push_back(static_cast<int>(i));
   for (size_t i = 0; i < phases.size(); ++i)

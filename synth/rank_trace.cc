@@ -6,6 +6,7 @@
 
 #include "synth/noise.h"
 #include "trace/flight_dump.h"
+#include "trace/flight_dump_keys.h"
 #include "trace/record_types.h"
 #include "trace/records/clock_record.h"
 #include "trace/records/coll_record.h"
@@ -22,6 +23,9 @@
 namespace dsdiag::synth {
 namespace {
 
+namespace end_reason = trace::records::end_reason;
+namespace fp_what = trace::records::fp_what;
+namespace fp_why = trace::records::fp_why;
 namespace phase = trace::phase;
 namespace records = trace::records;
 
@@ -65,7 +69,7 @@ class Renderer {
   void Render(const Drain& drain) {
     Header();
     Write(run_.params->table(), model_.ParamsTime(rank_), 0);
-    Fingerprint("param", "init", model_.ParamsTime(rank_), 0);
+    Fingerprint(fp_what::kParam, fp_why::kInit, model_.ParamsTime(rank_), 0);
     Clock("start", model_.ClockTime(rank_), 0);
     const std::optional<Stop>& stop = run_.faults->stop();
     int64_t start = model_.FirstStepStart(rank_);
@@ -79,9 +83,9 @@ class Renderer {
       if (out_->size() >= kDrainBytes) drain(out_);
     }
     const int64_t end = start + 2 * kMs;
-    Fingerprint("param", "final", start + kMs, run_.steps);
+    Fingerprint(fp_what::kParam, fp_why::kFinal, start + kMs, run_.steps);
     Clock("end", end, run_.steps);
-    End(run_.steps, end + kMs, "ok", 0, "");
+    End(run_.steps, end + kMs, end_reason::kOk, 0, "");
     drain(out_);
   }
 
@@ -147,14 +151,15 @@ class Renderer {
     for (; k < buckets_; ++k) Coll(step, k, w.enter[k], exit[k]);
     const StepEnd e = model_.End(w, exit[buckets_ - 1]);
     // At the allreduce's completion every rank agrees; a rank-local edit shows before the step.
-    Fingerprint("grad", "after-sync", e.sync_end, step);
-    Fingerprint("grad", "pre-step", e.sync_end, step);
+    Fingerprint(fp_what::kGrad, fp_why::kAfterSync, e.sync_end, step);
+    Fingerprint(fp_what::kGrad, fp_why::kPreStep, e.sync_end, step);
     // The probe fingerprints the parameters again before the step after a periodic one.
     if (step > 0 && (step - 1) % kParamFpEvery == 0)
-      Fingerprint("param", "pre-step", e.sync_end, step);
+      Fingerprint(fp_what::kParam, fp_why::kPreStep, e.sync_end, step);
     Phase(step, phase::kSync, w.backward_end, e.sync_end);
     Phase(step, phase::kOptimizer, e.sync_end, e.optimizer_end);
-    if (step % kParamFpEvery == 0) Fingerprint("param", "periodic", e.optimizer_end, step);
+    if (step % kParamFpEvery == 0)
+      Fingerprint(fp_what::kParam, fp_why::kPeriodic, e.optimizer_end, step);
     StepRecord(step, w, e, exit);
     return e.next_start;
   }
@@ -189,14 +194,14 @@ class Renderer {
                                   std::to_string(stop.rank / kRanksPerHost);
       Phase(step, phase::kSync, w.backward_end, detect);
       Error(step, detect, message, seq);
-      End(step, detect + 200 * kUs, "peer-failure", 1, message);
+      End(step, detect + 200 * kUs, end_reason::kPeerFailure, 1, message);
     } else {
       // The watchdog gives up on the oldest pending collective and dumps the recorder.
       const int64_t fire = w.enter[0] + kTimeoutNs;
       const std::string message = "collective timeout: " + what + " not completed after " +
                                   std::to_string(kTimeoutNs / 1000000000) + " s";
       Error(step, fire, message, seq);
-      End(step, fire + kMs, "error", 1, message);
+      End(step, fire + kMs, end_reason::kError, 1, message);
     }
   }
 
@@ -254,24 +259,25 @@ class Renderer {
   // the shared value is a function of (seed, step, bucket, what), and a rank whose state
   // differs XORs in a salt of its own.
   void Fingerprint(std::string_view what, std::string_view why, int64_t t, int64_t step) {
-    const bool grad = what == "grad";
+    const bool grad = what == fp_what::kGrad;
     uint64_t salt = 0;
     if (grad) {
       // grad-desync: one bucket's gradient is altered after the allreduce, at that step only:
       // seen before the optimizer step, not at the allreduce's completion.
-      if (why == "pre-step" && run_.faults->GradDesync(rank_, step))
+      if (why == fp_why::kPreStep && run_.faults->GradDesync(rank_, step))
         salt = RankSalt(rank_, kSlotGradFp);
     } else {
       // no-broadcast: every replica starts from its own init (rank 0's is the reference);
       // after a grad-desync the replica stays off for good.
       if (run_.faults->NoBroadcast() && rank_ != 0) salt ^= RankSalt(rank_, kSlotParamFp);
       // Before the step, the parameters are the previous step's.
-      const int64_t as_of = why == "pre-step" ? step - 1 : step;
-      if (why != "init" && run_.faults->Drifted(rank_, as_of)) salt ^= RankSalt(rank_, kSlotGradFp);
+      const int64_t as_of = why == fp_why::kPreStep ? step - 1 : step;
+      if (why != fp_why::kInit && run_.faults->Drifted(rank_, as_of))
+        salt ^= RankSalt(rank_, kSlotGradFp);
     }
     // Parameters change only at optimizer steps: `init` and a step's `periodic` differ; a
     // step's `pre-step` holds what the previous one's `periodic` did.
-    const int64_t state = grad || why == "init" || why == "pre-step" ? step : step + 1;
+    const int64_t state = grad || why == fp_why::kInit || why == fp_why::kPreStep ? step : step + 1;
     hashes_.clear();
     for (int k = 0; k < buckets_; ++k) {
       const uint64_t shared =
@@ -423,7 +429,7 @@ void AppendFlightDump(const RunFacts& run, int rank, std::string* out) {
   dump.run_id = run.run_id;
   dump.rank = rank;
   dump.world_size = run.ranks;
-  dump.reason = "timeout";
+  dump.reason = trace::flight_dump_reason::kTimeout;
   dump.ts = model.Mono(rank, fire);
   dump.clock = trace::ClockReference{model.Mono(rank, launch), model.Wall(rank, launch),
                                      model.MeasuredOffset(rank), model.OffsetErr(rank)};

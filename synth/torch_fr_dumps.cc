@@ -26,6 +26,7 @@
 #include "trace/run_files.h"
 #include "trace/torch_fr/pickle_writer.h"
 #include "trace/torch_fr/torch_fr_files.h"
+#include "trace/torch_fr/torch_fr_keys.h"
 
 namespace dsdiag::synth {
 
@@ -44,6 +45,11 @@ namespace {
 
 namespace fs = std::filesystem;
 using trace::PickleWriter;
+using DK = trace::TorchFrDumpKeys;
+using GK = trace::TorchFrGroupKeys;
+using SK = trace::TorchFrStatusKeys;
+using EK = trace::TorchFrEntryKeys;
+using FK = trace::TorchFrFrameKeys;
 
 constexpr uint32_t kSlotThreadId = 2000;  // noise slot (rank_trace.cc uses 1000..)
 constexpr int64_t kNsPerMs = 1000000;
@@ -93,28 +99,29 @@ enum Key : int {
   kIsP2p,
   kKeyCount
 };
-constexpr std::array<const char*, kKeyCount> kKeyText = {"frames",
-                                                         "record_id",
-                                                         "pg_id",
-                                                         "process_group",
-                                                         "thread_name",
-                                                         "thread_id",
-                                                         "collective_seq_id",
-                                                         "p2p_seq_id",
-                                                         "op_id",
-                                                         "profiling_name",
-                                                         "time_created_ns",
-                                                         "duration_ms",
-                                                         "input_sizes",
-                                                         "input_dtypes",
-                                                         "output_sizes",
-                                                         "output_dtypes",
-                                                         "state",
-                                                         "time_discovered_started_ns",
-                                                         "time_discovered_completed_ns",
-                                                         "retired",
-                                                         "timeout_ms",
-                                                         "is_p2p"};
+constexpr std::array<std::string_view, kKeyCount> kKeyText = {
+    EK::frames.name(),
+    EK::record_id.name(),
+    EK::pg_id.name(),
+    EK::process_group.name(),
+    EK::thread_name.name(),
+    EK::thread_id.name(),
+    EK::collective_seq_id.name(),
+    EK::p2p_seq_id.name(),
+    EK::op_id.name(),
+    EK::profiling_name.name(),
+    EK::time_created_ns.name(),
+    EK::duration_ms.name(),
+    EK::input_sizes.name(),
+    EK::input_dtypes.name(),
+    EK::output_sizes.name(),
+    EK::output_dtypes.name(),
+    EK::state.name(),
+    EK::time_discovered_started_ns.name(),
+    EK::time_discovered_completed_ns.name(),
+    EK::retired.name(),
+    EK::timeout_ms.name(),
+    EK::is_p2p.name()};
 
 // One allreduce as the recorder holds it; times are the rank's wall clock.
 struct Entry {
@@ -190,15 +197,15 @@ class DumpWriter {
     }
 
     w_.BeginDict();
-    w_.Str("version");
+    w_.Str(DK::version.name());
     w_.Str("2.10");
-    w_.Str("pg_config");
+    w_.Str(DK::pg_config.name());
     PgConfig();
-    w_.Str("comm_lib_version");
+    w_.Str(DK::comm_lib_version.name());
     w_.Str("2.21.5");
-    w_.Str("pg_status");
+    w_.Str(DK::pg_status.name());
     PgStatus(total, done_steps * buckets, issued_stuck ? done_steps * buckets + 1 : total);
-    w_.Str("entries");
+    w_.Str(DK::entries.name());
     w_.BeginList();
     for (size_t i = 0; i < entries.size(); ++i)
       WriteEntry(first + static_cast<int64_t>(i), entries[i]);
@@ -224,11 +231,11 @@ class DumpWriter {
     w_.BeginDict();
     w_.Str("0");
     w_.BeginDict();
-    w_.Str("name");
+    w_.Str(GK::name.name());
     w_.Str("0");
-    w_.Str("desc");
-    w_.Str("default_pg");
-    w_.Str("ranks");
+    w_.Str(GK::desc.name());
+    w_.Str(trace::torch_fr_desc::kDefaultPg);
+    w_.Str(GK::ranks.name());
     w_.Str(ranks);
     w_.EndDict();
     w_.EndDict();
@@ -239,11 +246,11 @@ class DumpWriter {
     w_.BeginDict();
     w_.Str("0");
     w_.BeginDict();
-    w_.Str("last_enqueued_collective");
+    w_.Str(SK::last_enqueued.name());
     w_.Int(enqueued > 0 ? enqueued : -1);
-    w_.Str("last_started_collective");
+    w_.Str(SK::last_started.name());
     w_.Int(started > 0 ? started : -1);
-    w_.Str("last_completed_collective");
+    w_.Str(SK::last_completed.name());
     w_.Int(completed > 0 ? completed : -1);
     w_.EndDict();
     w_.EndDict();
@@ -260,11 +267,11 @@ class DumpWriter {
       }
       const FrameText& f = kFrames[i];
       w_.BeginDict();
-      w_.Str("name");
+      w_.Str(FK::name.name());
       w_.Str(f.name);
-      w_.Str("filename");
+      w_.Str(FK::filename.name());
       w_.Str(f.filename[0] == '/' ? std::string(f.filename) : kTorchDir + std::string(f.filename));
-      w_.Str("line");
+      w_.Str(FK::line.name());
       w_.Int(f.line);
       w_.EndDict();
       frame_ids_[i] = w_.Memoize();
@@ -308,7 +315,7 @@ class DumpWriter {
     Key(kProcessGroup);
     w_.BeginTuple();
     Value(1, "0");
-    Value(2, "default_pg");
+    Value(2, trace::torch_fr_desc::kDefaultPg);
     w_.EndTuple();
     Key(kThreadName);
     Value(3, "python");
@@ -341,9 +348,9 @@ class DumpWriter {
     Value(6 + (e.completed ? 0
                : e.started ? 1
                            : 2),
-          e.completed ? "completed"
-          : e.started ? "started"
-                      : "scheduled");
+          e.completed ? trace::torch_fr_state::kCompleted
+          : e.started ? trace::torch_fr_state::kStarted
+                      : trace::torch_fr_state::kScheduled);
     Key(kTimeDiscoveredStartedNs);
     OptionalTime(e.started);
     Key(kTimeDiscoveredCompletedNs);

@@ -18,7 +18,6 @@ namespace {
 using CK = records::CollKeys;
 using FK = records::FpKeys;
 using SK = records::StepKeys;
-constexpr std::string_view kPreStep = "pre-step";
 
 // `line` without its member `,"key":"value"` (as the writer puts it: after another member,
 // the value unescaped); false when the member is not spelt so. Found by its text, which
@@ -58,8 +57,8 @@ CompactRecordExpander::Verdict CompactRecordExpander::Observe(const Record& r,
     return ExpandStep(r, lines, issue);
   } else if (r.type_id() == rec_id::kFingerprint) {
     const auto what = r.Str(FK::what), why = r.Str(FK::why);
-    if (what && why && (*what == "grad" || *what == "param")) {
-      if (*why != kPreStep) {
+    if (what && why && (*what == records::fp_what::kGrad || *what == records::fp_what::kParam)) {
+      if (*why != records::fp_why::kPreStep) {
         latest_fp_[std::string(*what)].assign(HashMembers(r.raw_line()));
       } else if (r.Has(FK::same)) {
         return ExpandPreStep(r, lines, issue);
@@ -210,7 +209,7 @@ void CompactRecordExpander::ExpandPreStepFlag(const Record& r, std::vector<std::
     JsonLine l(&line);  // not finished: AppendRepeated adds the last members
     l.Field(kFieldType, rec::kFingerprint).Field(kFieldTs, at).Field(kFieldStep, r.step());
     if (r.tid() != 0) l.Field(kFieldTid, r.tid());
-    l.Field(FK::what.name(), what).Field(FK::why.name(), kPreStep);
+    l.Field(FK::what.name(), what).Field(FK::why.name(), records::fp_why::kPreStep);
     if (!AppendRepeated(what, &line)) {
       *issue = "a step record whose \"pre_step_fp\" names kinds with an earlier fp record (no " +
                std::string(what) + " one)";

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "trace/flight_dump_keys.h"
 #include "trace/json_line.h"
 #include "trace/json_syntax.h"
 
@@ -13,6 +14,11 @@ namespace dsdiag::trace {
 namespace {
 
 namespace dom = simdjson::dom;
+using DK = FlightDumpKeys;
+using WK = FlightWhereKeys;
+using EK = FlightEntryKeys;
+using SK = FlightSiteKeys;
+using TK = FlightStackKeys;
 
 constexpr std::string_view kSchemaPrefix = "dsdiag.flight/";
 constexpr std::string_view kSchemaMajor = "1";
@@ -20,32 +26,42 @@ static_assert(kFlightDumpSchema.substr(0, kSchemaPrefix.size()) == kSchemaPrefix
 // Dumps hold at most a few hundred entries (~100 KB); anything far larger is not a dump.
 constexpr uintmax_t kMaxDumpBytes = uintmax_t{64} << 20;
 
+// What a reader expected of a member: `integer field "pg"`.
+std::string FieldOfType(std::string_view type, FieldKey key) {
+  std::string out(type);
+  if (!out.empty()) out += ' ';
+  return out.append("field \"").append(key.name()).append("\"");
+}
+
 // ---- writing ----
 
 void AppendEntry(JsonLine* l, const FlightDumpEntry& e) {
-  l->BeginObject().Field("pg", e.pg).Field("seq", e.seq).Field("op", e.what.op);
-  if (e.peer) l->Field("peer", *e.peer);
-  if (e.group_peer && e.group_peer != e.peer) l->Field("group_peer", *e.group_peer);
-  if (e.match_tag != 0) l->Field("match_tag", e.match_tag);
-  l->Field("dtype", e.what.dtype);
-  if (e.what.count >= 0) l->Field("n", e.what.count);
-  if (e.what.bytes >= 0) l->Field("bytes", e.what.bytes);
-  l->Field("tag", e.what.tag);
-  if (e.what.site != 0) l->Field("site", e.what.site);
-  if (e.step) l->Field("step", *e.step);
-  l->Field("phase", e.phase).Field("state", CollectiveStateName(e.state));
-  if (e.issued) l->Field("issued", *e.issued);
-  if (e.started) l->Field("started", *e.started);
-  if (e.completed) l->Field("completed", *e.completed);
+  l->BeginObject()
+      .Field(EK::pg.name(), e.pg)
+      .Field(EK::seq.name(), e.seq)
+      .Field(EK::op.name(), e.what.op);
+  if (e.peer) l->Field(EK::peer.name(), *e.peer);
+  if (e.group_peer && e.group_peer != e.peer) l->Field(EK::group_peer.name(), *e.group_peer);
+  if (e.match_tag != 0) l->Field(EK::match_tag.name(), e.match_tag);
+  l->Field(EK::dtype.name(), e.what.dtype);
+  if (e.what.count >= 0) l->Field(EK::n.name(), e.what.count);
+  if (e.what.bytes >= 0) l->Field(EK::bytes.name(), e.what.bytes);
+  l->Field(EK::tag.name(), e.what.tag);
+  if (e.what.site != 0) l->Field(EK::site.name(), e.what.site);
+  if (e.step) l->Field(EK::step.name(), *e.step);
+  l->Field(EK::phase.name(), e.phase).Field(EK::state.name(), CollectiveStateName(e.state));
+  if (e.issued) l->Field(EK::issued.name(), *e.issued);
+  if (e.started) l->Field(EK::started.name(), *e.started);
+  if (e.completed) l->Field(EK::completed.name(), *e.completed);
   if (e.counts.consistent()) {
     auto ints = [l](std::string_view key, const std::vector<int64_t>& values) {
       l->BeginArray(key);
       for (int64_t v : values) l->Add(v);
       l->EndArray();
     };
-    ints("send", e.counts.send);
-    ints("recv", e.counts.recv);
-    if (!e.counts.peers.empty()) ints("peers", e.counts.peers);
+    ints(EK::send.name(), e.counts.send);
+    ints(EK::recv.name(), e.counts.recv);
+    if (!e.counts.peers.empty()) ints(EK::peers.name(), e.counts.peers);
   }
   l->EndObject();
 }
@@ -117,8 +133,8 @@ bool OptInts(const dom::object& o, std::string_view key, std::vector<int64_t>* o
 
 // The per-peer sizes of an entry (trace/peer_counts.h): none, or send and recv of one length.
 bool ParseCounts(const dom::object& o, PeerCounts* counts, std::string* problem) {
-  if (!OptInts(o, "send", &counts->send) || !OptInts(o, "recv", &counts->recv) ||
-      !OptInts(o, "peers", &counts->peers)) {
+  if (!OptInts(o, EK::send.name(), &counts->send) || !OptInts(o, EK::recv.name(), &counts->recv) ||
+      !OptInts(o, EK::peers.name(), &counts->peers)) {
     *problem = "\"send\", \"recv\" and \"peers\" as arrays of integers";
     return false;
   }
@@ -145,32 +161,32 @@ std::optional<FlightDumpEntry> ParseEntry(dom::element element, std::string* pro
   }
   FlightDumpEntry e;
   int64_t pg = 0;
-  if (!GetInt(o, "pg", &pg) || pg < 0 || pg > INT32_MAX) {
-    *problem = "integer field \"pg\"";
+  if (!GetInt(o, EK::pg.name(), &pg) || pg < 0 || pg > INT32_MAX) {
+    *problem = FieldOfType("integer", EK::pg);
     return std::nullopt;
   }
   e.pg = static_cast<int>(pg);
-  if (!GetInt(o, "seq", &e.seq)) {
-    *problem = "integer field \"seq\"";
+  if (!GetInt(o, EK::seq.name(), &e.seq)) {
+    *problem = FieldOfType("integer", EK::seq);
     return std::nullopt;
   }
-  const auto state = ParseState(OptStr(o, "state"));
+  const auto state = ParseState(OptStr(o, EK::state.name()));
   if (!state) {
-    *problem = "field \"state\": \"issued\", \"started\" or \"completed\"";
+    *problem = FieldOfType("", EK::state) + ": \"issued\", \"started\" or \"completed\"";
     return std::nullopt;
   }
   e.state = *state;
-  e.what.op = OptStr(o, "op");
-  e.what.dtype = OptStr(o, "dtype");
-  e.what.count = OptInt(o, "n").value_or(-1);
-  e.what.bytes = OptInt(o, "bytes").value_or(-1);
-  e.what.tag = OptStr(o, "tag");
-  e.what.site = OptInt(o, "site").value_or(0);
-  e.step = OptInt(o, "step");
-  e.phase = OptStr(o, "phase");
-  e.issued = OptInt(o, "issued");
-  e.started = OptInt(o, "started");
-  e.completed = OptInt(o, "completed");
+  e.what.op = OptStr(o, EK::op.name());
+  e.what.dtype = OptStr(o, EK::dtype.name());
+  e.what.count = OptInt(o, EK::n.name()).value_or(-1);
+  e.what.bytes = OptInt(o, EK::bytes.name()).value_or(-1);
+  e.what.tag = OptStr(o, EK::tag.name());
+  e.what.site = OptInt(o, EK::site.name()).value_or(0);
+  e.step = OptInt(o, EK::step.name());
+  e.phase = OptStr(o, EK::phase.name());
+  e.issued = OptInt(o, EK::issued.name());
+  e.started = OptInt(o, EK::started.name());
+  e.completed = OptInt(o, EK::completed.name());
   if (!ParseCounts(o, &e.counts, problem)) return std::nullopt;
   return e;
 }
@@ -181,14 +197,14 @@ std::optional<FlightDumpEntry> ParseP2PEntry(dom::element element, std::string* 
   if (!e) return std::nullopt;
   dom::object o;
   if (element.get_object().get(o) != simdjson::SUCCESS) return std::nullopt;  // ParseEntry saw one
-  e->peer = OptInt(o, "peer");
+  e->peer = OptInt(o, EK::peer.name());
   if (!e->peer || *e->peer < -1) {
-    *problem = "integer field \"peer\" (-1: any source)";
+    *problem = FieldOfType("integer", EK::peer) + " (-1: any source)";
     return std::nullopt;
   }
-  e->group_peer = OptInt(o, "group_peer");
+  e->group_peer = OptInt(o, EK::group_peer.name());
   if (!e->group_peer) e->group_peer = e->peer;
-  e->match_tag = OptInt(o, "match_tag").value_or(0);
+  e->match_tag = OptInt(o, EK::match_tag.name()).value_or(0);
   return e;
 }
 
@@ -212,7 +228,7 @@ void ParseEntries(dom::array array, std::string_view key, Parse parse,
 std::optional<ClockReference> ParseClock(const dom::object& o) {
   dom::element e;
   dom::object c;
-  if (o.at_key("clock").get(e) || e.get_object().get(c)) return std::nullopt;
+  if (o.at_key(DK::clock.name()).get(e) || e.get_object().get(c)) return std::nullopt;
   return ParseClockObject(c, /*require_pair=*/true);
 }
 
@@ -233,40 +249,43 @@ const FlightDumpEntry* FlightDump::OldestPending() const {
 std::string FlightDumpJson(const FlightDump& d) {
   std::string out;
   JsonLine l(&out);
-  l.Field("schema", kFlightDumpSchema)
-      .Field("run_id", d.run_id)
-      .Field("rank", d.rank)
-      .Field("world_size", d.world_size)
-      .Field("reason", d.reason)
-      .Field("ts", d.ts);
-  if (d.clock) AppendClockObject(&l, "clock", *d.clock);
+  l.Field(DK::schema.name(), kFlightDumpSchema)
+      .Field(DK::run_id.name(), d.run_id)
+      .Field(DK::rank.name(), d.rank)
+      .Field(DK::world_size.name(), d.world_size)
+      .Field(DK::reason.name(), d.reason)
+      .Field(DK::ts.name(), d.ts);
+  if (d.clock) AppendClockObject(&l, DK::clock.name(), *d.clock);
   if (d.where_step) {
-    l.BeginObject("where").Field("step", *d.where_step).Field("phase", d.where_phase).EndObject();
+    l.BeginObject(DK::where.name())
+        .Field(WK::step.name(), *d.where_step)
+        .Field(WK::phase.name(), d.where_phase)
+        .EndObject();
   }
-  l.BeginArray("entries");
+  l.BeginArray(DK::entries.name());
   for (const FlightDumpEntry& e : d.entries) AppendEntry(&l, e);
   l.EndArray();
   if (!d.p2p.empty()) {
-    l.BeginArray("p2p");
+    l.BeginArray(DK::p2p.name());
     for (const FlightDumpEntry& e : d.p2p) AppendEntry(&l, e);
     l.EndArray();
   }
   if (!d.sites.empty()) {
-    l.BeginArray("sites");
+    l.BeginArray(DK::sites.name());
     for (const CallSite& s : d.sites) {
       l.BeginObject()
-          .Field("id", s.id)
-          .Field("file", s.file)
-          .Field("line", s.line)
-          .Field("fn", s.fn)
+          .Field(SK::id.name(), s.id)
+          .Field(SK::file.name(), s.file)
+          .Field(SK::line.name(), s.line)
+          .Field(SK::fn.name(), s.fn)
           .EndObject();
     }
     l.EndArray();
   }
   if (!d.stacks.empty()) {
-    l.BeginArray("stacks");
+    l.BeginArray(DK::stacks.name());
     for (const ThreadStack& t : d.stacks) {
-      l.BeginObject().Field("thread", t.thread).BeginArray("frames");
+      l.BeginObject().Field(TK::thread.name(), t.thread).BeginArray(TK::frames.name());
       for (const std::string& frame : t.frames) l.Add(frame);
       l.EndArray().EndObject();
     }
@@ -282,14 +301,15 @@ namespace {
 std::vector<CallSite> ParseSites(const dom::object& o) {
   std::vector<CallSite> sites;
   dom::array array;
-  if (o.at_key("sites").get_array().get(array) != simdjson::SUCCESS) return sites;
+  if (o.at_key(DK::sites.name()).get_array().get(array) != simdjson::SUCCESS) return sites;
   for (dom::element element : array) {
     dom::object s;
     CallSite site;
-    if (element.get_object().get(s) != simdjson::SUCCESS || !GetInt(s, "id", &site.id)) continue;
-    site.file = OptStr(s, "file");
-    site.line = OptInt(s, "line").value_or(0);
-    site.fn = OptStr(s, "fn");
+    if (element.get_object().get(s) != simdjson::SUCCESS || !GetInt(s, SK::id.name(), &site.id))
+      continue;
+    site.file = OptStr(s, SK::file.name());
+    site.line = OptInt(s, SK::line.name()).value_or(0);
+    site.fn = OptStr(s, SK::fn.name());
     sites.push_back(std::move(site));
   }
   return sites;
@@ -300,16 +320,16 @@ std::vector<CallSite> ParseSites(const dom::object& o) {
 std::vector<ThreadStack> ParseStacks(const dom::object& o) {
   std::vector<ThreadStack> stacks;
   dom::array array;
-  if (o.at_key("stacks").get_array().get(array) != simdjson::SUCCESS) return stacks;
+  if (o.at_key(DK::stacks.name()).get_array().get(array) != simdjson::SUCCESS) return stacks;
   for (dom::element element : array) {
     dom::object thread;
     if (element.get_object().get(thread) != simdjson::SUCCESS) continue;
     ThreadStack t;
     std::string_view name;
-    if (thread.at_key("thread").get_string().get(name) != simdjson::SUCCESS) continue;
+    if (thread.at_key(TK::thread.name()).get_string().get(name) != simdjson::SUCCESS) continue;
     t.thread = std::string(name);
     dom::array frames;
-    if (thread.at_key("frames").get_array().get(frames) == simdjson::SUCCESS) {
+    if (thread.at_key(TK::frames.name()).get_array().get(frames) == simdjson::SUCCESS) {
       for (dom::element frame : frames) {
         std::string_view text;
         if (frame.get_string().get(text) == simdjson::SUCCESS) t.frames.emplace_back(text);
@@ -338,47 +358,47 @@ std::optional<FlightDump> ParseFlightDump(const std::string& text, const std::st
   }
 
   FlightDump d;
-  const std::string schema = OptStr(o, "schema");
+  const std::string schema = OptStr(o, DK::schema.name());
   if (schema.compare(0, kSchemaPrefix.size(), kSchemaPrefix) != 0) {
-    check.FailField("schema", "\"schema\": \"" + std::string(kFlightDumpSchema) + "\"");
+    check.FailField(DK::schema.name(), "\"schema\": \"" + std::string(kFlightDumpSchema) + "\"");
     return std::nullopt;
   }
   if (std::string_view(schema).substr(kSchemaPrefix.size()) != kSchemaMajor) {
-    check.FailField("schema",
+    check.FailField(DK::schema.name(),
                     "flight dump schema major 1 (\"" + std::string(kFlightDumpSchema) + "\")");
     return std::nullopt;
   }
   int64_t rank = 0;
-  if (!GetInt(o, "rank", &rank) || rank < 0 || rank > INT32_MAX) {
-    check.FailField("rank", "integer field \"rank\" >= 0");
+  if (!GetInt(o, DK::rank.name(), &rank) || rank < 0 || rank > INT32_MAX) {
+    check.FailField(DK::rank.name(), FieldOfType("integer", DK::rank) + " >= 0");
     return std::nullopt;
   }
   d.rank = static_cast<int>(rank);
-  if (!GetInt(o, "ts", &d.ts)) {
-    check.FailField("ts", "integer field \"ts\"");
+  if (!GetInt(o, DK::ts.name(), &d.ts)) {
+    check.FailField(DK::ts.name(), FieldOfType("integer", DK::ts));
     return std::nullopt;
   }
   dom::element entries;
   dom::array array;
-  if (o.at_key("entries").get(entries) || entries.get_array().get(array)) {
-    check.FailField("entries", "array field \"entries\"");
+  if (o.at_key(DK::entries.name()).get(entries) || entries.get_array().get(array)) {
+    check.FailField(DK::entries.name(), FieldOfType("array", DK::entries));
     return std::nullopt;
   }
-  d.run_id = OptStr(o, "run_id");
-  d.world_size = static_cast<int>(OptInt(o, "world_size").value_or(0));
-  d.reason = OptStr(o, "reason");
+  d.run_id = OptStr(o, DK::run_id.name());
+  d.world_size = static_cast<int>(OptInt(o, DK::world_size.name()).value_or(0));
+  d.reason = OptStr(o, DK::reason.name());
   d.clock = ParseClock(o);
   dom::element where_e;
   dom::object where;
-  if (o.at_key("where").get(where_e) == simdjson::SUCCESS &&
+  if (o.at_key(DK::where.name()).get(where_e) == simdjson::SUCCESS &&
       where_e.get_object().get(where) == simdjson::SUCCESS) {
-    d.where_step = OptInt(where, "step");
-    d.where_phase = OptStr(where, "phase");
+    d.where_step = OptInt(where, WK::step.name());
+    d.where_phase = OptStr(where, WK::phase.name());
   }
-  ParseEntries(array, "entries", ParseEntry, &d.entries, &d);
+  ParseEntries(array, DK::entries.name(), ParseEntry, &d.entries, &d);
   dom::array p2p;
-  if (o.at_key("p2p").get_array().get(p2p) == simdjson::SUCCESS)
-    ParseEntries(p2p, "p2p", ParseP2PEntry, &d.p2p, &d);
+  if (o.at_key(DK::p2p.name()).get_array().get(p2p) == simdjson::SUCCESS)
+    ParseEntries(p2p, DK::p2p.name(), ParseP2PEntry, &d.p2p, &d);
   d.sites = ParseSites(o);
   d.stacks = ParseStacks(o);
   return d;

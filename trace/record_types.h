@@ -112,14 +112,4 @@ inline constexpr int kSite = RecordTypeId(rec::kSite);
 static_assert(kSite == kRecordTypeCount - 1 && kHeader == 0);
 }  // namespace rec_id
 
-// Phase names used in `phase` records and `step.phases`.
-namespace phase {
-inline constexpr std::string_view kData = "data";
-inline constexpr std::string_view kForward = "forward";
-inline constexpr std::string_view kBackward = "backward";
-inline constexpr std::string_view kSync = "sync";
-inline constexpr std::string_view kOptimizer = "optimizer";
-inline constexpr std::string_view kCheckpoint = "checkpoint";
-}  // namespace phase
-
 }  // namespace dsdiag::trace

@@ -50,7 +50,7 @@ namespace {
 
 using trace::JsonValue;
 
-const std::optional<std::string_view> kLoad = "load", kParam = "param", kResume = "resume";
+const std::optional<std::string_view> kLoad = records::kCkptLoad;
 
 struct Load {
   std::string path;
@@ -97,11 +97,12 @@ class CheckpointMismatchAnalyzer : public Analyzer {
       return;
     }
     const records::FpView view(r);
-    if (r.type_id() != trace::rec_id::kFingerprint || view.what() != kParam) return;
+    if (r.type_id() != trace::rec_id::kFingerprint || view.what() != records::fp_what::kParam)
+      return;
     auto fp = ReadFingerprint(r);
     if (!fp) return;
     one_sided_.Add(rank.rank, r.step(), *fp);
-    if (view.why() != kResume) return;
+    if (view.why() != records::fp_why::kResume) return;
     auto& list = resume_fps_[rank.rank];
     list.push_back({r.step(), std::move(*fp)});
   }

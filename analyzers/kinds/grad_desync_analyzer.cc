@@ -84,11 +84,14 @@ class GradDesyncAnalyzer : public Analyzer {
       if (!table_) table_ = records::ParamTable::Read(r);
       return;
     }
-    if (r.type_id() != trace::rec_id::kFingerprint || records::FpView(r).what() != "grad") return;
+    if (r.type_id() != trace::rec_id::kFingerprint ||
+        records::FpView(r).what() != records::fp_what::kGrad)
+      return;
     auto fp = ReadFingerprint(r);
     if (!fp) return;
     StepFingerprints& step = pending_[r.step()];
-    (fp->why == "pre-step" ? step.pre_step : step.after_sync).Set(rank.rank, std::move(*fp));
+    (fp->why == records::fp_why::kPreStep ? step.pre_step : step.after_sync)
+        .Set(rank.rank, std::move(*fp));
   }
 
   void OnStepDone(int64_t step) override {

@@ -42,8 +42,8 @@ class InitDivergenceAnalyzer : public Analyzer {
       return;
     }
     const records::FpView fp(r);
-    if (r.type_id() != trace::rec_id::kFingerprint || fp.what() != "param" || fp.why() != "init" ||
-        init_.count(rank.rank))
+    if (r.type_id() != trace::rec_id::kFingerprint || fp.what() != records::fp_what::kParam ||
+        fp.why() != records::fp_why::kInit || init_.count(rank.rank))
       return;
     if (auto fp = ReadFingerprint(r)) init_.Set(rank.rank, std::move(*fp));
   }
@@ -98,7 +98,7 @@ class InitDivergenceAnalyzer : public Analyzer {
     JsonValue tensors = JsonValue::Array();
     for (size_t i = 0; i < diffs.size() && i < kMaxTensorsListed; ++i)
       tensors.Push(Describe(any.per_param, diffs[i].index));
-    f.evidence.Set("fingerprint", "init");
+    f.evidence.Set("fingerprint", records::fp_why::kInit);
     f.evidence.Set("granularity", any.per_param ? "param" : "bucket");
     f.evidence.Set("tensors_differing", static_cast<int64_t>(diffs.size()));
     f.evidence.Set("tensors", std::move(tensors));

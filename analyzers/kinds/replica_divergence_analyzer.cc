@@ -64,11 +64,12 @@ struct WrittenOutside {
 // Within one step fingerprints are taken in this order: after the broadcast or the load,
 // before the optimizer step, then after it.
 int WhyOrder(const std::string& why) {
-  if (why == "init") return 0;
-  if (why == "resume") return 1;
-  if (why == "forward") return 2;  // buffers, as the module's forward begins (Python)
-  if (why == "pre-step") return 3;
-  if (why == "periodic") return 4;
+  if (why == records::fp_why::kInit) return 0;
+  if (why == records::fp_why::kResume) return 1;
+  if (why == records::fp_why::kForward)
+    return 2;  // buffers, as the module's forward begins (Python)
+  if (why == records::fp_why::kPreStep) return 3;
+  if (why == records::fp_why::kPeriodic) return 4;
   return 5;  // "final" and anything newer
 }
 
@@ -92,11 +93,11 @@ class ReplicaDivergenceAnalyzer : public Analyzer {
     if (r.type_id() != trace::rec_id::kFingerprint) return;
     const records::FpView view(r);
     const auto what = view.what();
-    const bool grad = what == "grad";
-    if (what != "param" && what != "buffer" && !grad) return;
+    const bool grad = what == records::fp_what::kGrad;
+    if (what != records::fp_what::kParam && what != records::fp_what::kBuffer && !grad) return;
     // Only pre-step gradients count here: the others' hashes are not decoded at all (they
     // are most of a light trace's fingerprints, and grad-desync decodes them already).
-    if (grad && view.why() != "pre-step") return;
+    if (grad && view.why() != records::fp_why::kPreStep) return;
     auto fp = ReadFingerprint(r);
     if (!fp) return;
     pending_[{r.step(), WhyOrder(fp->why), fp->what}].Set(rank.rank, std::move(*fp));
@@ -153,7 +154,7 @@ class ReplicaDivergenceAnalyzer : public Analyzer {
     f.ranks = s.ranks;
     f.step = s.first_step;
     FingerprintRecord as_param;
-    as_param.what = "param";
+    as_param.what = records::fp_what::kParam;
     as_param.per_param = s.per_param;
     f.subject = Describe(as_param, s.indices.front());
     const bool one = s.ranks.size() == 1;
@@ -166,8 +167,8 @@ class ReplicaDivergenceAnalyzer : public Analyzer {
     JsonValue tensors = JsonValue::Array();
     for (size_t i = 0; i < s.indices.size() && i < kMaxTensorsListed; ++i)
       tensors.Push(Describe(as_param, s.indices[i]));
-    f.evidence.Set("fingerprint", "pre-step");
-    f.evidence.Set("what", "grad");
+    f.evidence.Set("fingerprint", records::fp_why::kPreStep);
+    f.evidence.Set("what", records::fp_what::kGrad);
     f.evidence.Set("tensors_differing", static_cast<int64_t>(s.indices.size()));
     f.evidence.Set("tensors", std::move(tensors));
     f.evidence.Set("basis", "optimizer step skipped");
@@ -183,26 +184,26 @@ class ReplicaDivergenceAnalyzer : public Analyzer {
 
   void Compare(int64_t step, const RankFingerprints& by_rank) {
     const FingerprintRecord& any = by_rank.begin()->second;
-    if (any.what == "grad") return NoteSkipped(step, by_rank);
+    if (any.what == records::fp_what::kGrad) return NoteSkipped(step, by_rank);
     // A rank's own parameters between two optimizer steps (evidence at any world size).
     std::vector<int> changed;
-    if (any.why == "pre-step" && any.what == "param") {
+    if (any.why == records::fp_why::kPreStep && any.what == records::fp_what::kParam) {
       changed = ChangedRanks(last_periodic_, by_rank);
       if (changed.size() == by_rank.size()) changed.clear();  // every rank: no odd one
-    } else if (any.why == "periodic" && any.what == "param") {
+    } else if (any.why == records::fp_why::kPeriodic && any.what == records::fp_what::kParam) {
       last_periodic_ = by_rank;
     }
     if (done_ || by_rank.size() < 2) return;
     const auto diffs = DiffByIndex(by_rank);
     if (diffs.empty()) {
-      if (any.why != "resume") last_equal_step_ = step;
+      if (any.why != records::fp_why::kResume) last_equal_step_ = step;
       return;
     }
     done_ = true;  // the first divergence is the one that matters
     // Never equal (init-divergence's), or after a resume (checkpoint-mismatch's).
-    if (any.why == "init" || any.why == "resume") return;
+    if (any.why == records::fp_why::kInit || any.why == records::fp_why::kResume) return;
     int64_t written_at = step;  // the optimizer step the writes came before
-    if (changed.empty() && any.what == "param")
+    if (changed.empty() && any.what == records::fp_what::kParam)
       changed = WrittenSinceEqual(step, by_rank.size(), &written_at);
     finding_ = MakeFinding(step, by_rank, diffs, changed, written_at);
   }
@@ -223,11 +224,11 @@ class ReplicaDivergenceAnalyzer : public Analyzer {
   }
 
   std::string Describe(const FingerprintRecord& fp, int index) const {
-    if (fp.what == "param" && table_) return table_->Describe(fp.per_param, index);
-    if (fp.what == "buffer" && table_) return table_->BufferName(index);
-    return (fp.what == "buffer" ? "buffer #"
-            : fp.per_param      ? "param #"
-                                : "bucket ") +
+    if (fp.what == records::fp_what::kParam && table_) return table_->Describe(fp.per_param, index);
+    if (fp.what == records::fp_what::kBuffer && table_) return table_->BufferName(index);
+    return (fp.what == records::fp_what::kBuffer ? "buffer #"
+            : fp.per_param                       ? "param #"
+                                                 : "bucket ") +
            std::to_string(index);
   }
 
@@ -246,9 +247,9 @@ class ReplicaDivergenceAnalyzer : public Analyzer {
     f.subject = Describe(any, diffs.front().index);
     const std::string n = std::to_string(diffs.size()) + " of " +
                           std::to_string(any.hashes.size()) +
-                          (any.what == "buffer" ? " buffers"
-                           : any.per_param      ? " parameters"
-                                                : " buckets");
+                          (any.what == records::fp_what::kBuffer ? " buffers"
+                           : any.per_param                       ? " parameters"
+                                                                 : " buckets");
     f.summary = "replicas diverged by step " + std::to_string(step) + ": " + n + " differ, first " +
                 *f.subject + "; " + std::to_string(groups.size()) + " distinct replicas";
     if (evidence) {
@@ -259,7 +260,7 @@ class ReplicaDivergenceAnalyzer : public Analyzer {
     } else {
       f.summary += NoMajorityText(groups, split);
     }
-    f.hint = any.what == "buffer" && !evidence
+    f.hint = any.what == records::fp_what::kBuffer && !evidence
                  ? "The module's buffers differ across ranks where DDP broadcasts rank 0's at "
                    "the start of each forward: the model was wrapped with "
                    "broadcast_buffers=False (BatchNorm running statistics then follow each "

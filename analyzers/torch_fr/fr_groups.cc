@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "trace/torch_fr/torch_fr_keys.h"
+
 namespace dsdiag::analyzers::torch_fr {
 namespace {
 
@@ -52,7 +54,7 @@ int64_t FrGroup::MaxSeq() const {
 
 std::string FrGroup::Label() const {
   std::string label = "group " + (name().empty() ? std::string("?") : name());
-  if (!desc().empty() && desc() != "undefined") label += " (" + desc() + ")";
+  if (!desc().empty() && desc() != trace::torch_fr_desc::kUndefined) label += " (" + desc() + ")";
   if (p2p()) label += " p2p";
   return label;
 }

@@ -8,6 +8,7 @@
 
 #include "analyzers/framework/input_error.h"
 #include "trace/torch_fr/torch_fr_files.h"
+#include "trace/torch_fr/torch_fr_keys.h"
 
 namespace dsdiag::analyzers::torch_fr {
 namespace {
@@ -219,7 +220,7 @@ class Compactor {
     }
     FrGroupName& g = run_->groups[it->second];
     if (g.desc.empty()) g.desc = e.pg_desc;
-    g.is_default = g.is_default || e.pg_desc == "default_pg" || name == "0";
+    g.is_default = g.is_default || e.pg_desc == trace::torch_fr_desc::kDefaultPg || name == "0";
     if (g.ranks.empty())
       if (const trace::TorchFrGroup* config = dump.FindGroup(name)) {
         g.ranks = config->ranks;

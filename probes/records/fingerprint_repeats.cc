@@ -7,16 +7,16 @@
 namespace dsdiag::probes::records {
 namespace {
 
-constexpr std::string_view kPreStep = "pre-step";
-constexpr std::string_view kAfterSync = "after-sync";
+namespace fp_what = trace::records::fp_what;
+namespace fp_why = trace::records::fp_why;
 
 }  // namespace
 
 bool PreStepRepeats::LeaveOut(std::string_view what, std::string_view why, int64_t step,
                               bool per_param, const std::vector<uint64_t>& hashes) {
-  if (what != "grad" && what != "param") return false;
+  if (what != fp_what::kGrad && what != fp_what::kParam) return false;
   std::lock_guard<std::mutex> lock(mu_);
-  if (why != kPreStep) {
+  if (why != fp_why::kPreStep) {
     latest_[std::string(what)] = Latest{std::string(why), step, per_param, hashes};
     return false;
   }
@@ -24,7 +24,7 @@ bool PreStepRepeats::LeaveOut(std::string_view what, std::string_view why, int64
   if (it == latest_.end()) return false;
   const Latest& l = it->second;
   // Gradients change every step: only this step's after-sync hashes can be repeated.
-  if (what == "grad" && (l.why != kAfterSync || l.step != step)) return false;
+  if (what == fp_what::kGrad && (l.why != fp_why::kAfterSync || l.step != step)) return false;
   if (l.per_param != per_param || l.hashes != hashes) return false;
   owed_[std::string(what)] = Owed{l.why, trace::MonotonicNs()};
   return true;
@@ -51,7 +51,7 @@ void PreStepRepeats::WriteOwed(probes::Session* session, std::string_view what) 
   for (const auto& [what, o] : owed) {
     trace::records::FpSameRecord r;
     r.what = what;
-    r.why = kPreStep;
+    r.why = fp_why::kPreStep;
     r.same = o.same;
     auto record = session->writer()->BeginAt(r.kType, o.ts);
     AppendFields(r, &record.line());

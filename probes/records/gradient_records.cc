@@ -20,7 +20,8 @@ void WriteFingerprints(probes::Session* session, std::string_view what, std::str
     if (session->pre_step_repeats()->LeaveOut(what, why, session->writer()->step(), per_param,
                                               hashes))
       return;  // the step record says so (records/fingerprint_repeats.h)
-    if (why != "pre-step") session->pre_step_repeats()->WriteOwed(session, what);
+    if (why != trace::records::fp_why::kPreStep)
+      session->pre_step_repeats()->WriteOwed(session, what);
   } catch (const std::exception&) {  // out of memory: the hashes are written in full
   }
   trace::records::FpRecord r;

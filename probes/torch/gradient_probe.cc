@@ -10,9 +10,13 @@
 #include "probes/records/gradient_records.h"
 #include "probes/records/params_record.h"
 #include "trace/record_types.h"
+#include "trace/records/fp_record.h"
 
 namespace dsdiag::probes {
 namespace {
+
+namespace fp_what = trace::records::fp_what;
+namespace fp_why = trace::records::fp_why;
 
 const char* DtypeName(at::ScalarType t) {
   switch (t) {
@@ -200,20 +204,20 @@ void GradientProbe::WriteFingerprints(std::string_view what, std::string_view wh
 
 void GradientProbe::AfterSync() noexcept {
   ProbeTimer timer(session_);
-  WriteFingerprints("grad", "after-sync", true);
+  WriteFingerprints(fp_what::kGrad, fp_why::kAfterSync, true);
 }
 
 void GradientProbe::BeforeOptimizerStep() noexcept {
   if (!session_->on()) return;
   ProbeTimer timer(session_);
-  WriteFingerprints("grad", "pre-step", true);
-  if (params_fingerprinted_) WriteFingerprints("param", "pre-step", false);
+  WriteFingerprints(fp_what::kGrad, fp_why::kPreStep, true);
+  if (params_fingerprinted_) WriteFingerprints(fp_what::kParam, fp_why::kPreStep, false);
   params_fingerprinted_ = false;
 }
 
 void GradientProbe::FingerprintParams(std::string_view why) noexcept {
   ProbeTimer timer(session_);
-  WriteFingerprints("param", why, false);
+  WriteFingerprints(fp_what::kParam, why, false);
 }
 
 void GradientProbe::AfterOptimizerStep(int64_t step) noexcept {
@@ -221,7 +225,7 @@ void GradientProbe::AfterOptimizerStep(int64_t step) noexcept {
   ProbeTimer timer(session_);
   params_fingerprinted_ =
       session_->full() || (options_.param_fp_every > 0 && step % options_.param_fp_every == 0);
-  if (params_fingerprinted_) FingerprintParams("periodic");
+  if (params_fingerprinted_) FingerprintParams(fp_why::kPeriodic);
 }
 
 }  // namespace dsdiag::probes

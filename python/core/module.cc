@@ -11,4 +11,5 @@ PYBIND11_MODULE(_core, m) {
   dsdiag::python::BindLoaderSweep(m);
   dsdiag::python::BindTraceReader(m);
   dsdiag::python::BindDdpHookApi(m);
+  dsdiag::python::BindVocabulary(m);
 }

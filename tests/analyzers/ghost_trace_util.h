@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tests/analyzers/test_run.h"
+#include "tests/support/step_trace.h"
 #include "trace/json_line.h"
 #include "trace/record_types.h"
 #include "trace/records/clock_record.h"
@@ -144,33 +145,34 @@ inline void WriteRank(TestRun* run, const RankSpec& spec) {
     const int64_t forward = shape.forward + j(1);
     const int64_t backward = shape.backward + j(2);
     const int64_t ckpt = shape.checkpoint;
-    w->SetStep(s);
-    AppendFields(trace::records::StepBeginRecord{},
-                 &w->BeginAt(trace::records::StepBeginRecord::kType, c.Local(start)).line());
+    namespace phase = trace::phase;
+    test_support::StepTrace step(s, start);  // planned on the true time, written on the rank's
     int64_t t = start;
     if (ckpt) {
-      WritePhase(w.get(), c.Local(t), "checkpoint", ckpt);
+      step.Phase(phase::kCheckpoint, t, ckpt);
       t += ckpt;
     }
-    WritePhase(w.get(), c.Local(t), "data", data);
+    step.Phase(phase::kData, t, data);
     t += data;
-    WritePhase(w.get(), c.Local(t), "forward", forward);
+    step.Phase(phase::kForward, t, forward);
     t += forward;
     for (int k = 0; k < spec.buckets; ++k) {
-      const int64_t enter = t + backward * (k + 1) / spec.buckets;
-      WriteColl(w.get(), c.Local(enter), 0, first_seq + s * spec.buckets + k, "allreduce", "f32",
-                65536, "grad-bucket-" + std::to_string(k));
+      trace::records::CollRecord coll;
+      coll.seq = first_seq + s * spec.buckets + k;
+      coll.op = "allreduce";
+      coll.dtype = "f32";
+      coll.count = 65536;
+      coll.bytes = 4 * coll.count;
+      coll.dur = 1 * kMs;
+      const std::string tag = "grad-bucket-" + std::to_string(k);
+      coll.tag = tag;
+      step.Coll(coll, t + backward * (k + 1) / spec.buckets);
     }
-    WritePhase(w.get(), c.Local(t), "backward", backward);
+    step.Phase(phase::kBackward, t, backward);
     t += backward;
     const int64_t sync = shape.sync;
-    WritePhase(w.get(), c.Local(t), "sync", sync);
-    WritePhase(w.get(), c.Local(t + sync), "optimizer", shape.optimizer);
-    const int64_t dur = t + sync + shape.optimizer - start;
-    namespace phase = trace::phase;
-    const trace::records::PhaseTime phases[] = {
-        {phase::kData, data}, {phase::kForward, forward},           {phase::kBackward, backward},
-        {phase::kSync, sync}, {phase::kOptimizer, shape.optimizer}, {phase::kCheckpoint, ckpt}};
+    step.Phase(phase::kSync, t, sync);
+    step.Phase(phase::kOptimizer, t + sync, shape.optimizer);
     const trace::records::PhaseTime cpu[] = {
         {phase::kData, data},
         {phase::kForward, forward},
@@ -184,18 +186,16 @@ inline void WriteRank(TestRun* run, const RankSpec& spec) {
     const trace::records::PhaseTime dev[] = {{phase::kForward, forward + shape.device_forward},
                                              {phase::kBackward, backward},
                                              {phase::kOptimizer, shape.optimizer}};
-    trace::records::StepRecord step;
-    if (shape.device && s > 0) step.dev = {s - 1, dev, 3};
-    step.dur = dur;
-    step.loss = 2.0;
-    step.phases = phases;
-    step.phase_count = 6;  // checkpoint 0: left out
+    trace::records::StepRecord& record = step.record();
+    if (shape.device && s > 0) record.dev = {s - 1, dev, 3};
+    record.dur = t + sync + shape.optimizer - start;
+    record.loss = 2.0;
     if (shape.sched) {
-      step.cpu = cpu;
-      step.runq = runq;
-      step.load = shape.backward_runq > 0 ? 1.5 : 0.5;
+      record.cpu = cpu;
+      record.runq = runq;
+      record.load = shape.backward_runq > 0 ? 1.5 : 0.5;
     }
-    AppendFields(step, &w->BeginAt(step.kType, c.Local(start)).line());
+    step.Write(w.get(), [&c](int64_t planned) { return c.Local(planned); });
   }
   if (spec.end) {
     w->SetStep(spec.steps);

@@ -57,18 +57,30 @@ std::unique_ptr<trace::TraceWriter> WriteUpToStuckStep(TestRun* run, int rank, i
   h.clock.offset_ns = Skew(rank);
   h.clock.offset_err_ns = 1000;
   auto w = run->Open(h);
+  const test_support::StepTrace::Clock local = [rank](int64_t t) { return Local(rank, t); };
   for (int64_t s = 0; s <= steps; ++s) {
-    w->SetStep(s);
-    w->BeginAt(trace::rec::kStepBegin, Local(rank, StepStart(s))).line().Field("epoch", 0);
-    WritePhase(w.get(), Local(rank, StepStart(s)), "data", 1 * kMs);
-    WritePhase(w.get(), Local(rank, StepStart(s) + kMs), "forward", 15 * kMs);
-    if (s == steps) break;
-    for (int k = 0; k < kBuckets; ++k) {
-      WriteColl(w.get(), Local(rank, Enter(s, k)), 0, s * kBuckets + k, "allreduce", "f32", 65536,
-                "grad-bucket-" + std::to_string(k));
+    test_support::StepTrace step(s, StepStart(s));
+    step.Phase(trace::phase::kData, StepStart(s), 1 * kMs)
+        .Phase(trace::phase::kForward, StepStart(s) + kMs, 15 * kMs);
+    if (s == steps) {
+      step.WriteBegun(w.get(), local);
+      break;
     }
-    WritePhase(w.get(), Local(rank, StepStart(s) + 16 * kMs), "backward", 22 * kMs);
-    w->BeginAt(trace::rec::kStep, Local(rank, StepStart(s))).line().Field("dur", 41 * kMs);
+    for (int k = 0; k < kBuckets; ++k) {
+      trace::records::CollRecord c;
+      c.seq = s * kBuckets + k;
+      c.op = "allreduce";
+      c.dtype = "f32";
+      c.count = 65536;
+      c.bytes = 4 * c.count;
+      c.dur = 1 * kMs;
+      const std::string tag = "grad-bucket-" + std::to_string(k);
+      c.tag = tag;
+      step.Coll(c, Enter(s, k));
+    }
+    step.Phase(trace::phase::kBackward, StepStart(s) + 16 * kMs, 22 * kMs);
+    step.record().dur = 41 * kMs;
+    step.Write(w.get(), local);
   }
   return w;
 }

@@ -6,9 +6,10 @@
 #include <stdexcept>
 
 #include "tests/support/rank_trace.h"
+#include "tests/support/step_trace.h"
+#include "trace/clock.h"
 #include "trace/record_types.h"
 #include "trace/records/phase_record.h"
-#include "trace/records/step_begin_record.h"
 #include "trace/records/step_record.h"
 #include "trace/run_files.h"
 
@@ -58,22 +59,16 @@ std::unique_ptr<trace::TraceWriter> TestRun::Open(const trace::TraceHeader& head
 }
 
 void TestRun::WriteSteps(trace::TraceWriter* w, int from, int to) {
-  static constexpr std::string_view kPhases[] = {"data", "forward", "backward", "sync",
-                                                 "optimizer"};
+  namespace phase = trace::phase;
+  static constexpr std::string_view kPhases[] = {phase::kData, phase::kForward, phase::kBackward,
+                                                 phase::kSync, phase::kOptimizer};
+  // Written now, as the probes would: the times planned below are the phases' order only.
+  const test_support::StepTrace::Clock now = [](int64_t) { return trace::MonotonicNs(); };
   for (int s = from; s < to; ++s) {
-    w->SetStep(s);
-    AppendFields(trace::records::StepBeginRecord{},
-                 &w->Begin(trace::records::StepBeginRecord::kType).line());
-    for (std::string_view name : kPhases) {
-      trace::records::PhaseRecord p;
-      p.name = name;
-      p.dur = 1000;
-      AppendFields(p, &w->Begin(p.kType).line());
-    }
-    trace::records::StepRecord step;
-    step.dur = 5000;
-    step.loss = 2.0;
-    AppendFields(step, &w->Begin(step.kType).line());
+    test_support::StepTrace step(s, 0);
+    for (int i = 0; i < 5; ++i) step.Phase(kPhases[i], i * 1000, 1000);
+    step.record().loss = 2.0;
+    step.Write(w, now);
   }
   w->SetStep(to);
 }

@@ -6,18 +6,24 @@
 
 #include "trace/json_value.h"
 #include "trace/torch_fr/pickle_writer.h"
+#include "trace/torch_fr/torch_fr_keys.h"
 
 namespace dsdiag::testing {
 namespace {
 
 using trace::JsonValue;
 using trace::PickleWriter;
+using DK = trace::TorchFrDumpKeys;
+using GK = trace::TorchFrGroupKeys;
+using SK = trace::TorchFrStatusKeys;
+using EK = trace::TorchFrEntryKeys;
+using FK = trace::TorchFrFrameKeys;
 
 constexpr int64_t kBaseNs = 1'700'000'000'000'000'000;
 
 int64_t CreatedNs(size_t index) { return kBaseNs + static_cast<int64_t>(index) * 1'000'000; }
-bool Started(const FrOpSpec& op) { return op.state != "scheduled"; }
-bool Completed(const FrOpSpec& op) { return op.state == "completed"; }
+bool Started(const FrOpSpec& op) { return op.state != trace::torch_fr_state::kScheduled; }
+bool Completed(const FrOpSpec& op) { return op.state == trace::torch_fr_state::kCompleted; }
 
 std::string RanksText(const std::vector<int64_t>& ranks) {  // torch's ranks_str: "[0, 1]"
   std::string text = "[";
@@ -89,11 +95,11 @@ class Frames {
     const std::string key = file + ":" + std::to_string(line);
     if (const auto it = memo_.find(key); it != memo_.end()) return w->Get(it->second);
     w->BeginDict();
-    w->Str("name");
+    w->Str(FK::name.name());
     w->Str(name);
-    w->Str("filename");
+    w->Str(FK::filename.name());
     w->Str(file);
-    w->Str("line");
+    w->Str(FK::line.name());
     w->Int(line);
     w->EndDict();
     memo_[key] = w->Memoize();
@@ -111,23 +117,23 @@ void OptTime(PickleWriter* w, bool reached, int64_t ns) {
 // One entry of the list layout (torch 2.2's TraceUtils.h dump()).
 void ListEntry(PickleWriter* w, Frames* frames, const FrOpSpec& op, size_t i) {
   w->BeginDict();
-  w->Str("pg_id");
+  w->Str(EK::pg_id.name());
   w->Int(op.pg_id);
-  w->Str("seq_id");
+  w->Str(EK::seq_id.name());
   w->Int(op.collective_seq);
-  w->Str("profiling_name");
+  w->Str(EK::profiling_name.name());
   w->Str(op.profiling_name);
-  w->Str("time_created_us");
+  w->Str(EK::time_created_us.name());
   w->Int(CreatedNs(i) / 1000);
-  w->Str("input_sizes");
+  w->Str(EK::input_sizes.name());
   Sizes(w, op.sizes);
-  w->Str("output_sizes");
+  w->Str(EK::output_sizes.name());
   Sizes(w, op.sizes);
-  w->Str("state");
+  w->Str(EK::state.name());
   w->Str(op.state);
-  w->Str("retired");
+  w->Str(EK::retired.name());
   w->Bool(op.retired);
-  w->Str("frames");
+  w->Str(EK::frames.name());
   frames->Write(w, op);
   w->EndDict();
 }
@@ -135,35 +141,35 @@ void ListEntry(PickleWriter* w, Frames* frames, const FrOpSpec& op, size_t i) {
 // One entry of format 1.4 (torch 2.3's TraceUtils.h dump()).
 void V14Entry(PickleWriter* w, Frames* frames, const FrOpSpec& op, int64_t record_id, size_t i) {
   w->BeginDict();
-  w->Str("record_id");
+  w->Str(EK::record_id.name());
   w->Int(record_id);
-  w->Str("pg_id");
+  w->Str(EK::pg_id.name());
   w->Int(op.pg_id);
-  w->Str("seq_id");
+  w->Str(EK::seq_id.name());
   w->Int(op.collective_seq);
-  w->Str("op_id");
+  w->Str(EK::op_id.name());
   w->Int(op.op_id);
-  w->Str("profiling_name");
+  w->Str(EK::profiling_name.name());
   w->Str(op.profiling_name);
-  w->Str("time_created_ns");
+  w->Str(EK::time_created_ns.name());
   w->Int(CreatedNs(i));
   if (Completed(op)) {
-    w->Str("duration_ms");
+    w->Str(EK::duration_ms.name());
     w->Float(0.25);
   }
-  w->Str("input_sizes");
+  w->Str(EK::input_sizes.name());
   Sizes(w, op.sizes);
-  w->Str("output_sizes");
+  w->Str(EK::output_sizes.name());
   Sizes(w, op.sizes);
-  w->Str("state");
+  w->Str(EK::state.name());
   w->Str(op.state);
-  w->Str("time_discovered_started_ns");
+  w->Str(EK::time_discovered_started_ns.name());
   OptTime(w, Started(op), CreatedNs(i) + 1000);
-  w->Str("time_discovered_completed_ns");
+  w->Str(EK::time_discovered_completed_ns.name());
   OptTime(w, Completed(op), CreatedNs(i) + 2000);
-  w->Str("retired");
+  w->Str(EK::retired.name());
   w->Bool(op.retired);
-  w->Str("frames");
+  w->Str(EK::frames.name());
   frames->Write(w, op);
   w->EndDict();
 }
@@ -172,58 +178,58 @@ void V14Entry(PickleWriter* w, Frames* frames, const FrOpSpec& op, int64_t recor
 void V2Entry(PickleWriter* w, Frames* frames, FrLayout layout, const FrRankSpec& rank,
              const FrOpSpec& op, int64_t record_id, size_t i) {
   w->BeginDict();
-  w->Str("frames");
+  w->Str(EK::frames.name());
   frames->Write(w, op);
-  w->Str("record_id");
+  w->Str(EK::record_id.name());
   w->Int(record_id);
-  w->Str("pg_id");
+  w->Str(EK::pg_id.name());
   w->Int(op.pg_id);
-  w->Str("process_group");
+  w->Str(EK::process_group.name());
   w->BeginTuple();
   w->Str(op.pg_name);
   w->Str(op.pg_desc);
   w->EndTuple();
   if (layout >= FrLayout::kV2_9) {
-    w->Str("thread_name");
+    w->Str(EK::thread_name.name());
     w->Str("pt_main_thread");
-    w->Str("thread_id");
+    w->Str(EK::thread_id.name());
     w->Str("140000000000000");
   }
-  w->Str("collective_seq_id");
+  w->Str(EK::collective_seq_id.name());
   w->Int(op.collective_seq);
-  w->Str("p2p_seq_id");
+  w->Str(EK::p2p_seq_id.name());
   w->Int(op.p2p_seq);
-  w->Str("op_id");
+  w->Str(EK::op_id.name());
   w->Int(op.op_id);
-  w->Str("profiling_name");
+  w->Str(EK::profiling_name.name());
   w->Str(op.profiling_name);
-  w->Str("time_created_ns");
+  w->Str(EK::time_created_ns.name());
   w->Int(CreatedNs(i));
   if (Completed(op)) {
-    w->Str("duration_ms");
+    w->Str(EK::duration_ms.name());
     w->Float(0.25);
   }
-  w->Str("input_sizes");
+  w->Str(EK::input_sizes.name());
   Sizes(w, op.sizes);
-  w->Str("input_dtypes");
+  w->Str(EK::input_dtypes.name());
   Dtypes(w, op);
-  w->Str("output_sizes");
+  w->Str(EK::output_sizes.name());
   Sizes(w, op.sizes);
-  w->Str("output_dtypes");
+  w->Str(EK::output_dtypes.name());
   Dtypes(w, op);
-  w->Str("state");
+  w->Str(EK::state.name());
   w->Str(op.state);
-  w->Str("time_discovered_started_ns");
+  w->Str(EK::time_discovered_started_ns.name());
   OptTime(w, Started(op), CreatedNs(i) + 1000);
-  w->Str("time_discovered_completed_ns");
+  w->Str(EK::time_discovered_completed_ns.name());
   OptTime(w, Completed(op), CreatedNs(i) + 2000);
-  w->Str("retired");
+  w->Str(EK::retired.name());
   w->Bool(op.retired);
   if (layout >= FrLayout::kV2_4) {
-    w->Str("timeout_ms");
+    w->Str(EK::timeout_ms.name());
     w->Int(rank.timeout_ms);
   }
-  w->Str("is_p2p");
+  w->Str(EK::is_p2p.name());
   w->Bool(op.is_p2p);
   w->EndDict();
 }
@@ -289,14 +295,14 @@ std::string EmulatedFrPickle(FrLayout layout, const FrRankSpec& rank) {
   }
   w.BeginDict();
   if (layout == FrLayout::kV1_4) {
-    w.Str("entries");
+    w.Str(DK::entries.name());
     w.BeginList();
     for (size_t i = 0; i < rank.ops.size(); ++i)
       V14Entry(&w, &frames, rank.ops[i], rank.first_record_id + static_cast<int64_t>(i), i);
     w.EndList();
-    w.Str("version");
+    w.Str(DK::version.name());
     w.Str("1.4");
-    w.Str("pg_config");  // {pg_id (int): [ranks (int)]}
+    w.Str(DK::pg_config.name());  // {pg_id (int): [ranks (int)]}
     w.BeginDict();
     const auto groups = Groups(rank);
     for (size_t g = 0; g < groups.size(); ++g) {
@@ -310,43 +316,43 @@ std::string EmulatedFrPickle(FrLayout layout, const FrRankSpec& rank) {
     w.Finish();
     return out;
   }
-  w.Str("version");
+  w.Str(DK::version.name());
   w.Str(FrLayoutVersion(layout));
-  w.Str("pg_config");
+  w.Str(DK::pg_config.name());
   w.BeginDict();
   for (const auto& [name, ranks] : Groups(rank)) {
     w.Str(name);
     w.BeginDict();
-    w.Str("name");
+    w.Str(GK::name.name());
     w.Str(name);
-    w.Str("desc");
-    w.Str(name == "0" ? "default_pg" : "undefined");
-    w.Str("ranks");
+    w.Str(GK::desc.name());
+    w.Str(name == "0" ? trace::torch_fr_desc::kDefaultPg : trace::torch_fr_desc::kUndefined);
+    w.Str(GK::ranks.name());
     w.Str(RanksText(ranks));
     w.EndDict();
   }
   w.EndDict();
   if (layout >= FrLayout::kV2_9) {
-    w.Str(layout == FrLayout::kV2_9 ? "nccl_version" : "comm_lib_version");
+    w.Str(layout == FrLayout::kV2_9 ? DK::nccl_version.name() : DK::comm_lib_version.name());
     w.Str("2.21.5");
   }
   if (layout >= FrLayout::kV2_4) {
-    w.Str("pg_status");
+    w.Str(DK::pg_status.name());
     w.BeginDict();
     for (const auto& [pg_id, s] : StatusOf(rank)) {
       w.Str(std::to_string(pg_id));
       w.BeginDict();
-      w.Str("last_enqueued_collective");
+      w.Str(SK::last_enqueued.name());
       w.Int(s.enqueued);
-      w.Str("last_started_collective");
+      w.Str(SK::last_started.name());
       w.Int(s.started);
-      w.Str("last_completed_collective");
+      w.Str(SK::last_completed.name());
       w.Int(s.completed);
       w.EndDict();
     }
     w.EndDict();
   }
-  w.Str("entries");
+  w.Str(DK::entries.name());
   w.BeginList();
   for (size_t i = 0; i < rank.ops.size(); ++i)
     V2Entry(&w, &frames, layout, rank, rank.ops[i], rank.first_record_id + static_cast<int64_t>(i),
@@ -359,62 +365,66 @@ std::string EmulatedFrPickle(FrLayout layout, const FrRankSpec& rank) {
 
 std::string EmulatedFrJson(FrLayout layout, const FrRankSpec& rank) {
   JsonValue d = JsonValue::Object();
-  d.Set("version", FrLayoutVersion(layout));
+  d.Set(DK::version.name(), FrLayoutVersion(layout));
   if (layout >= FrLayout::kV2_9)
-    d.Set(layout == FrLayout::kV2_9 ? "nccl_version" : "comm_lib_version", "2.21.5");
+    d.Set(layout == FrLayout::kV2_9 ? DK::nccl_version.name() : DK::comm_lib_version.name(),
+          "2.21.5");
   JsonValue config = JsonValue::Object();
   for (const auto& [name, ranks] : Groups(rank)) {
     JsonValue g = JsonValue::Object();
-    g.Set("name", name);
-    g.Set("desc", name == "0" ? "default_pg" : "undefined");
-    g.Set("ranks", RanksText(ranks));
+    g.Set(GK::name.name(), name);
+    g.Set(GK::desc.name(),
+          name == "0" ? trace::torch_fr_desc::kDefaultPg : trace::torch_fr_desc::kUndefined);
+    g.Set(GK::ranks.name(), RanksText(ranks));
     config.Set(name, std::move(g));
   }
-  d.Set("pg_config", std::move(config));
+  d.Set(DK::pg_config.name(), std::move(config));
   JsonValue status = JsonValue::Object();
   for (const auto& [pg_id, s] : StatusOf(rank)) {
     JsonValue st = JsonValue::Object();
-    st.Set("last_enqueued_collective", std::to_string(s.enqueued));
-    st.Set("last_started_collective", std::to_string(s.started));
-    st.Set("last_completed_collective", std::to_string(s.completed));
+    st.Set(SK::last_enqueued.name(), std::to_string(s.enqueued));
+    st.Set(SK::last_started.name(), std::to_string(s.started));
+    st.Set(SK::last_completed.name(), std::to_string(s.completed));
     status.Set(std::to_string(pg_id), std::move(st));
   }
-  d.Set("pg_status", std::move(status));
+  d.Set(DK::pg_status.name(), std::move(status));
   JsonValue entries = JsonValue::Array();
   for (size_t i = 0; i < rank.ops.size(); ++i) {
     const FrOpSpec& op = rank.ops[i];
     JsonValue e = JsonValue::Object();
-    e.Set("record_id", rank.first_record_id + static_cast<int64_t>(i));
-    e.Set("pg_id", op.pg_id);
+    e.Set(EK::record_id.name(), rank.first_record_id + static_cast<int64_t>(i));
+    e.Set(EK::pg_id.name(), op.pg_id);
     JsonValue pg = JsonValue::Array();
     pg.Push(op.pg_name);
     pg.Push(op.pg_desc);
-    e.Set("process_group", std::move(pg));
+    e.Set(EK::process_group.name(), std::move(pg));
     if (layout >= FrLayout::kV2_9) {
-      e.Set("thread_name", "pt_main_thread");
-      e.Set("thread_id", "140000000000000");
+      e.Set(EK::thread_name.name(), "pt_main_thread");
+      e.Set(EK::thread_id.name(), "140000000000000");
     }
-    e.Set("collective_seq_id", op.collective_seq);
-    e.Set("p2p_seq_id", op.p2p_seq);
-    e.Set("op_id", op.op_id);
-    e.Set("profiling_name", op.profiling_name);
-    e.Set("time_created_ns", CreatedNs(i));
-    if (Completed(op)) e.Set("duration_ms", 0.25);
-    e.Set("input_sizes", JsonSizes(op.sizes));
-    e.Set("output_sizes", JsonSizes(op.sizes));
+    e.Set(EK::collective_seq_id.name(), op.collective_seq);
+    e.Set(EK::p2p_seq_id.name(), op.p2p_seq);
+    e.Set(EK::op_id.name(), op.op_id);
+    e.Set(EK::profiling_name.name(), op.profiling_name);
+    e.Set(EK::time_created_ns.name(), CreatedNs(i));
+    if (Completed(op)) e.Set(EK::duration_ms.name(), 0.25);
+    e.Set(EK::input_sizes.name(), JsonSizes(op.sizes));
+    e.Set(EK::output_sizes.name(), JsonSizes(op.sizes));
     JsonValue dtypes = JsonValue::Array();
     for (size_t t = 0; t < op.sizes.size(); ++t) dtypes.Push(op.dtype);
-    e.Set("input_dtypes", dtypes);
-    e.Set("output_dtypes", dtypes);
-    e.Set("state", op.state);
-    e.Set("time_discovered_started_ns", Started(op) ? CreatedNs(i) + 1000 : int64_t{0});
-    e.Set("time_discovered_completed_ns", Completed(op) ? CreatedNs(i) + 2000 : int64_t{0});
-    e.Set("retired", op.retired);
-    e.Set("timeout_ms", rank.timeout_ms);
-    e.Set("is_p2p", op.is_p2p);
+    e.Set(EK::input_dtypes.name(), dtypes);
+    e.Set(EK::output_dtypes.name(), dtypes);
+    e.Set(EK::state.name(), op.state);
+    e.Set(EK::time_discovered_started_ns.name(), Started(op) ? CreatedNs(i) + 1000 : int64_t{0});
+    e.Set(EK::time_discovered_completed_ns.name(),
+          Completed(op) ? CreatedNs(i) + 2000 : int64_t{0});
+    e.Set(EK::retired.name(), op.retired);
+    e.Set(EK::timeout_ms.name(), rank.timeout_ms);
+    e.Set(EK::is_p2p.name(), op.is_p2p);
     entries.Push(std::move(e));
   }
-  if (!entries.elements().empty()) d.Set("entries", std::move(entries));  // absent when none
+  if (!entries.elements().empty())
+    d.Set(DK::entries.name(), std::move(entries));  // absent when none
   return Sorted(d).ToJson();
 }
 
@@ -426,7 +436,7 @@ std::vector<FrOpSpec> AllReduces(int n, bool last_pending) {
     op.op_id = seq;
     op.line = 20 + seq;
     if (last_pending && seq == n) {
-      op.state = "started";
+      op.state = trace::torch_fr_state::kStarted;
       op.retired = false;
     }
     ops.push_back(op);

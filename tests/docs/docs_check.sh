@@ -10,7 +10,9 @@
 #   - the layers docs/architecture.md promises: report/ does not link timeline/, python/
 #     links probes and trace only;
 #   - a record's fields are spelled in its home, trace/records/ (docs/trace-format.md): no
-#     reader in analyzers/, timeline/, report/ or trace/ looks a field up by a string literal.
+#     reader in analyzers/, timeline/, report/ or trace/ looks a field up by a string literal;
+#   - a closed vocabulary's value ("pre-step", an end reason, a phase name) is spelled once,
+#     beside its record's fields, and nowhere else in C++ or python/dsdiag (vocabulary_check.py).
 # usage: docs_check.sh SOURCE_DIR DSDIAG_BINARY
 set -uo pipefail
 src=$1
@@ -54,4 +56,6 @@ done
 by_name=$(git grep -nE '\.(Int|Double|Bool|Str|Hex|HexArray|IntArray|StrArray|NumberMembers|Has|Value)\("' \
   -- analyzers timeline report 'trace/*.cc' 2>/dev/null | grep -v '^trace/records/\|^trace/torch_fr/\|header_parser.cc')
 [[ -z $by_name ]] || fail "a record field read by name outside trace/records/:"$'\n'"$by_name"
+vocabulary=$(python3 tests/docs/vocabulary_check.py . 2>&1) ||
+  fail "a vocabulary's value spelled again outside its header (tests/docs/vocabulary_check.py):"$'\n'"$vocabulary"
 ((failures == 0)) && echo "docs agree with the code" || exit 1

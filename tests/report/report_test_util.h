@@ -17,10 +17,11 @@
 
 #include "tests/support/files.h"
 #include "tests/support/rank_trace.h"
+#include "tests/support/step_trace.h"
 #include "tests/support/temp_dir.h"
 #include "trace/record_types.h"
 #include "trace/records/coll_record.h"
-#include "trace/records/step_begin_record.h"
+#include "trace/records/phase_record.h"
 #include "trace/records/step_record.h"
 #include "trace/run_files.h"
 #include "trace/trace_header.h"
@@ -96,7 +97,6 @@ class RankTrace : public test_support::RankTrace {
   // `probe_ns` >= 0 adds the probes' own time to the step record.
   void Step(int64_t step, int64_t t, int64_t dur, int64_t seq, int64_t enter, int64_t coll,
             double loss, int64_t probe_ns = -1) {
-    Write(trace::records::StepBeginRecord{}, t, step);
     trace::records::CollRecord c;
     c.seq = seq;
     c.op = "allreduce";
@@ -105,19 +105,18 @@ class RankTrace : public test_support::RankTrace {
     c.bytes = 4096;
     c.dur = coll;
     c.tag = "grad-bucket-0";
-    Write(c, t + enter, step);
-    const trace::records::PhaseTime phases[] = {{trace::phase::kData, dur / 4},
-                                                {trace::phase::kBackward, dur / 2},
-                                                {trace::phase::kSync, dur / 4}};
-    trace::records::StepRecord r;
+    test_support::StepTrace s(step, t);
+    s.Coll(c, t + enter)
+        .Total(trace::phase::kData, dur / 4)
+        .Total(trace::phase::kBackward, dur / 2)
+        .Total(trace::phase::kSync, dur / 4);
+    trace::records::StepRecord& r = s.record();
     r.dur = dur;
     r.loss = loss;
     r.lr = 0.01;
     r.samples = 32;
-    r.phases = phases;
-    r.phase_count = 3;
     r.probe_ns = probe_ns;
-    Write(r, t, step);
+    s.Write(writer());
   }
 };
 

@@ -1,8 +1,8 @@
 // The one way tests write rank traces: a header made from a few facts (TestHeader) and a
 // RankTrace that writes it and then records of trace/records/ at chosen times, through the
-// real TraceWriter — the bytes the probes write for the same values. Suites add their own
-// shapes of a step on top (tests/report/, tests/timeline/); a record a test must spell by
-// hand (damage, a newer writer's field) goes through At().
+// real TraceWriter — the bytes the probes write for the same values. A step is written with
+// StepTrace (step_trace.h), the shape each suite gives it described there; a record a test
+// must spell by hand (damage, a newer writer's field) goes through At().
 //
 //   test_support::RankTrace trace(dir, test_support::TestHeader({.rank = 1, .world_size = 2}));
 //   trace.Write(records::LoaderRecord{...}, ts, step);
@@ -78,7 +78,8 @@ class RankTrace {
     writer_->SetStep(step);
     return writer_->BeginAt(type, ts);
   }
-  void End(int64_t ts, int64_t step, std::string_view reason = "ok", int status = 0) {
+  void End(int64_t ts, int64_t step, std::string_view reason = trace::records::end_reason::kOk,
+           int status = 0) {
     trace::records::EndRecord end;
     end.reason = reason;
     end.status = status;

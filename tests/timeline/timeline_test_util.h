@@ -18,6 +18,7 @@
 
 #include "tests/support/files.h"
 #include "tests/support/rank_trace.h"
+#include "tests/support/step_trace.h"
 #include "tests/support/temp_dir.h"
 #include "trace/json_value.h"
 #include "trace/record_types.h"
@@ -62,16 +63,11 @@ class RankTrace : public test_support::RankTrace {
   void Step(int64_t step, int64_t t, int64_t phase, int64_t seq, int64_t enter_delay, int64_t coll,
             double loss) {
     namespace records = trace::records;
-    Write(records::StepBeginRecord{}, t, step);
     static constexpr std::string_view kPhases[] = {trace::phase::kData, trace::phase::kForward,
                                                    trace::phase::kBackward, trace::phase::kSync,
                                                    trace::phase::kOptimizer};
-    for (int i = 0; i < 5; ++i) {
-      records::PhaseRecord p;
-      p.name = kPhases[i];
-      p.dur = phase;
-      Write(p, t + i * phase, step);
-    }
+    test_support::StepTrace s(step, t);
+    for (int i = 0; i < 5; ++i) s.Phase(kPhases[i], t + i * phase, phase);
     records::CollRecord c;
     c.seq = seq;
     c.op = "allreduce";
@@ -80,9 +76,8 @@ class RankTrace : public test_support::RankTrace {
     c.bytes = 4096;
     c.dur = coll;
     c.tag = "grad-bucket-0";
-    Write(c, t + 2 * phase + enter_delay, step);
-    records::StepRecord r;
-    r.dur = 5 * phase;
+    s.Coll(c, t + 2 * phase + enter_delay);
+    records::StepRecord& r = s.record();
     r.loss = loss;
     r.lr = 0.01;
     r.samples = 32;
@@ -92,7 +87,7 @@ class RankTrace : public test_support::RankTrace {
     r.coll.dur = coll;
     r.coll.wait = coll - 100000;
     r.probe_ns = int64_t{50000} * (step + 1);
-    Write(r, t, step);
+    s.Write(writer());
   }
 };
 

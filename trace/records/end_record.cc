@@ -7,7 +7,8 @@ namespace dsdiag::trace::records {
 void AppendFields(const EndRecord& r, JsonLine* line) {
   line->Field(EndKeys::reason.name(), r.reason).Field(EndKeys::status.name(), r.status);
   if (!r.detail.empty())
-    line->Field(r.reason == "signal" ? EndKeys::signal.name() : EndKeys::error.name(), r.detail);
+    line->Field(r.reason == end_reason::kSignal ? EndKeys::signal.name() : EndKeys::error.name(),
+                r.detail);
   if (const FatalSignalFields* f = r.fatal) {
     if (!f->origin.empty()) line->Field(EndKeys::origin.name(), f->origin);
     if (f->sender > 0) line->Field(EndKeys::sender.name(), f->sender);

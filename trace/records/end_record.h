@@ -38,6 +38,15 @@ struct EndKeys {
   static constexpr FieldKey pc{"pc"};      // where it faulted: "libfoo.so (symbol+0x1c)"
 };
 
+// The values of `reason`: why the rank ended.
+namespace end_reason {
+inline constexpr std::string_view kOk = "ok";          // the loop finished (any status)
+inline constexpr std::string_view kSignal = "signal";  // a stop or fatal signal; `signal`
+inline constexpr std::string_view kError = "error";    // an exception, a timeout; `error`
+// Stopped because another rank failed (a collective's error naming a lost peer).
+inline constexpr std::string_view kPeerFailure = "peer-failure";
+}  // namespace end_reason
+
 // How a fatal signal came (EndKeys::origin); empty strings are left out.
 struct FatalSignalFields {
   std::string_view origin;

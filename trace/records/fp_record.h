@@ -36,6 +36,25 @@ struct FpKeys {
   static constexpr FieldKey same{"same"};  // v2, a short pre-step record: the `why` it repeats
 };
 
+// The values of `what`: what was hashed.
+namespace fp_what {
+inline constexpr std::string_view kGrad = "grad";
+inline constexpr std::string_view kParam = "param";
+inline constexpr std::string_view kBuffer = "buffer";
+}  // namespace fp_what
+
+// The values of `why`: the point of the run the hashes were taken at, in the order a step
+// meets them (replica-divergence orders a step's records by it). A newer writer may add one.
+namespace fp_why {
+inline constexpr std::string_view kInit = "init";             // after the model is built
+inline constexpr std::string_view kResume = "resume";         // after a checkpoint is loaded
+inline constexpr std::string_view kForward = "forward";       // buffers, as forward begins
+inline constexpr std::string_view kAfterSync = "after-sync";  // gradients, the sync done
+inline constexpr std::string_view kPreStep = "pre-step";      // what the optimizer is given
+inline constexpr std::string_view kPeriodic = "periodic";     // params after every N steps
+inline constexpr std::string_view kFinal = "final";           // params at the end of the run
+}  // namespace fp_why
+
 inline constexpr std::string_view kGranParam = "param";
 inline constexpr std::string_view kGranBucket = "bucket";
 // Sums of the elements' bit patterns taken on the tensors' device (python/dsdiag/torch/

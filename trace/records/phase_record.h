@@ -16,10 +16,23 @@ namespace dsdiag::trace {
 class JsonLine;
 }  // namespace dsdiag::trace
 
+// The values of `name` (and the keys of the step record's `phases`): the phases a step is
+// split into (probes/phase.h).
+namespace dsdiag::trace::phase {
+inline constexpr std::string_view kData = "data";
+inline constexpr std::string_view kForward = "forward";
+inline constexpr std::string_view kBackward = "backward";
+inline constexpr std::string_view kSync = "sync";
+inline constexpr std::string_view kOptimizer = "optimizer";
+inline constexpr std::string_view kCheckpoint = "checkpoint";
+// A probe's "phase" outside any phase (flight dumps, error records), never a `name`.
+inline constexpr std::string_view kNone = "none";
+}  // namespace dsdiag::trace::phase
+
 namespace dsdiag::trace::records {
 
 struct PhaseKeys {
-  static constexpr FieldKey name{"name"};  // trace::phase (record_types.h)
+  static constexpr FieldKey name{"name"};  // trace::phase (above)
   static constexpr FieldKey dur = SpanKeys::dur;
 };
 

@@ -12,9 +12,16 @@
 #include "trace/json_syntax.h"
 #include "trace/json_value.h"
 #include "trace/torch_fr/pickle_reader.h"
+#include "trace/torch_fr/torch_fr_keys.h"
 
 namespace dsdiag::trace {
 namespace {
+
+using DK = TorchFrDumpKeys;
+using GK = TorchFrGroupKeys;
+using SK = TorchFrStatusKeys;
+using EK = TorchFrEntryKeys;
+using FK = TorchFrFrameKeys;
 
 // A dump of 2,000 entries with stacks is a few MB; far larger is not a dump.
 constexpr uintmax_t kMaxDumpBytes = uintmax_t{64} << 20;
@@ -123,6 +130,13 @@ std::string Describe(const JsonValue* v) {
 // ---- one entry ----
 
 // Records why an entry cannot be used (the first problem wins); false, for returning.
+// What a reader expected of a member: `integer field "pg_id"`.
+std::string FieldOfType(std::string_view type, FieldKey key) {
+  std::string out(type);
+  if (!out.empty()) out += ' ';
+  return out.append("field \"").append(key.name()).append("\"");
+}
+
 bool Reject(std::string* problem, std::string_view what) {
   *problem = what;
   return false;
@@ -167,9 +181,9 @@ std::vector<TorchFrFrame> ReadFrames(const JsonValue* v) {
   std::vector<TorchFrFrame> frames;
   if (v == nullptr || !v->is_array()) return frames;
   for (const JsonValue& f : v->elements()) {
-    const std::string* file = AsString(f.Find("filename"));
-    const std::string* name = AsString(f.Find("name"));
-    const auto line = AsInt(f.Find("line"));
+    const std::string* file = AsString(f.Find(FK::filename.name()));
+    const std::string* name = AsString(f.Find(FK::name.name()));
+    const auto line = AsInt(f.Find(FK::line.name()));
     if (file && name && line) frames.push_back({*file, *line, *name});
   }
   return frames;
@@ -177,9 +191,9 @@ std::vector<TorchFrFrame> ReadFrames(const JsonValue* v) {
 
 std::optional<TorchFrState> ParseState(const std::string* s) {
   if (s == nullptr) return std::nullopt;
-  if (*s == "scheduled") return TorchFrState::kScheduled;
-  if (*s == "started") return TorchFrState::kStarted;
-  if (*s == "completed") return TorchFrState::kCompleted;
+  if (*s == torch_fr_state::kScheduled) return TorchFrState::kScheduled;
+  if (*s == torch_fr_state::kStarted) return TorchFrState::kStarted;
+  if (*s == torch_fr_state::kCompleted) return TorchFrState::kCompleted;
   return std::nullopt;
 }
 
@@ -201,76 +215,79 @@ bool ReadOptInt(const JsonValue* v, std::optional<int64_t>* out) {
 
 // Fields that place the entry: its group and sequence number, name and state.
 bool ReadIdentity(const JsonValue& o, TorchFrEntry* e, std::string* problem) {
-  const std::string* name = AsString(o.Find("profiling_name"));
-  if (name == nullptr) return Reject(problem, "string field \"profiling_name\"");
+  const std::string* name = AsString(o.Find(EK::profiling_name.name()));
+  if (name == nullptr) return Reject(problem, FieldOfType("string", EK::profiling_name));
   e->profiling_name = *name;
-  const auto state = ParseState(AsString(o.Find("state")));
+  const auto state = ParseState(AsString(o.Find(EK::state.name())));
   if (!state)
     return Reject(problem, "field \"state\": \"scheduled\", \"started\" or \"completed\"");
   e->state = *state;
-  const auto pg_id = AsInt(o.Find("pg_id"));
-  if (!pg_id) return Reject(problem, "integer field \"pg_id\"");
+  const auto pg_id = AsInt(o.Find(EK::pg_id.name()));
+  if (!pg_id) return Reject(problem, FieldOfType("integer", EK::pg_id));
   e->pg_id = *pg_id;
   // process_group: a (name, desc) tuple in pickles, a two-string array in JSON.
-  if (const JsonValue* pg = o.Find("process_group")) {
+  if (const JsonValue* pg = o.Find(EK::process_group.name())) {
     if (!pg->is_array() || pg->elements().size() != 2 || !AsString(&pg->elements()[0]) ||
         !AsString(&pg->elements()[1])) {
-      return Reject(problem, "field \"process_group\": (name, desc)");
+      return Reject(problem, FieldOfType("", EK::process_group) + ": (name, desc)");
     }
     e->pg_name = pg->elements()[0].as_string();
     e->pg_desc = pg->elements()[1].as_string();
   }
-  const JsonValue* seq = o.Find("collective_seq_id");
-  if (seq == nullptr) seq = o.Find("seq_id");  // torch 2.2 and format 1.x
+  const JsonValue* seq = o.Find(EK::collective_seq_id.name());
+  if (seq == nullptr) seq = o.Find(EK::seq_id.name());  // torch 2.2 and format 1.x
   const auto seq_id = AsInt(seq);
   if (!seq_id) return Reject(problem, "integer field \"collective_seq_id\" (or \"seq_id\")");
   e->collective_seq_id = *seq_id;
-  if (!ReadOptInt(o.Find("record_id"), &e->record_id))
-    return Reject(problem, "integer field \"record_id\"");
-  if (!ReadOptInt(o.Find("p2p_seq_id"), &e->p2p_seq_id))
-    return Reject(problem, "integer field \"p2p_seq_id\"");
-  if (!ReadOptInt(o.Find("op_id"), &e->op_id)) return Reject(problem, "integer field \"op_id\"");
+  if (!ReadOptInt(o.Find(EK::record_id.name()), &e->record_id))
+    return Reject(problem, FieldOfType("integer", EK::record_id));
+  if (!ReadOptInt(o.Find(EK::p2p_seq_id.name()), &e->p2p_seq_id))
+    return Reject(problem, FieldOfType("integer", EK::p2p_seq_id));
+  if (!ReadOptInt(o.Find(EK::op_id.name()), &e->op_id))
+    return Reject(problem, FieldOfType("integer", EK::op_id));
   return true;
 }
 
 // What was moved: shapes and dtypes, which a mismatch is judged by.
 bool ReadTensors(const JsonValue& o, TorchFrEntry* e, std::string* problem) {
-  if (!ReadSizes(o.Find("input_sizes"), &e->input_sizes)) {
-    return Reject(problem, "field \"input_sizes\": a list of shapes");
+  if (!ReadSizes(o.Find(EK::input_sizes.name()), &e->input_sizes)) {
+    return Reject(problem, FieldOfType("", EK::input_sizes) + ": a list of shapes");
   }
-  if (!ReadSizes(o.Find("output_sizes"), &e->output_sizes)) {
-    return Reject(problem, "field \"output_sizes\": a list of shapes");
+  if (!ReadSizes(o.Find(EK::output_sizes.name()), &e->output_sizes)) {
+    return Reject(problem, FieldOfType("", EK::output_sizes) + ": a list of shapes");
   }
-  e->has_dtypes = o.Find("input_dtypes") != nullptr || o.Find("output_dtypes") != nullptr;
-  if (!ReadDtypes(o.Find("input_dtypes"), &e->input_dtypes)) {
-    return Reject(problem, "field \"input_dtypes\": a list of dtype names");
+  e->has_dtypes =
+      o.Find(EK::input_dtypes.name()) != nullptr || o.Find(EK::output_dtypes.name()) != nullptr;
+  if (!ReadDtypes(o.Find(EK::input_dtypes.name()), &e->input_dtypes)) {
+    return Reject(problem, FieldOfType("", EK::input_dtypes) + ": a list of dtype names");
   }
-  if (!ReadDtypes(o.Find("output_dtypes"), &e->output_dtypes)) {
-    return Reject(problem, "field \"output_dtypes\": a list of dtype names");
+  if (!ReadDtypes(o.Find(EK::output_dtypes.name()), &e->output_dtypes)) {
+    return Reject(problem, FieldOfType("", EK::output_dtypes) + ": a list of dtype names");
   }
   return true;
 }
 
 bool ReadTimes(const JsonValue& o, TorchFrEntry* e, std::string* problem) {
-  if (const JsonValue* us = o.Find("time_created_us");
-      us != nullptr && !o.Find("time_created_ns")) {
+  if (const JsonValue* us = o.Find(EK::time_created_us.name());
+      us != nullptr && !o.Find(EK::time_created_ns.name())) {
     const auto t = AsInt(us);  // torch 2.2 wrote microseconds
     int64_t ns = 0;
     if (!t || __builtin_mul_overflow(*t, int64_t{1000}, &ns)) {
-      return Reject(problem, "integer field \"time_created_us\" (microseconds)");
+      return Reject(problem, FieldOfType("integer", EK::time_created_us) + " (microseconds)");
     }
     e->time_created_ns = ns;
-  } else if (!ReadTime(o.Find("time_created_ns"), &e->time_created_ns)) {
-    return Reject(problem, "integer field \"time_created_ns\"");
+  } else if (!ReadTime(o.Find(EK::time_created_ns.name()), &e->time_created_ns)) {
+    return Reject(problem, FieldOfType("integer", EK::time_created_ns));
   }
-  if (!ReadTime(o.Find("time_discovered_started_ns"), &e->time_discovered_started_ns)) {
-    return Reject(problem, "integer or None field \"time_discovered_started_ns\"");
+  if (!ReadTime(o.Find(EK::time_discovered_started_ns.name()), &e->time_discovered_started_ns)) {
+    return Reject(problem, FieldOfType("integer or None", EK::time_discovered_started_ns));
   }
-  if (!ReadTime(o.Find("time_discovered_completed_ns"), &e->time_discovered_completed_ns)) {
-    return Reject(problem, "integer or None field \"time_discovered_completed_ns\"");
+  if (!ReadTime(o.Find(EK::time_discovered_completed_ns.name()),
+                &e->time_discovered_completed_ns)) {
+    return Reject(problem, FieldOfType("integer or None", EK::time_discovered_completed_ns));
   }
-  e->duration_ms = AsNumber(o.Find("duration_ms"));
-  e->timeout_ms = AsInt(o.Find("timeout_ms"));
+  e->duration_ms = AsNumber(o.Find(EK::duration_ms.name()));
+  e->timeout_ms = AsInt(o.Find(EK::timeout_ms.name()));
   return true;
 }
 
@@ -283,15 +300,15 @@ std::optional<TorchFrEntry> ParseEntry(const JsonValue& o, std::string* problem)
   if (!ReadIdentity(o, &e, problem) || !ReadTensors(o, &e, problem) || !ReadTimes(o, &e, problem)) {
     return std::nullopt;
   }
-  e.retired = AsBool(o.Find("retired"));
-  e.is_p2p = AsBool(o.Find("is_p2p"));
-  if (const std::string* s = AsString(o.Find("thread_id"))) {
+  e.retired = AsBool(o.Find(EK::retired.name()));
+  e.is_p2p = AsBool(o.Find(EK::is_p2p.name()));
+  if (const std::string* s = AsString(o.Find(EK::thread_id.name()))) {
     e.thread_id = *s;
-  } else if (const auto n = AsInt(o.Find("thread_id"))) {
+  } else if (const auto n = AsInt(o.Find(EK::thread_id.name()))) {
     e.thread_id = std::to_string(*n);
   }
-  if (const std::string* s = AsString(o.Find("thread_name"))) e.thread_name = *s;
-  e.frames = ReadFrames(o.Find("frames"));
+  if (const std::string* s = AsString(o.Find(EK::thread_name.name()))) e.thread_name = *s;
+  e.frames = ReadFrames(o.Find(EK::frames.name()));
   return e;
 }
 
@@ -345,9 +362,9 @@ void ReadGroups(const JsonValue* config, TorchFrDump* d) {
       }
       g.ranks_text = value.ToJson();
     } else if (value.is_object()) {
-      if (const std::string* s = AsString(value.Find("name"))) g.name = *s;
-      if (const std::string* s = AsString(value.Find("desc"))) g.desc = *s;
-      if (const std::string* s = AsString(value.Find("ranks"))) {
+      if (const std::string* s = AsString(value.Find(GK::name.name()))) g.name = *s;
+      if (const std::string* s = AsString(value.Find(GK::desc.name()))) g.desc = *s;
+      if (const std::string* s = AsString(value.Find(GK::ranks.name()))) {
         g.ranks_text = *s;
         g.ranks = ParseRanksText(*s).value_or(std::vector<int64_t>{});
       }
@@ -364,9 +381,9 @@ void ReadGroupStatus(const JsonValue* status, TorchFrDump* d) {
     if (!value.is_object()) continue;
     TorchFrGroupStatus s;
     s.pg_id = pg_id;
-    s.last_enqueued = AsIntOrText(value.Find("last_enqueued_collective"));
-    s.last_started = AsIntOrText(value.Find("last_started_collective"));
-    s.last_completed = AsIntOrText(value.Find("last_completed_collective"));
+    s.last_enqueued = AsIntOrText(value.Find(SK::last_enqueued.name()));
+    s.last_started = AsIntOrText(value.Find(SK::last_started.name()));
+    s.last_completed = AsIntOrText(value.Find(SK::last_completed.name()));
     d->group_status.push_back(std::move(s));
   }
 }
@@ -429,31 +446,32 @@ constexpr char kExpectedDump[] =
 
 // The dict of format 1.0 and later.
 std::optional<TorchFrDump> ReadDumpDict(const JsonValue& root, TorchFrDump d, Issues* issues) {
-  if (const std::string* schema = AsString(root.Find("schema"))) {
-    issues->AtField("schema", kExpectedDump,
+  if (const std::string* schema = AsString(root.Find(DK::schema.name()))) {
+    issues->AtField(DK::schema.name(), kExpectedDump,
                     "a dsdiag file (schema " + JsonValue(*schema).ToJson() + ")");
     return std::nullopt;
   }
-  const std::string* version = AsString(root.Find("version"));
-  const JsonValue* entries = root.Find("entries");
-  const bool has_any = entries || root.Find("pg_config") || root.Find("pg_status");
+  const std::string* version = AsString(root.Find(DK::version.name()));
+  const JsonValue* entries = root.Find(DK::entries.name());
+  const bool has_any =
+      entries || root.Find(DK::pg_config.name()) || root.Find(DK::pg_status.name());
   if (version == nullptr || !has_any) {
-    issues->AtField("version", kExpectedDump, Describe(&root));
+    issues->AtField(DK::version.name(), kExpectedDump, Describe(&root));
     return std::nullopt;
   }
   if (entries != nullptr && !entries->is_array()) {
-    issues->AtField("entries", "field \"entries\": a list of entries", Describe(entries));
+    issues->AtField(DK::entries.name(), "field \"entries\": a list of entries", Describe(entries));
     return std::nullopt;
   }
   d.version = *version;
   ParseVersion(&d);
-  if (const std::string* s = AsString(root.Find("comm_lib_version"))) {
+  if (const std::string* s = AsString(root.Find(DK::comm_lib_version.name()))) {
     d.comm_lib_version = *s;
-  } else if (const std::string* n = AsString(root.Find("nccl_version"))) {
+  } else if (const std::string* n = AsString(root.Find(DK::nccl_version.name()))) {
     d.comm_lib_version = *n;  // format 2.6 spelled it so
   }
-  ReadGroups(root.Find("pg_config"), &d);
-  ReadGroupStatus(root.Find("pg_status"), &d);
+  ReadGroups(root.Find(DK::pg_config.name()), &d);
+  ReadGroupStatus(root.Find(DK::pg_status.name()), &d);
   if (entries != nullptr) ReadEntries(*entries, &d);
   return d;
 }
@@ -496,13 +514,13 @@ std::string_view TorchFrFormatName(TorchFrFormat format) {
 std::string_view TorchFrStateName(TorchFrState state) {
   switch (state) {
     case TorchFrState::kScheduled:
-      return "scheduled";
+      return torch_fr_state::kScheduled;
     case TorchFrState::kStarted:
-      return "started";
+      return torch_fr_state::kStarted;
     case TorchFrState::kCompleted:
-      return "completed";
+      return torch_fr_state::kCompleted;
   }
-  return "scheduled";
+  return torch_fr_state::kScheduled;
 }
 
 std::string_view TorchFrEntry::backend() const {

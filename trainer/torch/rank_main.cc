@@ -31,8 +31,10 @@
 #include "probes/rank_probes.h"
 #include "probes/torch/rank_probes_torch.h"
 #include "trace/clock.h"
+#include "trace/flight_dump_keys.h"
 #include "trace/peer_loss.h"
 #include "trace/record_types.h"
+#include "trace/records/end_record.h"
 #include "trace/records/error_record.h"
 #include "trace/signal_name.h"
 #include "trace/trace_writer.h"
@@ -45,6 +47,8 @@
 
 namespace dsdiag::trainer {
 namespace {
+
+namespace end_reason = trace::records::end_reason;
 
 // Shorter than the launcher's SIGTERM -> SIGKILL grace, so that a stuck rank still writes
 // its own end record.
@@ -141,14 +145,14 @@ void FinishRun(Comm& comm, probes::RankProbes& p, RunControl& control) {
     // The failure is the signal's doing (a peer stopped first and closed its sockets).
     p.session()->RecordSignal(signo);
     p.watchdog()->DumpNow(trace::SignalName(signo).c_str());
-    p.session()->End("signal", 128 + signo, trace::SignalName(signo));
+    p.session()->End(end_reason::kSignal, 128 + signo, trace::SignalName(signo));
     std::_Exit(128 + signo);
   }
   if (control.peer_failed() || trace::LooksLikePeerLoss(message)) {
     const std::string detail = control.peer_failed() ? control.peer_error() : message;
     p.session()->RecordError(probes::PhaseName(p.session()->current_phase()), message);
-    p.watchdog()->DumpNow("error");
-    p.session()->End("peer-failure", 1, detail);
+    p.watchdog()->DumpNow(trace::flight_dump_reason::kError.data());
+    p.session()->End(end_reason::kPeerFailure, 1, detail);
     Fail("stopping after a peer failed", env, detail);
     std::_Exit(1);
   }
@@ -160,8 +164,8 @@ void FinishRun(Comm& comm, probes::RankProbes& p, RunControl& control) {
   const RunControl::PublishOutcome published = RunControl::PublishError(
       comm.store_host(), comm.store_port(), env.rank, message, StoreProbeTimeout(comm));
   if (published.unreachable) RecordStoreUnreachable(p.session(), comm, published);
-  p.watchdog()->DumpNow("error");
-  p.session()->End("error", 1, message);
+  p.watchdog()->DumpNow(trace::flight_dump_reason::kError.data());
+  p.session()->End(end_reason::kError, 1, message);
   Fail("failed", env, message);
   std::fflush(stderr);
   std::_Exit(1);
@@ -223,14 +227,16 @@ int RunRank(const TrainConfig& config, const launch::DistEnv& env) {
   } catch (const StopRun& stop) {
     control.Finishing();
     if (stop.signo() != 0) p->session()->RecordSignal(stop.signo());
-    p->watchdog()->DumpNow(stop.signo() != 0 ? trace::SignalName(stop.signo()).c_str() : "error");
+    p->watchdog()->DumpNow(stop.signo() != 0 ? trace::SignalName(stop.signo()).c_str()
+                                             : trace::flight_dump_reason::kError.data());
     p->session()->End(stop.reason(), stop.status(), stop.detail());
-    if (stop.reason() != "signal") Fail("stopping after a peer failed", env, stop.detail());
+    if (stop.reason() != end_reason::kSignal)
+      Fail("stopping after a peer failed", env, stop.detail());
     return stop.status();  // stopped between phases: the process group is idle, leave cleanly
   } catch (const std::exception& e) {
     EndAfterFailure(e, env, *comm, *p, control);
   }
-  p->session()->End("ok", 0);
+  p->session()->End(end_reason::kOk, 0);
   return 0;
 }
 

@@ -13,11 +13,15 @@
 
 #include "probes/session.h"
 #include "trace/clock.h"
+#include "trace/flight_dump_keys.h"
+#include "trace/records/end_record.h"
 #include "trace/signal_name.h"
 #include "trainer/torch/error_text.h"
 
 namespace dsdiag::trainer {
 namespace {
+
+namespace end_reason = trace::records::end_reason;
 
 // Handler state: a signal handler can only touch lock-free atomics.
 std::atomic<int> g_signal{0};
@@ -95,8 +99,9 @@ void RunControl::OnTerminate() {
   if (probes::Session* session = g_session.load()) {
     session->RecordError("terminate", what);
     RunControl* control = g_control.load();
-    if (control && control->force_exit_hook_) control->force_exit_hook_("error");
-    session->End("error", 128 + SIGABRT, what);
+    if (control && control->force_exit_hook_)
+      control->force_exit_hook_(std::string(trace::flight_dump_reason::kError));
+    session->End(end_reason::kError, 128 + SIGABRT, what);
   }
   std::abort();
 }
@@ -118,9 +123,9 @@ std::string RunControl::peer_error() const {
 
 void RunControl::Check() const {
   if (const int signo = g_signal.load()) {
-    throw StopRun("signal", 128 + signo, trace::SignalName(signo), signo);
+    throw StopRun(std::string(end_reason::kSignal), 128 + signo, trace::SignalName(signo), signo);
   }
-  if (peer_failed_.load()) throw StopRun("peer-failure", 1, peer_error());
+  if (peer_failed_.load()) throw StopRun(std::string(end_reason::kPeerFailure), 1, peer_error());
 }
 
 namespace {
@@ -290,15 +295,16 @@ bool RunControl::PollStore(std::unique_ptr<c10d::TCPStore>* store, const std::st
 void RunControl::ForceExit() noexcept {
   // The main thread is stuck (in a collective, or hung): end the trace from here.
   const int signo = g_signal.load();
-  if (force_exit_hook_) force_exit_hook_(signo != 0 ? trace::SignalName(signo) : "peer-failure");
+  if (force_exit_hook_)
+    force_exit_hook_(signo != 0 ? trace::SignalName(signo) : std::string(end_reason::kPeerFailure));
   int status = 1;
   if (probes::Session* session = g_session.load()) {
     if (signo != 0) {
       status = 128 + signo;
       session->RecordSignal(signo);
-      session->End("signal", status, trace::SignalName(signo));
+      session->End(end_reason::kSignal, status, trace::SignalName(signo));
     } else {
-      session->End("peer-failure", status, peer_error());
+      session->End(end_reason::kPeerFailure, status, peer_error());
     }
   } else if (signo != 0) {
     status = 128 + signo;

@@ -18,6 +18,8 @@
 #include "probes/session.h"
 #include "probes/torch/gradient_probe.h"
 #include "trace/clock.h"
+#include "trace/records/end_record.h"
+#include "trace/records/fp_record.h"
 #include "trainer/torch/batch_stream.h"
 #include "trainer/torch/checkpoint.h"
 #include "trainer/torch/comm.h"
@@ -144,7 +146,7 @@ void Trainer::Run() {
     if (s.stream->next_epoch() >= s.total_epochs) break;
     s.TrainStep(step);
   }
-  s.grad_probe->FingerprintParams("final");
+  s.grad_probe->FingerprintParams(trace::records::fp_why::kFinal);
 }
 
 void Trainer::State::Setup() {
@@ -175,7 +177,7 @@ void Trainer::State::BuildModel() {
   probe_options.param_fp_every = config.health_every > 0 ? config.health_every : 10;
   grad_probe = std::make_unique<probes::GradientProbe>(session, params.names, params.tensors,
                                                        grad_sync->buckets(), probe_options);
-  grad_probe->FingerprintParams("init");
+  grad_probe->FingerprintParams(trace::records::fp_why::kInit);
 
   optimizer =
       std::make_unique<torch::optim::Adam>(params.tensors, torch::optim::AdamOptions(config.lr));
@@ -217,7 +219,7 @@ void Trainer::State::Resume() {
   const int64_t t0 = trace::MonotonicNs();
   LoadResult loaded = LoadCheckpoint(path, params, *optimizer);
   probes::records::CheckpointRecord r;
-  r.op = "load";
+  r.op = trace::records::kCkptLoad;
   r.path = path;
   r.bytes = loaded.bytes;
   r.hash = loaded.model_hash;
@@ -250,7 +252,7 @@ void Trainer::State::Resume() {
   }
   start_step = position.step;
   stream->Seek(position);
-  grad_probe->FingerprintParams("resume");
+  grad_probe->FingerprintParams(trace::records::fp_why::kResume);
 }
 
 void Trainer::State::TrainStep(int64_t step) {
@@ -360,7 +362,8 @@ bool Trainer::State::Sync(int64_t step, double loss, double* global_loss) {
     torch::Tensor failed = torch::tensor({control.peer_failed() ? 1.0f : 0.0f});
     comm.AllReduce(failed, c10d::ReduceOp::MAX, "health");
     if (failed.item<float>() > 0) {
-      throw StopRun("peer-failure", 1, "health check: another rank reported a failure");
+      throw StopRun(std::string(trace::records::end_reason::kPeerFailure), 1,
+                    "health check: another rank reported a failure");
     }
   }
   // `scaler-desync`: this rank decides on its own flag, as if the reduction were not there.
@@ -437,7 +440,7 @@ void Trainer::State::SaveCheckpointNow(int64_t steps_done) {
   const int64_t t0 = trace::MonotonicNs();
   SaveResult saved = SaveCheckpoint(path, temp_suffix, params, *optimizer, state);
   probes::records::CheckpointRecord r;
-  r.op = "save";
+  r.op = trace::records::kCkptSave;
   r.path = path;
   r.bytes = saved.bytes;
   r.hash = saved.model_hash;

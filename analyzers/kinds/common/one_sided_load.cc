@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <utility>
 
+#include "trace/records/fp_record.h"
+
 namespace dsdiag::analyzers {
 namespace {
 
-constexpr std::string_view kResume = "resume";
+namespace fp_why = trace::records::fp_why;
 
-bool Later(const std::string& why) { return why != "init" && why != kResume; }
+bool Later(const std::string& why) { return why != fp_why::kInit && why != fp_why::kResume; }
 
 }  // namespace
 
@@ -22,7 +24,7 @@ std::optional<OneSidedLoadVerdict> OneSidedLoad::Judge() const {
   std::map<int, size_t> resume_at;  // loading rank -> index of its first resume point
   for (const auto& [rank, points] : points_) {
     auto it = std::find_if(points.begin(), points.end(),
-                           [](const Point& p) { return p.fp.why == kResume; });
+                           [](const Point& p) { return p.fp.why == fp_why::kResume; });
     if (it == points.end()) {
       v.not_loaded.push_back(rank);
       continue;

@@ -65,9 +65,11 @@
 #include "analyzers/kinds/hang/hang_evidence.h"
 #include "analyzers/kinds/hang/hang_finding.h"
 #include "analyzers/kinds/hang/hang_verdict.h"
+#include "trace/flight_dump_keys.h"
 #include "trace/peer_loss.h"
 #include "trace/record_types.h"
 #include "trace/records/coll_record.h"
+#include "trace/records/end_record.h"
 #include "trace/records/error_record.h"
 #include "trace/records/step_record.h"
 
@@ -191,15 +193,15 @@ class HangAnalyzer : public Analyzer {
     w.rank = rank;
     if (s.timeout) {
       w.signal = s.timeout->where == "watchdog" ? "watchdog error" : "timeout error";
-    } else if (s.ended && s.end.end_seen && s.end.reason == "error" &&
+    } else if (s.ended && s.end.end_seen && s.end.reason == trace::records::end_reason::kError &&
                IsTimeoutText(s.end.detail)) {
       w.signal = "end: error (timeout)";
-    } else if (s.dump && s.dump->reason == "timeout") {
+    } else if (s.dump && s.dump->reason == trace::flight_dump_reason::kTimeout) {
       w.signal = "timeout dump";
     } else if (pending && PendingAge(*s.dump, *pending) >= StuckAfter() &&
-               !(s.end.end_seen &&
-                 (s.end.reason == "peer-failure" ||
-                  (s.end.reason == "error" && trace::LooksLikePeerLoss(s.end.detail))))) {
+               !(s.end.end_seen && (s.end.reason == trace::records::end_reason::kPeerFailure ||
+                                    (s.end.reason == trace::records::end_reason::kError &&
+                                     trace::LooksLikePeerLoss(s.end.detail))))) {
       w.signal = "pending in dump";
     } else if (const auto peer = pending ? PeerTimedOutOnMessageWith(rank) : std::nullopt) {
       // However short its own wait: the launcher stops it as soon as the peer's watchdog ends

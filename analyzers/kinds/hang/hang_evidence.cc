@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cctype>
 
+#include "trace/flight_dump_keys.h"
+#include "trace/records/end_record.h"
+
 namespace dsdiag::analyzers::hang {
 namespace {
 
@@ -46,8 +49,9 @@ const trace::FlightDumpEntry* WaitedMessage(const HangRankState& s) {
 
 bool TimedOut(const HangRankState& s) {
   return s.timeout ||
-         (s.ended && s.end.end_seen && s.end.reason == "error" && IsTimeoutText(s.end.detail)) ||
-         (s.dump && s.dump->reason == "timeout");
+         (s.ended && s.end.end_seen && s.end.reason == trace::records::end_reason::kError &&
+          IsTimeoutText(s.end.detail)) ||
+         (s.dump && s.dump->reason == trace::flight_dump_reason::kTimeout);
 }
 
 std::string DescribeMessage(const trace::FlightDumpEntry& m) {

@@ -5,6 +5,8 @@
 #include <set>
 #include <utility>
 
+#include "trace/records/end_record.h"
+
 namespace dsdiag::analyzers::hang {
 namespace {
 
@@ -56,7 +58,8 @@ std::vector<int> CutOff(const HangRun& run, const std::vector<int>& waiters,
                         const std::vector<int>& passed, std::vector<int>* reached) {
   std::vector<int> cut, ok;
   auto failed_but_reached = [&](const HangRankState& s) {
-    return !s.store_unreachable && s.ended && s.end.end_seen && s.end.reason == "error";
+    return !s.store_unreachable && s.ended && s.end.end_seen &&
+           s.end.reason == trace::records::end_reason::kError;
   };
   for (int r : waiters) {
     if (run.ranks[r].store_unreachable) {

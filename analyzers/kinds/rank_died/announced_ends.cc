@@ -12,6 +12,7 @@
 #include "analyzers/kinds/common/evidence_text.h"
 #include "analyzers/kinds/rank_died/known_errors.h"
 #include "analyzers/kinds/rank_died/rank_died_findings.h"
+#include "trace/flight_dump_keys.h"
 
 namespace dsdiag::analyzers::rank_died {
 namespace {
@@ -26,7 +27,7 @@ bool IsStopSignal(const std::string& name) {
 // exception nobody caught, or std::terminate called outright, then SIGABRT.
 bool DiedInTerminate(const DeathView& view, const RankState& s) {
   const trace::FlightDump* d = view.LastWord(s);
-  return d != nullptr && d->reason == "terminate";
+  return d != nullptr && d->reason == trace::flight_dump_reason::kTerminate;
 }
 
 // What a death by std::terminate says, following its message where there is one.

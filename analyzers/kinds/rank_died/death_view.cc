@@ -4,6 +4,7 @@
 
 #include "analyzers/framework/finding_kinds.h"
 #include "analyzers/kinds/common/evidence_text.h"
+#include "trace/records/phase_record.h"
 
 namespace dsdiag::analyzers::rank_died {
 
@@ -31,7 +32,7 @@ const trace::FlightDump* DeathView::LastWord(const RankState& s) const {
 // The phase the rank stopped in, when its last-word dump names one of the step it was in.
 std::string DeathView::StoppedPhase(const RankState& s) const {
   const trace::FlightDump* d = LastWord(s);
-  if (!d || d->where_phase.empty() || d->where_phase == "none") return {};
+  if (!d || d->where_phase.empty() || d->where_phase == trace::phase::kNone) return {};
   if (d->where_step && s.end.last_step_begun && *d->where_step != *s.end.last_step_begun) return {};
   return d->where_phase;
 }

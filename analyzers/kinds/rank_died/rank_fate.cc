@@ -23,14 +23,16 @@ Fate Classify(const RankEnd& end, const RankRecords& records) {
     const bool at_block = end.bytes_read > 0 && end.bytes_read % kBlockBytes == 0;
     return end.truncated_tail && at_block ? Fate::kCutShort : Fate::kNoEnd;
   }
-  if (end.reason == "ok") return end.status.value_or(0) == 0 ? Fate::kClean : Fate::kOkNonZero;
-  if (end.reason == "signal") return IsFatalSignal(end.detail) ? Fate::kFatalSignal : Fate::kSignal;
+  if (end.reason == trace::records::end_reason::kOk)
+    return end.status.value_or(0) == 0 ? Fate::kClean : Fate::kOkNonZero;
+  if (end.reason == trace::records::end_reason::kSignal)
+    return IsFatalSignal(end.detail) ? Fate::kFatalSignal : Fate::kSignal;
   // An error that is a lost peer (Gloo's "Connection reset by peer") follows another
   // rank's failure, as a `peer-failure` end does.
-  if (end.reason == "error") {
+  if (end.reason == trace::records::end_reason::kError) {
     return trace::LooksLikePeerLoss(end.detail) ? Fate::kPeerFailure : Fate::kError;
   }
-  if (end.reason == "peer-failure") return Fate::kPeerFailure;
+  if (end.reason == trace::records::end_reason::kPeerFailure) return Fate::kPeerFailure;
   return Fate::kOtherReason;
 }
 
@@ -70,7 +72,8 @@ std::optional<WaitingIn> NamedIn(const trace::Record& r) {
 std::optional<FatalSignalEnd> FatalSignalOf(const trace::Record& end) {
   const records::EndView view(end);
   const auto origin = view.origin();
-  if (view.reason().value_or("") != "signal" || !origin) return std::nullopt;
+  if (view.reason().value_or("") != trace::records::end_reason::kSignal || !origin)
+    return std::nullopt;
   FatalSignalEnd f;
   f.origin = std::string(*origin);
   f.sender = view.sender().value_or(0);

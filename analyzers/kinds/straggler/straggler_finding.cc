@@ -9,6 +9,7 @@
 
 #include "analyzers/framework/finding_kinds.h"
 #include "trace/record_types.h"
+#include "trace/records/phase_record.h"
 
 namespace dsdiag::analyzers::straggler {
 namespace {

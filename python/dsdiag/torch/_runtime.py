@@ -110,7 +110,9 @@ class Runtime(object):
     def end(self, reason, status, detail=""):
         if not self.on or self.ended:
             return
-        if reason == "ok":
+        from dsdiag._core import end_reason  # here: dsdiag.torch imports without the core
+
+        if reason == end_reason.OK:
             self._run_hooks(self.end_hooks)
         self.ended = True
         self._stop_off_hooks()
@@ -124,8 +126,10 @@ class Runtime(object):
         """uninstrument(): the trace ends here, as a normal end. The model's probe is kept
         (ModelProbe says why: freed now, it could be freed last on a worker thread)."""
         if self.on and not self.ended:
+            from dsdiag._core import end_reason
+
             self.write_pending_ops()
-            self.end("ok", 0)
+            self.end(end_reason.OK, 0)
         self.on = False
         self.in_step = False
         self._stop_off_hooks()

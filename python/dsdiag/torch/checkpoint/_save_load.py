@@ -40,6 +40,7 @@ import time
 import torch
 
 from dsdiag import _core
+from dsdiag._core import ckpt_op, fp_why, phase_name
 from dsdiag.torch._patches import Patches
 from dsdiag.torch._runtime import NO_PHASE, RUNTIME, guard, phase
 from dsdiag.torch.checkpoint._digest import file_digest
@@ -91,7 +92,7 @@ def _checkpoint_phase():
     # A phase is the main thread's state: a save on a helper thread (async checkpointing)
     # must not change what the training loop is said to be doing.
     if threading.current_thread() is threading.main_thread():
-        return phase("checkpoint")
+        return phase(phase_name.CHECKPOINT)
     return NO_PHASE
 
 
@@ -101,7 +102,7 @@ def _checkpoint_phase():
 def _save(obj, f, *args, **kwargs):
     if not _recording():
         return PATCHES["save"](obj, f, *args, **kwargs)
-    op = _begin("save", f)
+    op = _begin(ckpt_op.SAVE, f)
     if op is None:
         return PATCHES["save"](obj, f, *args, **kwargs)
     try:
@@ -117,7 +118,7 @@ def _save(obj, f, *args, **kwargs):
 def _load(f, *args, **kwargs):
     if not _recording():
         return PATCHES["load"](f, *args, **kwargs)
-    op = _begin("load", f, kwargs["map_location"] if "map_location" in kwargs else
+    op = _begin(ckpt_op.LOAD, f, kwargs["map_location"] if "map_location" in kwargs else
                 (args[0] if args else None))
     if op is None:
         return PATCHES["load"](f, *args, **kwargs)
@@ -148,7 +149,7 @@ def _begin(kind, f, map_location=None):
     path = _path_of(f)
     if path is None:
         return None
-    return _Op(kind, path, describe_map_location(map_location) if kind == "load" else "")
+    return _Op(kind, path, describe_map_location(map_location) if kind == ckpt_op.LOAD else "")
 
 
 def _path_of(f):
@@ -171,14 +172,14 @@ def _done(op, obj):
     ckpt_step, epoch = position(obj, RUNTIME.step, RUNTIME.epoch)
     _core.write_checkpoint(RUNTIME.session, op.kind, path, size, digest, ckpt_step, epoch,
                            time.monotonic_ns() - op.start, op.map_location)
-    if op.kind == "load":
+    if op.kind == ckpt_op.LOAD:
         _SOURCES.remember(obj, (path, size, digest, ckpt_step, epoch, op.map_location))
 
 
 @guard("checkpoint")
 def _failed(op, error):
     where = ""
-    if op.kind == "load":
+    if op.kind == ckpt_op.LOAD:
         where = ", map_location=%s" % (repr(op.map_location) if op.map_location else "None")
     what = "torch.%s(%r%s)" % (op.kind, op.path, where)
     message = "%s raised %s: %s" % (what, type(error).__name__, error)
@@ -256,7 +257,7 @@ def _applied(watch, state_dict, result):
     source = _SOURCES.source_of(state_dict)
     path, size, digest, ckpt_step, epoch, map_location = source or (
         UNKNOWN_SOURCE, 0, 0, RUNTIME.step, RUNTIME.epoch, "")
-    _core.write_checkpoint(RUNTIME.session, "load", path, size, digest, ckpt_step, epoch,
+    _core.write_checkpoint(RUNTIME.session, ckpt_op.LOAD, path, size, digest, ckpt_step, epoch,
                            time.monotonic_ns() - watch.start, map_location,
                            differ_only_by_prefix(missing, unexpected), capped(missing),
                            capped(unexpected))
@@ -269,4 +270,4 @@ def _fingerprint_model(module):
     model = RUNTIME.model
     if model is not None and any(module is m or module is getattr(m, "module", None)
                                  for m in model.modules):
-        model.fingerprint_params("resume")
+        model.fingerprint_params(fp_why.RESUME)

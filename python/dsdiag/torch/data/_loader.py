@@ -41,6 +41,7 @@ from collections.abc import Mapping
 import torch
 
 from dsdiag import _core
+from dsdiag._core import phase_name
 from dsdiag.torch.data import _batch_bytes, _sampler
 from dsdiag.torch._runtime import RUNTIME, guard, phase
 from dsdiag.torch.steps import _optimizer
@@ -140,7 +141,7 @@ def fetch(feed, next_fn, it):
         return batch
     start = time.perf_counter_ns()
     if how == _STEP:
-        with phase("data"):
+        with phase(phase_name.DATA):
             batch = next_fn(it)
     else:
         batch = next_fn(it)

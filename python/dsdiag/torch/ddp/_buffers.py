@@ -10,6 +10,7 @@ GAN's), each module's buffers are taken as its own forward begins, and the step'
 is written when the step ends."""
 
 from dsdiag import _core
+from dsdiag._core import fp_what, fp_why
 from dsdiag.torch._runtime import RUNTIME
 from dsdiag.torch._tensors import fingerprint_each, fn_of
 
@@ -56,6 +57,6 @@ class BufferProbe(object):
     def write(self):
         """At the step's end: the buffers taken in it."""
         if self.pending is not None:
-            _core.write_fingerprints(RUNTIME.session, "buffer", "forward", True, self.pending,
-                                     fn_of(self.buffers))
+            _core.write_fingerprints(RUNTIME.session, fp_what.BUFFER, fp_why.FORWARD, True,
+                                     self.pending, fn_of(self.buffers))
             self.pending = None

@@ -26,6 +26,7 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from dsdiag import _core
+from dsdiag._core import fp_what, fp_why, phase_name
 from dsdiag.torch import _device, _device_fingerprint, _device_time, _futures
 from dsdiag.torch._patches import Patches
 from dsdiag.torch._runtime import RUNTIME, Suppress, guard, phase
@@ -87,7 +88,7 @@ def _ddp_forward(self, *args, **kwargs):
             (not RUNTIME.in_step and (not self.training or RUNTIME.loader_opens_steps)):
         return PATCHES["forward"](self, *args, **kwargs)
     _before_forward()
-    with phase("forward"):
+    with phase(phase_name.FORWARD):
         return PATCHES["forward"](self, *args, **kwargs)
 
 
@@ -460,8 +461,10 @@ class DDPProbe(ModelProbe):
         self.grad_marks = None
         if self.step_after is not None:
             fn = fn_of(self.params)
-            _core.write_fingerprints(session, "grad", "after-sync", True, self.step_after, fn)
-            _core.write_fingerprints(session, "grad", "pre-step", True, self.step_pre, fn)
+            _core.write_fingerprints(session, fp_what.GRAD, fp_why.AFTER_SYNC, True,
+                                     self.step_after, fn)
+            _core.write_fingerprints(session, fp_what.GRAD, fp_why.PRE_STEP, True,
+                                     self.step_pre, fn)
             self.step_after = self.step_pre = None
         self.unsynced_now = computed and not reduced
         if self.unsynced_now:

@@ -20,6 +20,7 @@ them is RUNTIME.model: the trace holds one table.
 from torch.nn.parallel import DistributedDataParallel
 
 from dsdiag import _core
+from dsdiag._core import fp_what, fp_why
 from dsdiag.torch._runtime import RUNTIME
 from dsdiag.torch._tensors import dtype_name, fingerprint_each, fn_of
 from dsdiag.torch.ddp._buffers import BufferProbe
@@ -110,8 +111,8 @@ class ModelProbe(object):
             self.buckets,
             self.buffers.names if self.buffers is not None else [],
         )
-        _core.write_fingerprints(RUNTIME.session, "param", "init", True, self.init_hashes,
-                                 fn_of(self.params))
+        _core.write_fingerprints(RUNTIME.session, fp_what.PARAM, fp_why.INIT, True,
+                                 self.init_hashes, fn_of(self.params))
         self.init_hashes = None
 
     def _participation_hook(self, i):
@@ -172,12 +173,12 @@ class ModelProbe(object):
         if self.buffers is not None:
             self.buffers.write()
         if self.pre_step_params is not None:
-            _core.write_fingerprints(RUNTIME.session, "param", "pre-step", True,
+            _core.write_fingerprints(RUNTIME.session, fp_what.PARAM, fp_why.PRE_STEP, True,
                                      self.pre_step_params, fn_of(self.params))
             self.pre_step_params = None
         self.params_fingerprinted = self.fingerprint_due(step)
         if self.params_fingerprinted:
-            self.fingerprint_params("periodic")
+            self.fingerprint_params(fp_why.PERIODIC)
         self.versions = _versions(self.params)
 
     def note_writes_outside_optimizer(self, indices):
@@ -227,7 +228,8 @@ class ModelProbe(object):
     def fingerprint_params(self, why):
         self.publish()
         hashes = fingerprint_each([p.detach() for p in self.params])
-        _core.write_fingerprints(RUNTIME.session, "param", why, True, hashes, fn_of(self.params))
+        _core.write_fingerprints(RUNTIME.session, fp_what.PARAM, why, True, hashes,
+                                 fn_of(self.params))
 
 
 def module_prefixes(modules):

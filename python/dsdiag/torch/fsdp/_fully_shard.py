@@ -29,6 +29,7 @@ import sys
 import torch
 
 from dsdiag import _core
+from dsdiag._core import fp_what, fp_why
 from dsdiag._warn import warn_once
 from dsdiag.torch._patches import Patches, signature_of
 from dsdiag.torch._runtime import RUNTIME, guard
@@ -204,7 +205,7 @@ def _publish(runtime):
                                          entries],
                        [shape for _, _, shape, _, _ in entries],
                        [dtype for _, _, _, dtype, _ in entries], [])
-    _core.write_fingerprints(runtime.session, "param", "init", True,
+    _core.write_fingerprints(runtime.session, fp_what.PARAM, fp_why.INIT, True,
                              [h for _, _, _, _, h in entries], TAKEN.fn)
 
 

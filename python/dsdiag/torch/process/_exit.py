@@ -8,6 +8,7 @@ import atexit
 import sys
 import traceback
 
+from dsdiag._core import end_reason, flight_dump_reason
 from dsdiag.torch._patches import Patches
 from dsdiag.torch._runtime import RUNTIME
 
@@ -27,8 +28,8 @@ def _excepthook(kind, value, tb):
             frames = traceback.extract_tb(tb)
             where = "%s:%d" % (frames[-1].filename, frames[-1].lineno) if frames else "python"
             RUNTIME.session.record_error(where, message)
-            RUNTIME.probes.dump("error")
-            RUNTIME.end("error", 1, message)
+            RUNTIME.probes.dump(flight_dump_reason.ERROR)
+            RUNTIME.end(end_reason.ERROR, 1, message)
     except Exception:
         pass
     PATCHES["excepthook"](kind, value, tb)
@@ -42,8 +43,8 @@ def _at_exit():
             RUNTIME.write_pending_ops()
             if RUNTIME.stop_signal:  # the job's handler exited on it (_signals)
                 signo, name = RUNTIME.stop_signal
-                RUNTIME.end("signal", 128 + signo, name)
+                RUNTIME.end(end_reason.SIGNAL, 128 + signo, name)
             else:
-                RUNTIME.end("ok", 0)
+                RUNTIME.end(end_reason.OK, 0)
     except Exception:
         pass

@@ -6,6 +6,7 @@ import math
 
 import torch
 
+from dsdiag._core import phase_name
 from dsdiag.torch import _device
 from dsdiag.torch._runtime import RUNTIME, guard, phase
 from dsdiag.torch.steps._optimizer import PATCHES
@@ -20,7 +21,7 @@ def _backward(self, *args, **kwargs):
     if not RUNTIME.on:
         return PATCHES["backward"](self, *args, **kwargs)
     _enter(self)
-    with phase("backward"):
+    with phase(phase_name.BACKWARD):
         result = PATCHES["backward"](self, *args, **kwargs)
     _leave()
     return result

@@ -14,6 +14,7 @@ import functools
 
 import torch
 
+from dsdiag._core import phase_name
 from dsdiag.torch._patches import Patches
 from dsdiag.torch._runtime import RUNTIME, guard, phase
 from dsdiag.torch.ddp import _unwrapped
@@ -66,7 +67,7 @@ def _wrap_step(step):
         args, kwargs, closure_given = _record_after_closure(self, args, kwargs)
         if not closure_given:
             before_step(self)
-        with phase("optimizer"):
+        with phase(phase_name.OPTIMIZER):
             result = step(self, *args, **kwargs)
         before_step(self)  # a closure the optimizer never called
         RUNS.count += 1
