@@ -27,6 +27,7 @@
 #include "probes/records/fingerprint_repeats.h"
 #include "probes/thread_cpu.h"
 #include "trace/records/end_record.h"
+#include "trace/records/step_record.h"
 #include "trace/trace_header.h"
 #include "trace/trace_writer.h"
 
@@ -134,6 +135,7 @@ class Session {
   std::array<int64_t, kPhaseCount> phase_runq_ns_{};
   bool step_range_open_ = false;  // the step's NVTX range, pushed by BeginStep (main thread)
   bool cpu_known_ = false, runq_known_ = false;
+  trace::records::StepRepeats step_repeats_;  // of the last step record written
   struct CollectiveTotals {
     int64_t n = 0, bytes = 0, dur_ns = 0, wait_ns = 0;
   };
