@@ -162,8 +162,10 @@ void Session::EndStep(const StepSummary& s) noexcept {
     if (const double load = HostLoadPerCpu(); load >= 0) step.load = std::round(load * 100) / 100;
     step.dev = s.device;
     probe_ns_at_last_step_ = probe_ns;
+    step.previous = &step_repeats_;  // trace v3: what did not change since is left out
     auto r = writer_->BeginAt(step.kType, step_start_ns_);
     AppendFields(step, &r.line());
+    step_repeats_ = trace::records::RepeatsOf(step);
   }
   if (step_range_open_) nvtx::PopRange();
   step_range_open_ = false;

@@ -137,6 +137,7 @@ class Session {
   std::array<int64_t, kPhaseCount> phase_runq_ns_{};
   bool step_range_open_ = false;  // the step's NVTX range, pushed by BeginStep (main thread)
   bool cpu_known_ = false, runq_known_ = false;
+  trace::records::StepRepeats step_repeats_;  // of the last step record written
   struct CollectiveTotals {
     int64_t n = 0, bytes = 0, dur_ns = 0, wait_ns = 0;
   };

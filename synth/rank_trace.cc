@@ -312,6 +312,7 @@ class Renderer {
     r.samples = BatchSize();
     r.phases = phases;
     r.phase_count = sizeof(phases) / sizeof(phases[0]);
+    r.phase_objects = true;  // synth writes v1
     r.coll.written = records::StepCollTotals::Written::kAll;
     r.coll.n = buckets_;
     int64_t previous_exit = 0;

@@ -1,6 +1,7 @@
 #include "trace/compact_records.h"
 
 #include <algorithm>
+#include <iterator>
 #include <utility>
 
 #include "trace/json_line.h"
@@ -9,6 +10,7 @@
 #include "trace/records/coll_record.h"
 #include "trace/records/colls_record.h"
 #include "trace/records/fp_record.h"
+#include "trace/records/phase_record.h"
 #include "trace/records/record_line.h"
 #include "trace/records/step_record.h"
 
@@ -18,6 +20,10 @@ namespace {
 using CK = records::CollKeys;
 using FK = records::FpKeys;
 using SK = records::StepKeys;
+// v3's per-phase arrays of a step record (ns in phase::kStepOrder).
+constexpr const FieldKey* kPhaseArrays[] = {&SK::phases, &SK::cpu, &SK::runq};
+// v3: the step members left out where they equal the previous step record's.
+constexpr const FieldKey* kRepeated[] = {&SK::epoch, &SK::lr, &SK::samples, &SK::load};
 
 // `line` without its member `,"key":"value"` (as the writer puts it: after another member,
 // the value unescaped); false when the member is not spelt so. Found by its text, which
@@ -83,12 +89,12 @@ CompactRecordExpander::Verdict CompactRecordExpander::ExpandCollectives(
     const Record& r, std::vector<std::string>* lines, std::string* issue) {
   const records::CollsView colls(r);
   const auto pg = colls.pg(), seq = colls.seq();
-  std::vector<int64_t> at, dur;
-  if (!pg || !seq || !colls.at_us(&at) || !colls.dur_us(&dur) || at.empty() ||
-      dur.size() != at.size()) {
+  std::vector<int64_t>& at = colls_at_;  // reused: no allocation per record
+  std::vector<int64_t>& dur = colls_dur_;
+  if (!pg || !seq || !colls.times_us(&at, &dur)) {
     *issue =
-        "a colls record with integers \"pg\", \"seq\" and arrays \"at_us\", \"dur_us\" "
-        "of one integer per op";
+        "a colls record with integers \"pg\", \"seq\", an array \"dur_us\" of one integer "
+        "per op and \"at_us\" of as many (v2) or \"gap_us\" of one fewer (v3)";
     return Verdict::kReplace;
   }
   const auto* previous = template_.PreviousStep(static_cast<int>(*pg), r.step(), at.size());
@@ -161,8 +167,13 @@ CompactRecordExpander::Verdict CompactRecordExpander::ExpandStep(const Record& r
   // "coll" with "wait" alone: the rest sums from the step's colls records.
   const bool summed = r.NumberMembers(SK::coll, &coll_members_) && coll_members_.size() == 1 &&
                       coll_members_[0].name == records::StepCollKeys::wait.name();
-  if (!flagged && !summed) return Verdict::kDeliver;
+  // v3: the per-phase times as arrays in phase::kStepOrder.
+  bool arrays = false;
+  for (const FieldKey* key : kPhaseArrays) arrays = arrays || r.IntArray(*key, &phase_ns_);
+  if (!flagged && !summed && !arrays && !repeats_) return Verdict::kDeliver;
   std::string step_line(r.raw_line());
+  if (arrays) ExpandPhaseArrays(r, &step_line, issue);
+  if (repeats_) PutBackRepeats(&step_line);
   if (flagged) ExpandPreStepFlag(r, lines, &step_line, issue);
   if (summed) {
     if (totals.step != r.step() || !InsertStepTotals(totals, &step_line)) {
@@ -172,6 +183,60 @@ CompactRecordExpander::Verdict CompactRecordExpander::ExpandStep(const Record& r
   }
   lines->push_back(std::move(step_line));
   return Verdict::kReplace;
+}
+
+void CompactRecordExpander::PutBackRepeats(std::string* line) {
+  static_assert(std::size(kRepeated) == kRepeatedCount);
+  for (size_t i = 0; i < kRepeatedCount; ++i) {
+    std::string needle = ",\"";
+    needle.append(kRepeated[i]->name()).append("\":");
+    const size_t at = line->find(needle);
+    if (at == std::string::npos) {
+      const size_t close = line->rfind('}');
+      if (repeated_[i].empty() || close == std::string::npos) continue;
+      line->insert(close, needle + repeated_[i]);
+      continue;
+    }
+    // A number or null: it ends where the next member or the object does.
+    const size_t value = at + needle.size(), end = line->find_first_of(",}", value);
+    if (end == std::string::npos) continue;
+    if (line->compare(value, end - value, "null") == 0) {
+      repeated_[i].clear();
+      line->erase(at, end - at);
+    } else {
+      repeated_[i].assign(*line, value, end - value);
+    }
+  }
+}
+
+void CompactRecordExpander::ExpandPhaseArrays(const Record& r, std::string* step_line,
+                                              std::string* issue) {
+  for (const FieldKey* key : kPhaseArrays) {
+    if (!r.IntArray(*key, &phase_ns_)) continue;
+    if (phase_ns_.size() > phase::kStepOrderCount || !ObjectFromArray(*key, phase_ns_, step_line))
+      *issue = "a step record whose \"" + std::string(key->name()) + "\" is an object or " +
+               "an array of at most " + std::to_string(phase::kStepOrderCount) +
+               " integers (ns per phase, in the order data, forward, backward, sync, " +
+               "optimizer, checkpoint)";
+  }
+}
+
+bool CompactRecordExpander::ObjectFromArray(const FieldKey& key, const std::vector<int64_t>& ns,
+                                            std::string* line) {
+  // "key":[a,b,...] -> "key":{"data":a,"forward":b,...}, zeros left out (as v2 wrote them)
+  std::string needle = "\"";
+  needle.append(key.name()).append("\":[");
+  const size_t at = line->find(needle);
+  if (at == std::string::npos) return false;
+  const size_t open = at + needle.size() - 1, close = line->find(']', open);
+  if (close == std::string::npos) return false;
+  std::string object;
+  JsonLine members(&object);  // "{" and the members; closed below
+  for (size_t i = 0; i < ns.size(); ++i)
+    if (ns[i] != 0) members.Field(phase::kStepOrder[i], ns[i]);
+  object.push_back('}');
+  line->replace(open, close + 1 - open, object);
+  return true;
 }
 
 bool CompactRecordExpander::InsertStepTotals(const StepTotals& totals, std::string* line) {

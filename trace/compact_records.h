@@ -10,6 +10,10 @@
 //   `fp` with "same":"<why>"       -> the same, where the step ended without its record
 //   `step` with "coll":{"wait":W}  -> "coll":{"n","bytes","dur","wait"}: the step's ops
 //                                     were all in `colls` records, which sum to the rest
+//   `step` with "phases":[…]       -> "phases":{"data":…,…} (v3; `cpu`, `runq` alike): ns
+//                                     per phase in trace::phase::kStepOrder
+//   `step` without "epoch", "lr",  -> the last step record's value of each (v3); one written
+//   "samples" or "load"               as null is cut (v2 left an unknown value out)
 //
 // The reader shows it every record it parses, in file order; the expander answers whether
 // to deliver the record as it is or the lines it wrote in its place (JSON text, parsed by
@@ -29,7 +33,10 @@ namespace dsdiag::trace {
 class CompactRecordExpander {
  public:
   // From the header: expansion is on for v2 and later.
-  void SetSchemaMajor(int major) { on_ = major >= 2; }
+  void SetSchemaMajor(int major) {
+    on_ = major >= 2;
+    repeats_ = major >= 3;
+  }
   bool on() const { return on_; }
 
   enum class Verdict {
@@ -52,13 +59,26 @@ class CompactRecordExpander {
   // The pre-step records a step's "pre_step_fp" stands for, into *lines; cuts the member.
   void ExpandPreStepFlag(const Record& r, std::vector<std::string>* lines, std::string* step_line,
                          std::string* issue);
+  // v3: the step members the writer left out as the previous step's, put back into *line
+  // (records::StepRepeats); a null one is cut (v2 left an unknown value out).
+  void PutBackRepeats(std::string* line);
+  // v3's per-phase arrays in the step line -> v2's objects; an ill-formed one sets *issue.
+  void ExpandPhaseArrays(const Record& r, std::string* step_line, std::string* issue);
+  // "key":[…] in *line -> "key":{"data":…,…}; false when it is spelt otherwise.
+  static bool ObjectFromArray(const FieldKey& key, const std::vector<int64_t>& ns,
+                              std::string* line);
   // Puts the sums into the step line's "coll":{"wait":W}; false when it is spelt otherwise.
   static bool InsertStepTotals(const StepTotals& totals, std::string* line);
 
   bool on_ = false;
+  bool repeats_ = false;                       // v3: step records leave out what did not change
+  static constexpr size_t kRepeatedCount = 4;  // epoch, lr, samples, load
+  std::string repeated_[kRepeatedCount];       // their last values' text, "": none
   CollectiveTemplate template_;
   StepTotals totals_;                               // of the current step's `colls` records
   std::vector<Record::NumberMember> coll_members_;  // a step record's "coll", reused
+  std::vector<int64_t> colls_at_, colls_dur_;       // a colls record's times, reused
+  std::vector<int64_t> phase_ns_;                   // a step record's phase array, reused
   // Appends to *line `,"gran":…,"h":…` of the latest `what` fp record; false if none.
   bool AppendRepeated(std::string_view what, std::string* line) const;
   // `,"gran":…,"h":[…]` of the latest grad and param `fp` records, by "what" (pre-step ones

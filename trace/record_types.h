@@ -5,15 +5,18 @@
 // in the same change.
 #pragma once
 
+#include <cstddef>
 #include <string_view>
 
 namespace dsdiag::trace {
 
 // v2 (docs/trace-format.md, "Version 2"): light mode writes no `phase` records, a step's
 // repeated collectives as one `colls` record, and a pre-step gradient fingerprint equal to
-// its step's after-sync one as a flag on the after-sync record. Readers read 1 and 2.
-inline constexpr std::string_view kSchema = "dsdiag.trace/2";
-inline constexpr int kSchemaMajor = 2;
+// its step's after-sync one as a flag on the after-sync record. v3 ("Version 3"): a step's
+// per-phase times as arrays in phase::kStepOrder, a `colls` record's issue times as gaps.
+// Readers read 1 to 3.
+inline constexpr std::string_view kSchema = "dsdiag.trace/3";
+inline constexpr int kSchemaMajor = 3;
 inline constexpr int kOldestSchemaMajor = 1;
 // v1, which every reader reads: `dsdiag synth` writes it (its records are v1's, one per
 // phase and op, the shape compare's speed figures have always been measured on).

@@ -1,5 +1,5 @@
 // dsdiag._core.read_trace: a rank's trace as the analyzers read it — one JSON line per event
-// record, trace format v2's compact records expanded into the v1 records they stand for
+// record, trace formats v2's and v3's compact records expanded into the records they stand for
 // (trace/compact_records.h) — for scripts and tests that look at records themselves rather
 // than grep a file whose light-mode lines are compact.
 #include <pybind11/stl.h>

@@ -46,8 +46,8 @@ def package_dir():
 
 
 def read_trace(path):
-    """A rank's event records as JSON lines, the way the analyzers read them: light mode's
-    compact records (trace format v2) expanded into the records they stand for, through the
+    """A rank's event records as JSON lines, the way the analyzers read them: the compact
+    records of trace formats v2 and v3 expanded into the records they stand for, through the
     package's own reader (dsdiag._core.read_trace), found next to the dsdiag binary as
     `dsdiag run` finds it."""
     package = package_dir()

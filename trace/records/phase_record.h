@@ -5,6 +5,7 @@
 //   {"type":"phase","ts":5100,"step":3,"name":"forward","dur":15000000}
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -27,6 +28,11 @@ inline constexpr std::string_view kOptimizer = "optimizer";
 inline constexpr std::string_view kCheckpoint = "checkpoint";
 // A probe's "phase" outside any phase (flight dumps, error records), never a `name`.
 inline constexpr std::string_view kNone = "none";
+// v3: the order of a `step` record's per-phase arrays (`phases`, `cpu`, `runq`). A phase
+// added later goes at the end, so that an older trace's arrays keep their meaning.
+inline constexpr std::string_view kStepOrder[] = {kData, kForward,   kBackward,
+                                                  kSync, kOptimizer, kCheckpoint};
+inline constexpr size_t kStepOrderCount = sizeof(kStepOrder) / sizeof(kStepOrder[0]);
 }  // namespace dsdiag::trace::phase
 
 namespace dsdiag::trace::records {

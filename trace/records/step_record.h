@@ -2,8 +2,9 @@
 // (`ts` = its start, `dur` its wall time) with the loss, learning rate, samples, the time in
 // each phase, the step's collective totals and the probes' own time. Written by the session
 // (Session::EndStep) and synth; in v2 it may carry `pre_step_fp` and a `coll` of `wait` alone,
-// which the reader expands (trace/compact_records.h). Read by the step driver, straggler,
-// hang, loader-starvation, rank-died, the timeline and the report.
+// in v3 its per-phase times as arrays in trace::phase::kStepOrder, all of which the reader
+// expands (trace/compact_records.h): analyzers read the v1/v2 objects below. Read by the step
+// driver, straggler, hang, loader-starvation, rank-died, the timeline and the report.
 //
 //   {"type":"step","ts":5000,"step":3,"dur":41000000,"epoch":0,"loss":2.31,"lr":0.001,
 //    "samples":32,"phases":{"data":1200000,"forward":15000000,...},
@@ -14,6 +15,10 @@
 // late, so it is an earlier step's (its `step`): per phase, and `coll` summed over the step's
 // collectives (written by the Python package's device path, python/dsdiag/torch/
 // _device_time.py).
+//
+// v3 writes `"phases":[1200000,15000000,...]`, `"cpu":[90000,14800000,...]`,
+// `"runq":[0,120000,...]` (a name costs more than its number; trailing zeros left out), and
+// leaves out `epoch`, `lr`, `samples` and `load` where they equal the previous step's.
 #pragma once
 
 #include <cmath>
@@ -83,6 +88,14 @@ struct StepDeviceTimes {
   size_t count = 0;
 };
 
+// v3: the members a step record leaves out when they equal the previous step record's (the
+// reader puts them back, trace/compact_records.h): they change once an epoch, or a second.
+struct StepRepeats {
+  bool written = false;  // a step record was written before
+  int64_t epoch = 0, samples = 0;
+  double lr = NAN, load = NAN;  // NaN: unknown (a load below 0 counts as NaN)
+};
+
 struct StepRecord {
   static constexpr std::string_view kType = rec::kStep;
   int64_t dur = 0;
@@ -101,8 +114,16 @@ struct StepRecord {
   const PhaseTime* runq = nullptr;
   double load = NAN;  // NaN or negative: left out
   StepDeviceTimes dev;
+  // The per-phase times as v1/v2 objects rather than v3 arrays (synth writes v1). A phase
+  // outside trace::phase::kStepOrder is written so in any case.
+  bool phase_objects = false;
+  // v3: the previous step record's, whose equal members are left out (a value that became
+  // unknown is written as null); null: every member written.
+  const StepRepeats* previous = nullptr;
 };
 void AppendFields(const StepRecord& r, JsonLine* line);
+// What the next step record may leave out after `r`.
+StepRepeats RepeatsOf(const StepRecord& r);
 
 class StepView {
  public:
