@@ -33,13 +33,21 @@ void RecordBatch::Append(const Record& record) {
   ++count_;
 }
 
+void RecordBatch::Reserve(size_t bytes) {
+  const size_t words = (bytes + 7) / 8;
+  if (words > capacity_) Grow(words);
+}
+
+void RecordBatch::Grow(size_t capacity) {
+  std::unique_ptr<uint64_t[]> grown(new uint64_t[capacity]);  // uninitialised
+  if (size_) std::memcpy(grown.get(), words_.get(), size_ * sizeof(uint64_t));
+  words_ = std::move(grown);
+  capacity_ = capacity;
+}
+
 uint64_t* RecordBatch::Extend(size_t words) {
   if (size_ + words > capacity_) {
-    const size_t capacity = std::max(size_ + words, std::max<size_t>(capacity_ * 2, 1024));
-    std::unique_ptr<uint64_t[]> grown(new uint64_t[capacity]);  // uninitialised
-    if (size_) std::memcpy(grown.get(), words_.get(), size_ * sizeof(uint64_t));
-    words_ = std::move(grown);
-    capacity_ = capacity;
+    Grow(std::max(size_ + words, std::max<size_t>(capacity_ * 2, 1024)));
   }
   uint64_t* at = words_.get() + size_;
   size_ += words;

@@ -142,7 +142,7 @@ class ChunkQueue {
 class QueueingSink final : public DriveSink {
  public:
   QueueingSink(ChunkQueue* queue, size_t chunk_bytes)
-      : queue_(queue), chunk_bytes_(chunk_bytes), open_(queue->TakeFree()) {}
+      : queue_(queue), chunk_bytes_(chunk_bytes), open_(TakeFree()) {}
 
   void Record(size_t rank, const trace::Record& record) override {
     std::vector<Event>& events = open_->events;
@@ -180,8 +180,17 @@ class QueueingSink final : public DriveSink {
  private:
   void Send() {
     queue_->PushFull(open_);
-    open_ = queue_->TakeFree();
+    open_ = TakeFree();
   }
+  // A chunk to fill, its copies' memory allocated whole: a chunk is sent once it holds
+  // chunk_bytes_, so what it takes past that is one record (the slack covers records to
+  // 64 KiB; a longer one regrows the batch).
+  Chunk* TakeFree() {
+    Chunk* c = queue_->TakeFree();
+    c->records.Reserve(chunk_bytes_ + kRecordSlackBytes);
+    return c;
+  }
+  static constexpr size_t kRecordSlackBytes = size_t{64} << 10;
 
   ChunkQueue* queue_;
   const size_t chunk_bytes_;

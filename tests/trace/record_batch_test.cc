@@ -131,5 +131,37 @@ TEST(RecordBatchTest, ClearKeepsNothingButTheMemory) {
   EXPECT_FALSE(batch.Next(&at, &r, &fields));
 }
 
+// A reservation made between appends moves the copies already made; they read as before,
+// and so do the ones appended into the reserved room.
+TEST(RecordBatchTest, ReservingMovesNothingOutOfPlace) {
+  TempDir dir;
+  std::string text = std::string(kHeader) + "\n";
+  for (int i = 0; i < 40; ++i) text += ManyMembers(i) + "\n";
+  auto reader = testing::OpenTraceText(dir, text);
+  ASSERT_TRUE(reader);
+  RecordBatch batch;
+  batch.Reserve(16);  // less than one record: the first appends still regrow the batch
+  std::vector<std::string> read;
+  Record r;
+  while (reader->Next(&r)) {
+    read.push_back(Describe(r));
+    batch.Append(r);
+    if (read.size() == 20) batch.Reserve(batch.bytes() * 8);
+  }
+  ASSERT_EQ(read.size(), 40u);
+  const size_t bytes = batch.bytes();
+  batch.Reserve(1);  // never shrinks, never moves what is there
+  EXPECT_EQ(batch.bytes(), bytes);
+  RecordBatch::Cursor at;
+  FieldIndex fields;
+  size_t i = 0;
+  while (batch.Next(&at, &r, &fields)) {
+    ASSERT_LT(i, read.size());
+    EXPECT_EQ(Describe(r), read[i]) << "record " << i;
+    ++i;
+  }
+  EXPECT_EQ(i, read.size());
+}
+
 }  // namespace
 }  // namespace dsdiag::trace

@@ -40,21 +40,17 @@ template <typename Entry>
 class CollectiveWindow {
  public:
   void Add(CollectiveKey key, int64_t step, Entry entry) {
-    auto [it, fresh] = slots_.try_emplace(key);
-    if (fresh) {
-      it->second.step = step;
-      // As many records as the last collective had: thousands of ranks would otherwise
-      // regrow (and copy) the vector a dozen times per collective.
-      it->second.entries.reserve(expected_entries_);
-      by_step_[step].push_back(key);
-    }
+    const auto it = Slot(key, step);
     it->second.entries.push_back(std::move(entry));
+    last_ = it;
+    has_last_ = true;
   }
 
   // Hands over, then forgets, every collective first seen in a step before `step`.
   // `done(const CollectiveKey&, const CollectiveSlot<Entry>&)`.
   template <typename Done>
   void Flush(int64_t step, Done&& done) {
+    has_last_ = false;  // its slot may go
     while (!by_step_.empty() && by_step_.begin()->first < step) {
       std::vector<CollectiveKey> keys = std::move(by_step_.begin()->second);
       by_step_.erase(by_step_.begin());
@@ -77,9 +73,34 @@ class CollectiveWindow {
   size_t size() const { return slots_.size(); }
 
  private:
-  std::map<CollectiveKey, CollectiveSlot<Entry>> slots_;
+  using Slots = std::map<CollectiveKey, CollectiveSlot<Entry>>;
+
+  // `key`'s slot, made if new. A rank records its collectives in order, so its next record
+  // is most often the slot after its last one: found there, without walking a tree that
+  // holds a whole window's collectives (a cache miss per level when the driver delivers
+  // one rank's K steps, then the next rank's).
+  typename Slots::iterator Slot(CollectiveKey key, int64_t step) {
+    if (has_last_) {
+      if (last_->first == key) return last_;
+      const auto next = std::next(last_);
+      if (next != slots_.end() && next->first == key) return next;
+    }
+    auto [it, fresh] = slots_.try_emplace(key);
+    if (fresh) {
+      it->second.step = step;
+      // As many records as the last collective had: thousands of ranks would otherwise
+      // regrow (and copy) the vector a dozen times per collective.
+      it->second.entries.reserve(expected_entries_);
+      by_step_[step].push_back(key);
+    }
+    return it;
+  }
+
+  Slots slots_;
   std::map<int64_t, std::vector<CollectiveKey>> by_step_;
-  size_t expected_entries_ = 0;  // records of the last collective handed over
+  size_t expected_entries_ = 0;    // records of the last collective handed over
+  typename Slots::iterator last_;  // the slot of the last Add, while has_last_
+  bool has_last_ = false;
 };
 
 }  // namespace dsdiag::analyzers
