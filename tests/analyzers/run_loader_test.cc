@@ -95,8 +95,8 @@ TEST(RunLoaderTest, EqualConfigsAreSharedAndOthersKept) {
   EXPECT_EQ(&members(0), &members(1));
   EXPECT_NE(&members(1), &members(2));
   EXPECT_NE(&members(0), &members(3));
-  EXPECT_EQ(ctx.ranks[1].header.config.ToJson(), R"({"model":"resnet50","lr":0.1,"batch":8})");
-  EXPECT_EQ(ctx.ranks[2].header.config.ToJson(), R"({"model":"resnet50","lr":0.5,"batch":8})");
+  EXPECT_EQ(ctx.ranks[1].header.config.Find("lr")->as_double(), 0.1);
+  EXPECT_EQ(ctx.ranks[2].header.config.Find("lr")->as_double(), 0.5);
   EXPECT_EQ(ctx.ranks[3].header.config.Find("batch")->kind(), trace::JsonValue::Kind::kString);
 }
 
