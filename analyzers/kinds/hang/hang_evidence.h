@@ -46,7 +46,7 @@ struct HangRankState {
   bool ended = false;
   RankEnd end;
   const trace::FlightDump* dump = nullptr;  // RunContext::flight_dumps
-  std::string_view dump_file_name;  // RunContext::flight_dumps' own
+  std::string_view dump_file_name;          // RunContext::flight_dumps' own
 };
 
 // Why a rank counts as a witness of the hang, and where it waits.
