@@ -60,20 +60,43 @@ bool IsNullLike(const JsonValue& v) {
 
 }  // namespace
 
+JsonValue::JsonValue(std::string v) : kind_(Kind::kString) {
+  if (!v.empty()) Write().string = std::move(v);
+}
+
+const JsonValue::Payload& JsonValue::Read() const {
+  static const Payload kEmpty;
+  return payload_ ? *payload_ : kEmpty;
+}
+
+JsonValue::Payload& JsonValue::Write() {
+  if (!payload_) {
+    payload_ = std::make_shared<Payload>();
+  } else if (payload_.use_count() > 1) {
+    payload_ = std::make_shared<Payload>(*payload_);
+  }
+  return *payload_;
+}
+
+const std::string& JsonValue::as_string() const { return Read().string; }
+const std::vector<JsonValue::Member>& JsonValue::members() const { return Read().members; }
+const std::vector<JsonValue>& JsonValue::elements() const { return Read().elements; }
+
 JsonValue& JsonValue::Set(std::string_view key, JsonValue v) {
   kind_ = Kind::kObject;
-  for (Member& m : members_) {
+  std::vector<Member>& members = Write().members;
+  for (Member& m : members) {
     if (m.first == key) {
       m.second = std::move(v);
       return m.second;
     }
   }
-  members_.emplace_back(std::string(key), std::move(v));
-  return members_.back().second;
+  members.emplace_back(std::string(key), std::move(v));
+  return members.back().second;
 }
 
 const JsonValue* JsonValue::Find(std::string_view key) const {
-  for (const Member& m : members_) {
+  for (const Member& m : members()) {
     if (m.first == key) return &m.second;
   }
   return nullptr;
@@ -81,8 +104,9 @@ const JsonValue* JsonValue::Find(std::string_view key) const {
 
 JsonValue& JsonValue::Push(JsonValue v) {
   kind_ = Kind::kArray;
-  elements_.push_back(std::move(v));
-  return elements_.back();
+  std::vector<JsonValue>& elements = Write().elements;
+  elements.push_back(std::move(v));
+  return elements.back();
 }
 
 void JsonValue::AppendJson(std::string* out) const {
@@ -100,24 +124,26 @@ void JsonValue::AppendJson(std::string* out) const {
       AppendDouble(out, double_);
       break;
     case Kind::kString:
-      JsonLine::AppendQuoted(out, string_);
+      JsonLine::AppendQuoted(out, as_string());
       break;
     case Kind::kArray: {
+      const std::vector<JsonValue>& elements = this->elements();
       out->push_back('[');
-      for (size_t i = 0; i < elements_.size(); ++i) {
+      for (size_t i = 0; i < elements.size(); ++i) {
         if (i) out->push_back(',');
-        elements_[i].AppendJson(out);
+        elements[i].AppendJson(out);
       }
       out->push_back(']');
       break;
     }
     case Kind::kObject: {
+      const std::vector<Member>& members = this->members();
       out->push_back('{');
-      for (size_t i = 0; i < members_.size(); ++i) {
+      for (size_t i = 0; i < members.size(); ++i) {
         if (i) out->push_back(',');
-        JsonLine::AppendQuoted(out, members_[i].first);
+        JsonLine::AppendQuoted(out, members[i].first);
         out->push_back(':');
-        members_[i].second.AppendJson(out);
+        members[i].second.AppendJson(out);
       }
       out->push_back('}');
       break;
@@ -132,7 +158,7 @@ std::string JsonValue::ToJson() const {
 }
 
 std::string JsonValue::ToDisplay() const {
-  if (kind_ == Kind::kString) return string_;
+  if (kind_ == Kind::kString) return as_string();
   return ToJson();
 }
 
@@ -146,11 +172,11 @@ bool operator==(const JsonValue& a, const JsonValue& b) {
     case JsonValue::Kind::kBool:
       return (a.int_ != 0) == (b.int_ != 0);
     case JsonValue::Kind::kString:
-      return a.string_ == b.string_;
+      return a.payload_ == b.payload_ || a.as_string() == b.as_string();
     case JsonValue::Kind::kArray:
-      return a.elements_ == b.elements_;
+      return a.payload_ == b.payload_ || a.elements() == b.elements();
     case JsonValue::Kind::kObject:
-      return a.members_ == b.members_;
+      return a.payload_ == b.payload_ || a.members() == b.members();
     default:
       return false;  // numbers handled above
   }

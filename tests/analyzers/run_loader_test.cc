@@ -78,6 +78,28 @@ TEST(RunLoaderTest, MajorityDecidesWorldSizeAndRunIdAndFindsMissingRanks) {
   EXPECT_EQ(ctx.ranks[2].header.host, "node0");
 }
 
+// Ranks configured alike hold one copy of the config (issue 35: ~1 KB a rank at 131,072
+// ranks); a rank configured otherwise keeps its own.
+TEST(RunLoaderTest, EqualConfigsAreSharedAndOthersKept) {
+  TestRun run;
+  for (int r = 0; r < 4; ++r) {
+    trace::TraceHeader h = TestRun::Header(r, 4);
+    h.config.Set("model", "resnet50");
+    h.config.Set("lr", r == 2 ? trace::JsonValue(0.5) : trace::JsonValue(0.1));
+    h.config.Set("batch", r == 3 ? trace::JsonValue("8") : trace::JsonValue(8));
+    run.WriteCleanRank(h, 1);
+  }
+  const RunContext ctx = LoadRun(run.dir());
+  ASSERT_EQ(ctx.ranks.size(), 4u);
+  const auto members = [&](int r) -> const auto& { return ctx.ranks[r].header.config.members(); };
+  EXPECT_EQ(&members(0), &members(1));
+  EXPECT_NE(&members(1), &members(2));
+  EXPECT_NE(&members(0), &members(3));
+  EXPECT_EQ(ctx.ranks[1].header.config.Find("lr")->as_double(), 0.1);
+  EXPECT_EQ(ctx.ranks[2].header.config.Find("lr")->as_double(), 0.5);
+  EXPECT_EQ(ctx.ranks[3].header.config.Find("batch")->kind(), trace::JsonValue::Kind::kString);
+}
+
 // Flight dumps are parsed once, here: the usable ones are in flight_dumps, the others in
 // excluded_dumps with the reason (the analyzers read neither file again).
 TEST(RunLoaderTest, FlightDumpsAreParsedOnceAndSortedIntoUsableAndExcluded) {

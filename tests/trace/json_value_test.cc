@@ -174,5 +174,29 @@ TEST(JsonValue, DoublesRoundTripBitForBit) {
   }
 }
 
+// Copies share their payload (a run's ranks hold one config): a write to either copy, at
+// any depth, leaves the other as it was.
+TEST(JsonValue, CopiesAreIndependentValues) {
+  JsonValue inner = JsonValue::Array();
+  inner.Push(1);
+  JsonValue a = JsonValue::Object();
+  a.Set("name", "resnet");
+  a.Set("list", inner);
+  JsonValue b = a;
+  b.Set("name", "vit");
+  b.Set("extra", true);
+  inner.Push(2);
+  JsonValue c = b;
+  c.Set("list", inner);
+  EXPECT_EQ(a.ToJson(), R"({"name":"resnet","list":[1]})");
+  EXPECT_EQ(b.ToJson(), R"({"name":"vit","list":[1],"extra":true})");
+  EXPECT_EQ(c.ToJson(), R"({"name":"vit","list":[1,2],"extra":true})");
+  EXPECT_EQ(inner.ToJson(), "[1,2]");
+  EXPECT_EQ(JsonValue("").ToJson(), R"("")");
+  EXPECT_EQ(JsonValue(std::string()), JsonValue(""));
+  EXPECT_NE(JsonValue(""), JsonValue());
+  EXPECT_LE(sizeof(JsonValue), 32u);
+}
+
 }  // namespace
 }  // namespace dsdiag::trace

@@ -36,7 +36,7 @@ struct TimeoutSignal {
 
 struct HangRankState {
   bool traced = false;
-  std::string file_name;
+  std::string_view file_name;  // RunContext::ranks' own, not a copy per rank
   trace::RankClock clock;
   std::map<int, int64_t> completed;  // per pg, the highest seq completed
   std::optional<CollectiveKey> last_coll;
@@ -46,7 +46,7 @@ struct HangRankState {
   bool ended = false;
   RankEnd end;
   const trace::FlightDump* dump = nullptr;  // RunContext::flight_dumps
-  std::string dump_file_name;
+  std::string_view dump_file_name;          // RunContext::flight_dumps' own
 };
 
 // Why a rank counts as a witness of the hang, and where it waits.
