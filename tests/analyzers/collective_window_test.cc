@@ -14,8 +14,8 @@ namespace {
 std::vector<std::string> Flushed(CollectiveWindow<int>& window, int64_t step) {
   std::vector<std::string> out;
   window.Flush(step, [&](const CollectiveKey& k, const CollectiveSlot<int>& s) {
-    std::string line = std::to_string(k.pg) + ":" + std::to_string(k.seq) + "@" +
-                       std::to_string(s.step) + "=";
+    std::string line =
+        std::to_string(k.pg) + ":" + std::to_string(k.seq) + "@" + std::to_string(s.step) + "=";
     for (int e : s.entries) line += std::to_string(e) + ",";
     out.push_back(line);
   });
@@ -46,7 +46,7 @@ TEST(CollectiveWindowTest, RecordsOutOfOrderFindTheirOwnSlot) {
   window.Add({0, 3}, 0, 15);  // not after {1,1}
   window.Add({0, 1}, 0, 16);  // skipped back
   EXPECT_EQ(Flushed(window, 1), (std::vector<std::string>{"0:1@0=11,16,", "0:2@0=10,12,13,",
-                                                           "0:3@0=15,", "1:1@0=14,"}));
+                                                          "0:3@0=15,", "1:1@0=14,"}));
   window.Add({0, 4}, 1, 17);  // the slots it came after are gone
   window.Add({0, 5}, 1, 18);
   window.Add({0, 4}, 1, 19);

@@ -78,7 +78,9 @@ void ExpectCulpritAlone(const std::string& when, const Scenario& s) {
   EXPECT_EQ(EvidenceText(*ours[0], "group"), s.group) << ours[0]->summary;
   EXPECT_EQ(EvidenceText(*ours[0], "seq"), std::to_string(s.seq)) << ours[0]->summary;
   const std::string basis = when == "after" ? s.basis_after : s.basis_in_flight;
-  if (!basis.empty()) EXPECT_EQ(EvidenceText(*ours[0], "basis"), basis) << ours[0]->summary;
+  if (!basis.empty()) {
+    EXPECT_EQ(EvidenceText(*ours[0], "basis"), basis) << ours[0]->summary;
+  }
 }
 
 TEST(TorchFrScenarios, DumpsWrittenInFlightNameEachCulpritAlone) {
