@@ -47,12 +47,22 @@ def _parameter_names(function):
     return [m.group(1) for m in re.finditer(r"(?:^|, )(\w+):", inside)]
 
 
+def _bind(call, names, positional, keywords):
+    """The arguments of `call` named as the real binding names them; a name it does not
+    take raises TypeError, as pybind11 would."""
+    unknown = set(keywords) - set(names)
+    if unknown or len(positional) > len(names):
+        raise TypeError("%s() takes %s, not %s" % (call, names, sorted(unknown) or positional))
+    named = dict(zip(names, positional))
+    named.update(keywords)
+    return named
+
+
 def _recorder(name, real):
     names = _parameter_names(real)
 
     def write(*positional, **keywords):
-        named = dict(zip(names, positional))
-        named.update(keywords)
+        named = _bind(name, names, positional, keywords)
         session = named.pop("session", None)
         assert isinstance(session, FakeSession), "%s without the session" % name
         _record(name, **named)
@@ -75,6 +85,8 @@ class FakePhase(object):
 
 
 class FakeSession(object):
+    real = None  # dsdiag._core.Session, whose methods' parameter names the fake's take
+
     def __init__(self, config):
         self.on = True
         self.full = config["mode"] == "full"
@@ -82,12 +94,16 @@ class FakeSession(object):
         self.current_step = -1
         self.probe_ns = 0
 
-    def begin_step(self, step, epoch):
-        self.current_step = step
-        _record("begin_step", step=step, epoch=epoch)
+    def _called(self, call, positional, keywords):
+        names = _parameter_names(getattr(FakeSession.real, call))[1:]  # after self
+        _record(call, **_bind(call, names, positional, keywords))
 
-    def end_step(self, loss=float("nan"), global_loss=float("nan"), lr=float("nan"), samples=0):
-        _record("end_step", loss=loss, global_loss=global_loss, lr=lr, samples=samples)
+    def begin_step(self, *positional, **keywords):
+        self._called("begin_step", positional, keywords)
+        self.current_step = CALLS[-1].args["step"]
+
+    def end_step(self, *positional, **keywords):
+        self._called("end_step", positional, keywords)
 
     def phase(self, name):
         return FakePhase(name)
@@ -213,6 +229,7 @@ def install(package_dir):
         sys.path.insert(0, package_dir)
     assert "dsdiag.torch" not in sys.modules, "install the fake before importing dsdiag.torch"
     real = importlib.import_module("dsdiag._core")
+    FakeSession.real = real.Session
     fake = FakeCore(real)
     sys.modules["dsdiag._core"] = fake
     import dsdiag
