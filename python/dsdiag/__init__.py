@@ -11,7 +11,7 @@ __all__ = ["__version__"]
 __version__: str
 
 try:
-    from dsdiag import _core  # type: ignore[attr-defined]
+    from dsdiag import _core  # type: ignore[attr-defined, unused-ignore]
 
     __version__ = _core.version
 except ImportError:  # the extension was not built: the package can still be imported
