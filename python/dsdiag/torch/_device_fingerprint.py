@@ -10,13 +10,14 @@ that differ anywhere differ here unless the differences cancel in both sums at o
 
 Several tensors are fingerprinted with one fixed set of kernels, however many there are: DDP's
 reduced bucket in place (its parameters lie end to end in it), or a list of gradients
-concatenated. The words get a running sum, and that a running sum of its own (two cumsums);
-each tensor's sums are differences of them at its ends (queue_words), its own B the global one
-less (its offset) * A. Two int64 per tensor come back to the host
-(_device.HostCopy): the bucket's or the list's [2, k] in one copy. The indices of the ends
-live on the device, built once per layout (a host-to-device copy of pageable memory would
-wait for the stream). Cost: the int64 words and their two running sums (24 bytes a word),
-transiently.
+concatenated. The words get a running sum, and that a running sum of its own (two cumsums,
+which widen the words to int64 as they go); the two sums at each part's end are all that
+comes back to the host (_device.HostCopy: a [2, k + 1] tensor, in one copy), where each
+part's A and B are differences of them (_part_sums). Five kernels and one copy per call
+whatever k is: on a GPU the cost of a small reduction is its launches, so the arithmetic on
+k numbers is the host's. The indices of the ends live on the device, built once per layout
+(a host-to-device copy of pageable memory would wait for the stream). Cost: the two running
+sums (16 bytes a word), transiently.
 """
 
 import threading
@@ -35,20 +36,32 @@ def words_per_element(dtype_size):
 
 
 def _words(t):
-    """The tensor's elements' bit patterns as one int64 vector (a view, then one cast)."""
+    """The tensor's elements' bit patterns as signed integers of the element's width (int64
+    words for wider elements): a view, no kernel. cumsum reads them as int64."""
     flat = t.detach().reshape(-1)
     size = flat.element_size()
     word = _WORD_DTYPES.get(min(size, 8), torch.uint8)
     words = flat.view(word) if flat.numel() else flat.new_empty(0, dtype=word)
     if word == torch.uint8 and size == 1 and flat.dtype not in (torch.uint8, torch.bool):
         words = flat.view(torch.int8)  # int8 (and float8): signed as their width
-    return words.to(torch.int64)
+    return words
+
+
+def _concatenated(words):
+    """One vector of several tensors' words. Where their widths differ each is widened to
+    int64 first (a kernel each): cat's own promotion would do it too, but only on torches
+    that have it."""
+    if len(words) == 1:
+        return words[0]
+    if len({w.dtype for w in words}) > 1:
+        words = [w.to(torch.int64) for w in words]
+    return torch.cat(words)
 
 
 class _Layouts(object):
-    """Each layout's device tensors, by (device, lengths): the index of the last word before
-    each part's end (0 where none), whether there is one (0 or 1), and each end's count of
-    words before it, for the first part's start too; the parts' offsets."""
+    """Each layout, by (device, lengths): on the device, the index of the last word before
+    each part's end (0 where none), the first part's start included; on the host, each
+    end's count of words before it."""
 
     def __init__(self):
         self.lock = threading.Lock()
@@ -64,11 +77,8 @@ class _Layouts(object):
         for n in lengths:
             offset += n
             ends.append(offset)
-        def as_device(values):
-            return torch.tensor(values, dtype=torch.int64).to(device)
-
-        found = (as_device([max(e - 1, 0) for e in ends]), as_device([int(e > 0) for e in ends]),
-                 as_device(ends), as_device(ends[:-1]))
+        last = torch.tensor([max(e - 1, 0) for e in ends], dtype=torch.int64).to(device)
+        found = (last, ends)
         with self.lock:
             if len(self.by_key) >= _MAX_LAYOUTS:
                 self.by_key.clear()
@@ -80,13 +90,14 @@ LAYOUTS = _Layouts()
 
 
 class Pending(object):
-    """Fingerprints queued on the device: their sums on their way to the host."""
+    """Fingerprints queued on the device: the running sums at the parts' ends on their way
+    to the host, and the ends."""
 
-    __slots__ = ("copy", "lengths")
+    __slots__ = ("copy", "ends")
 
-    def __init__(self, copy, lengths):
+    def __init__(self, copy, ends):
         self.copy = copy
-        self.lengths = lengths
+        self.ends = ends
 
 
 def read_all(pendings):
@@ -95,35 +106,45 @@ def read_all(pendings):
     if not pendings:
         return []
     hosts = _device.resolve([p.copy for p in pendings])
-    a_all, b_all = torch.cat(hosts, 1).tolist()
+    c1_all, c2_all = torch.cat(hosts, 1).tolist()
     out, start = [], 0
     for p in pendings:
-        end = start + len(p.lengths)
-        out.append([_mix(a, b, n) for a, b, n in zip(a_all[start:end], b_all[start:end],
-                                                    p.lengths)])
+        end = start + len(p.ends)
+        out.append(_part_sums(c1_all[start:end], c2_all[start:end], p.ends))
         start = end
     return out
 
 
-def queue_words(words, lengths):
-    """Queues the fingerprints of consecutive parts of `words` (an int64 vector; part j has
-    lengths[j] words) and returns their Pending: nothing waits here.
+def _part_sums(c1, c2, ends):
+    """Each part's fingerprint from the running sums C1 and C2 at the ends: the sum of
+    i * w_i over the first m words is (m + 1) * C1_m - C2_m; a part's A and B are the
+    differences at its two ends, its B counted from its own first word (the global one less
+    its offset times its A). An end with no word before it reads 0 (its index was clamped)."""
+    b_prefix = [(e + 1) * a - b if e else 0 for a, b, e in zip(c1, c2, ends)]
+    c1 = [a if e else 0 for a, e in zip(c1, ends)]
+    hashes = []
+    for j in range(len(ends) - 1):
+        a = c1[j + 1] - c1[j]
+        b = b_prefix[j + 1] - b_prefix[j] - ends[j] * a
+        hashes.append(_mix(a, b, ends[j + 1] - ends[j]))
+    return hashes
 
-    With C1 the running sum of w and C2 the running sum of C1 (C1_0 = C2_0 = 0), the sum of
-    i * w_i over the first m words is (m + 1) * C1_m - C2_m: two cumsums, no position vector,
-    and reads at the parts' ends only (index_select: no copy of the running sums)."""
-    last, present, ends, offsets = LAYOUTS.get(words.device, lengths)
+
+def queue_words(words, lengths):
+    """Queues the fingerprints of consecutive parts of `words` (a vector of signed integers;
+    part j has lengths[j] words) and returns their Pending: nothing waits here. On the
+    device: C1, the running sum of the words (as int64), C2, the running sum of C1, both
+    read at the parts' ends into one [2, k + 1] tensor (index_select: no copy of the running
+    sums); the rest is the host's (_part_sums)."""
+    last, ends = LAYOUTS.get(words.device, lengths)
+    sums = torch.empty((2, len(ends)), dtype=torch.int64, device=words.device)
     if words.numel():
-        first = words.cumsum(0)
-        c1 = first.index_select(0, last) * present
-        c2 = first.cumsum(0).index_select(0, last) * present
+        c1 = words.cumsum(0, dtype=torch.int64)
+        torch.index_select(c1, 0, last, out=sums[0])
+        torch.index_select(c1.cumsum(0), 0, last, out=sums[1])
     else:
-        c1 = c2 = torch.zeros_like(ends)
-    b_prefix = (ends + 1) * c1 - c2
-    a = c1[1:] - c1[:-1]
-    # Each part's B from its own first word: the global one less its offset times its A.
-    b = b_prefix[1:] - b_prefix[:-1] - offsets * a
-    return Pending(_device.HostCopy(torch.stack([a, b])), list(lengths))
+        sums.zero_()
+    return Pending(_device.HostCopy(sums), ends)
 
 
 def queue_bucket(flat, numels):
@@ -135,8 +156,7 @@ def queue_bucket(flat, numels):
 def queue_tensors(tensors):
     """Tensors on one device, concatenated: one Pending for all."""
     words = [_words(t) for t in tensors]
-    return queue_words(torch.cat(words) if len(words) > 1 else words[0],
-                       [w.numel() for w in words])
+    return queue_words(_concatenated(words), [w.numel() for w in words])
 
 
 def queue_each(tensors):
