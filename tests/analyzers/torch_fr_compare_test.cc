@@ -53,6 +53,21 @@ TEST(TorchFrCompare, ARankThatSkipsACollectiveIsTheHangsCulpritWithTheLineThatIs
   EXPECT_EQ(r.findings.size(), 1u);
 }
 
+// Dumps written on a GPU (an H200, torch 2.11.0+cu130, CUDA tensors over Gloo) after the
+// failure: rank 1 blocked before step 5 while rank 0 queued that step's seven DDP buckets
+// (seq 35..41); rank 0's dump at its timeout, rank 1's on the SIGTERM that followed.
+TEST(TorchFrCompare, DumpsOfACudaJobNameTheRankThatNeverJoinedTheFirstBucketItMissed) {
+  const CompareResult r = RunCompare(Fixture("cuda_hang"));
+  const auto hangs = OfKind(r, kind::kHang);
+  ASSERT_EQ(hangs.size(), 1u);
+  EXPECT_EQ(hangs[0]->ranks, std::vector<int>{1});
+  EXPECT_EQ(hangs[0]->subject, "all_reduce group 0 (default_pg) seq 35");
+  EXPECT_NE(hangs[0]->summary.find("_default_allreduce"), std::string::npos)
+      << hangs[0]->summary;
+  EXPECT_EQ(r.stats.flight_dumps, 2);
+  EXPECT_EQ(r.findings.size(), 1u);
+}
+
 TEST(TorchFrCompare, TheJsonFormOfTheDumpsGivesTheSameVerdict) {
   const CompareResult r = RunCompare(Fixture("skip/json"));
   const auto hangs = OfKind(r, kind::kHang);
