@@ -62,8 +62,7 @@ TEST(TorchFrCompare, DumpsOfACudaJobNameTheRankThatNeverJoinedTheFirstBucketItMi
   ASSERT_EQ(hangs.size(), 1u);
   EXPECT_EQ(hangs[0]->ranks, std::vector<int>{1});
   EXPECT_EQ(hangs[0]->subject, "all_reduce group 0 (default_pg) seq 35");
-  EXPECT_NE(hangs[0]->summary.find("_default_allreduce"), std::string::npos)
-      << hangs[0]->summary;
+  EXPECT_NE(hangs[0]->summary.find("_default_allreduce"), std::string::npos) << hangs[0]->summary;
   EXPECT_EQ(r.stats.flight_dumps, 2);
   EXPECT_EQ(r.findings.size(), 1u);
 }
