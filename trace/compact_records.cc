@@ -20,8 +20,18 @@ namespace {
 using CK = records::CollKeys;
 using FK = records::FpKeys;
 using SK = records::StepKeys;
-// v3's per-phase arrays of a step record (ns in phase::kStepOrder).
-constexpr const FieldKey* kPhaseArrays[] = {&SK::phases, &SK::cpu, &SK::runq};
+// The per-phase arrays of a step record (in phase::kStepOrder), each with the object it
+// stands for and its unit: v3's in ns, v4's in µs.
+struct PhaseArray {
+  const FieldKey* array;
+  const FieldKey* object;
+  int64_t ns_per_unit;
+};
+constexpr PhaseArray kPhaseArrays[] = {
+    {&SK::phases, &SK::phases, 1}, {&SK::cpu, &SK::cpu, 1},
+    {&SK::runq, &SK::runq, 1},     {&SK::phases_us, &SK::phases, 1000},
+    {&SK::cpu_us, &SK::cpu, 1000}, {&SK::runq_us, &SK::runq, 1000},
+};
 // v3: the step members left out where they equal the previous step record's.
 constexpr const FieldKey* kRepeated[] = {&SK::epoch, &SK::lr, &SK::samples, &SK::load};
 
@@ -167,9 +177,9 @@ CompactRecordExpander::Verdict CompactRecordExpander::ExpandStep(const Record& r
   // "coll" with "wait" alone: the rest sums from the step's colls records.
   const bool summed = r.NumberMembers(SK::coll, &coll_members_) && coll_members_.size() == 1 &&
                       coll_members_[0].name == records::StepCollKeys::wait.name();
-  // v3: the per-phase times as arrays in phase::kStepOrder.
+  // v3 and v4: the per-phase times as arrays in phase::kStepOrder.
   bool arrays = false;
-  for (const FieldKey* key : kPhaseArrays) arrays = arrays || r.IntArray(*key, &phase_ns_);
+  for (const PhaseArray& a : kPhaseArrays) arrays = arrays || r.IntArray(*a.array, &phase_ns_);
   if (!flagged && !summed && !arrays && !repeats_) return Verdict::kDeliver;
   std::string step_line(r.raw_line());
   if (arrays) ExpandPhaseArrays(r, &step_line, issue);
@@ -211,31 +221,37 @@ void CompactRecordExpander::PutBackRepeats(std::string* line) {
 
 void CompactRecordExpander::ExpandPhaseArrays(const Record& r, std::string* step_line,
                                               std::string* issue) {
-  for (const FieldKey* key : kPhaseArrays) {
-    if (!r.IntArray(*key, &phase_ns_)) continue;
-    if (phase_ns_.size() > phase::kStepOrderCount || !ObjectFromArray(*key, phase_ns_, step_line))
-      *issue = "a step record whose \"" + std::string(key->name()) + "\" is an object or " +
-               "an array of at most " + std::to_string(phase::kStepOrderCount) +
-               " integers (ns per phase, in the order data, forward, backward, sync, " +
-               "optimizer, checkpoint)";
+  for (const PhaseArray& a : kPhaseArrays) {
+    if (!r.IntArray(*a.array, &phase_ns_)) continue;
+    if (phase_ns_.size() > phase::kStepOrderCount ||
+        !ObjectFromArray(*a.array, *a.object, a.ns_per_unit, phase_ns_, step_line))
+      *issue = "a step record whose \"" + std::string(a.array->name()) + "\" is an " +
+               (a.ns_per_unit == 1 ? "object or an " : "") + "array of at most " +
+               std::to_string(phase::kStepOrderCount) + " integers (" +
+               (a.ns_per_unit == 1 ? "ns" : "µs") + " per phase, in the order data, " +
+               "forward, backward, sync, optimizer, checkpoint)";
   }
 }
 
-bool CompactRecordExpander::ObjectFromArray(const FieldKey& key, const std::vector<int64_t>& ns,
+bool CompactRecordExpander::ObjectFromArray(const FieldKey& array, const FieldKey& object,
+                                            int64_t ns_per_unit, const std::vector<int64_t>& times,
                                             std::string* line) {
-  // "key":[a,b,...] -> "key":{"data":a,"forward":b,...}, zeros left out (as v2 wrote them)
+  // "array":[a,b,...] -> "object":{"data":a,"forward":b,...} in ns, zeros left out (as v2
+  // wrote them)
   std::string needle = "\"";
-  needle.append(key.name()).append("\":[");
+  needle.append(array.name()).append("\":[");
   const size_t at = line->find(needle);
   if (at == std::string::npos) return false;
-  const size_t open = at + needle.size() - 1, close = line->find(']', open);
+  const size_t close = line->find(']', at + needle.size());
   if (close == std::string::npos) return false;
-  std::string object;
-  JsonLine members(&object);  // "{" and the members; closed below
-  for (size_t i = 0; i < ns.size(); ++i)
-    if (ns[i] != 0) members.Field(phase::kStepOrder[i], ns[i]);
-  object.push_back('}');
-  line->replace(open, close + 1 - open, object);
+  std::string value;
+  JsonLine members(&value);  // "{" and the members; closed below
+  for (size_t i = 0; i < times.size(); ++i)
+    if (times[i] != 0) members.Field(phase::kStepOrder[i], times[i] * ns_per_unit);
+  value.push_back('}');
+  std::string member = "\"";
+  member.append(object.name()).append("\":").append(value);
+  line->replace(at, close + 1 - at, member);
   return true;
 }
 

@@ -12,6 +12,7 @@
 //                                     were all in `colls` records, which sum to the rest
 //   `step` with "phases":[…]       -> "phases":{"data":…,…} (v3; `cpu`, `runq` alike): ns
 //                                     per phase in trace::phase::kStepOrder
+//   `step` with "phases_us":[…]    -> the same from whole µs (v4; `cpu_us`, `runq_us`)
 //   `step` without "epoch", "lr",  -> the last step record's value of each (v3); one written
 //   "samples" or "load"               as null is cut (v2 left an unknown value out)
 //
@@ -62,11 +63,13 @@ class CompactRecordExpander {
   // v3: the step members the writer left out as the previous step's, put back into *line
   // (records::StepRepeats); a null one is cut (v2 left an unknown value out).
   void PutBackRepeats(std::string* line);
-  // v3's per-phase arrays in the step line -> v2's objects; an ill-formed one sets *issue.
+  // v3's and v4's per-phase arrays in the step line -> v2's objects; an ill-formed one sets
+  // *issue.
   void ExpandPhaseArrays(const Record& r, std::string* step_line, std::string* issue);
-  // "key":[…] in *line -> "key":{"data":…,…}; false when it is spelt otherwise.
-  static bool ObjectFromArray(const FieldKey& key, const std::vector<int64_t>& ns,
-                              std::string* line);
+  // "array":[…] in *line -> "object":{"data":…,…}, each time times ns_per_unit; false when
+  // it is spelt otherwise.
+  static bool ObjectFromArray(const FieldKey& array, const FieldKey& object, int64_t ns_per_unit,
+                              const std::vector<int64_t>& times, std::string* line);
   // Puts the sums into the step line's "coll":{"wait":W}; false when it is spelt otherwise.
   static bool InsertStepTotals(const StepTotals& totals, std::string* line);
 

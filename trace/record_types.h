@@ -14,9 +14,10 @@ namespace dsdiag::trace {
 // repeated collectives as one `colls` record, and a pre-step gradient fingerprint equal to
 // its step's after-sync one as a flag on the after-sync record. v3 ("Version 3"): a step's
 // per-phase times as arrays in phase::kStepOrder, a `colls` record's issue times as gaps.
-// Readers read 1 to 3.
-inline constexpr std::string_view kSchema = "dsdiag.trace/3";
-inline constexpr int kSchemaMajor = 3;
+// v4 ("Version 4"): those arrays in whole µs (`phases_us`, `cpu_us`, `runq_us`).
+// Readers read 1 to 4.
+inline constexpr std::string_view kSchema = "dsdiag.trace/4";
+inline constexpr int kSchemaMajor = 4;
 inline constexpr int kOldestSchemaMajor = 1;
 // v1, which every reader reads: `dsdiag synth` writes it (its records are v1's, one per
 // phase and op, the shape compare's speed figures have always been measured on).

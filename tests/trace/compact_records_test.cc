@@ -205,10 +205,12 @@ TEST(CompactRecords, ASuspendedReaderExpandsAsOneNeverSuspended) {
   EXPECT_EQ(plain.raw.size(), 10u);
 }
 
-std::string AsVersion3(std::string text) {
-  text.replace(text.find("dsdiag.trace/2"), 14, "dsdiag.trace/3");
+std::string AsVersion(std::string text, char major) {
+  text.replace(text.find("dsdiag.trace/2"), 14, std::string("dsdiag.trace/") + major);
   return text;
 }
+
+std::string AsVersion3(std::string text) { return AsVersion(std::move(text), '3'); }
 
 TEST(CompactRecords, Version3GapsReadBackAsVersion2Offsets) {
   // kTwoSteps' colls record (at_us [0,3], dur_us [2,5]) as v3 writes it: the second op
@@ -237,14 +239,15 @@ TEST(CompactRecords, TheCollsWriterWritesGapsThatReadBackAsItsOffsets) {
   EXPECT_EQ(ReadAll(v3).raw, ReadAll(kTwoSteps).raw);
 }
 
-// A step as the session fills it: every phase in order, 0 where it took no time.
+// A step as the session fills it: every phase in order, 0 where it took no time; one time
+// that is not whole µs (backward) and one under a µs (runq's forward).
 std::string StepLine(bool phase_objects) {
-  static const records::PhaseTime phases[] = {{phase::kData, 10},     {phase::kForward, 20},
-                                              {phase::kBackward, 30}, {phase::kSync, 0},
-                                              {phase::kOptimizer, 5}, {phase::kCheckpoint, 0}};
-  static const records::PhaseTime cpu[] = {{phase::kData, 9},      {phase::kForward, 19},
-                                           {phase::kBackward, 25}, {phase::kSync, 0},
-                                           {phase::kOptimizer, 4}, {phase::kCheckpoint, 0}};
+  static const records::PhaseTime phases[] = {{phase::kData, 10000},     {phase::kForward, 20000},
+                                              {phase::kBackward, 30500}, {phase::kSync, 0},
+                                              {phase::kOptimizer, 5000}, {phase::kCheckpoint, 0}};
+  static const records::PhaseTime cpu[] = {{phase::kData, 9000},      {phase::kForward, 19000},
+                                           {phase::kBackward, 25000}, {phase::kSync, 0},
+                                           {phase::kOptimizer, 4000}, {phase::kCheckpoint, 0}};
   static const records::PhaseTime runq[] = {{phase::kData, 0},      {phase::kForward, 1},
                                             {phase::kBackward, 0},  {phase::kSync, 0},
                                             {phase::kOptimizer, 0}, {phase::kCheckpoint, 0}};
@@ -261,26 +264,43 @@ std::string StepLine(bool phase_objects) {
   return line;
 }
 
-TEST(CompactRecords, Version3StepArraysReadBackAsVersion2Objects) {
-  const std::string v3 = StepLine(false), v2 = StepLine(true);
-  EXPECT_NE(v3.find(R"("phases":[10,20,30,0,5],)"), std::string::npos) << v3;
-  EXPECT_NE(v3.find(R"("cpu":[9,19,25,0,4],"runq":[0,1])"), std::string::npos) << v3;
-  EXPECT_NE(v2.find(R"("phases":{"data":10,"forward":20,"backward":30,"optimizer":5},)"),
-            std::string::npos)
-      << v2;
-  const std::string header3 = AsVersion3(kHeaderV2) + "\n";
-  const Read r = ReadAll(header3 + v3);
+TEST(CompactRecords, Version4StepArraysOfMicrosecondsReadBackAsObjectsOfNanoseconds) {
+  const std::string v4 = StepLine(false);
+  // Whole µs, each nonzero time rounded up: 30.5 µs is 31, 1 ns is 1 µs (still a time).
+  EXPECT_NE(v4.find(R"("phases_us":[10,20,31,0,5],)"), std::string::npos) << v4;
+  EXPECT_NE(v4.find(R"("cpu_us":[9,19,25,0,4],"runq_us":[0,1])"), std::string::npos) << v4;
+  const Read r = ReadAll(AsVersion(kHeaderV2, '4') + "\n" + v4);
   ASSERT_TRUE(r.issues.empty()) << r.issues[0].ToString();
   ASSERT_EQ(r.raw.size(), 1u);
-  EXPECT_EQ(r.raw[0] + "\n", v2);
+  EXPECT_EQ(
+      r.raw[0],
+      R"({"type":"step","ts":4000,"step":1,"dur":100,"epoch":0,"samples":0,"phases":{"data":10000,"forward":20000,"backward":31000,"optimizer":5000},"probe_ns":1,"cpu":{"data":9000,"forward":19000,"backward":25000,"optimizer":4000},"runq":{"forward":1000}})");
   // With the other compact members of a light-mode step around them.
-  std::string text = AsVersion3(kTwoSteps);
-  text.replace(text.find(R"("coll":{"wait":77})"), 0, R"("phases":[0,0,7],)");
+  std::string text = AsVersion(kTwoSteps, '4');
+  text.replace(text.find(R"("coll":{"wait":77})"), 0, R"("phases_us":[0,0,7],)");
   const Read both = ReadAll(text);
   ASSERT_TRUE(both.issues.empty()) << both.issues[0].ToString();
   EXPECT_EQ(
       both.raw.back(),
-      R"({"type":"step","ts":4000,"step":1,"dur":9000,"phases":{"backward":7},"coll":{"n":2,"bytes":1200,"dur":7000,"wait":77},"probe_ns":1})");
+      R"({"type":"step","ts":4000,"step":1,"dur":9000,"phases":{"backward":7000},"coll":{"n":2,"bytes":1200,"dur":7000,"wait":77},"probe_ns":1})");
+}
+
+TEST(CompactRecords, Version3StepArraysOfNanosecondsReadBackAsVersion2Objects) {
+  // StepLine's step as version 3 wrote it: arrays of ns, every digit kept.
+  const std::string v2 = StepLine(true);
+  std::string v3 = StepLine(false);
+  v3.replace(v3.find(R"("phases_us":[10,20,31,0,5])"), 26,
+             R"("phases":[10000,20000,30500,0,5000])");
+  v3.replace(v3.find(R"("cpu_us":[9,19,25,0,4],"runq_us":[0,1])"), 38,
+             R"("cpu":[9000,19000,25000,0,4000],"runq":[0,1])");
+  EXPECT_NE(
+      v2.find(R"("phases":{"data":10000,"forward":20000,"backward":30500,"optimizer":5000},)"),
+      std::string::npos)
+      << v2;
+  const Read r = ReadAll(AsVersion3(kHeaderV2) + "\n" + v3);
+  ASSERT_TRUE(r.issues.empty()) << r.issues[0].ToString();
+  ASSERT_EQ(r.raw.size(), 1u);
+  EXPECT_EQ(r.raw[0] + "\n", v2);
 }
 
 TEST(CompactRecords, AStepArrayLongerThanThePhaseOrderIsAnIssue) {
@@ -296,14 +316,14 @@ TEST(CompactRecords, AStepArrayLongerThanThePhaseOrderIsAnIssue) {
   ASSERT_EQ(r.raw.size(), 1u);  // the step is still read, without phases
 }
 
-TEST(CompactRecords, Version3StepsLeaveOutWhatDidNotChangeAndReadBackWhole) {
+TEST(CompactRecords, StepsLeaveOutWhatDidNotChangeAndReadBackWhole) {
   records::StepRecord steps[3];
   steps[0].epoch = 0, steps[0].lr = 0.1, steps[0].samples = 8, steps[0].load = 0.5;
   steps[1] = steps[0];
   steps[1].load = 0.6;  // the host's load moved
   steps[2] = steps[1];
   steps[2].epoch = 1, steps[2].lr = NAN;  // a new epoch; lr no longer known
-  std::string text = AsVersion3(kHeaderV2) + "\n";
+  std::string text = AsVersion(kHeaderV2, '4') + "\n";
   records::StepRepeats previous;
   std::vector<std::string> written;
   for (int i = 0; i < 3; ++i) {
@@ -314,11 +334,12 @@ TEST(CompactRecords, Version3StepsLeaveOutWhatDidNotChangeAndReadBackWhole) {
     written.push_back(line);
     text += line;
   }
-  EXPECT_NE(written[0].find(R"("epoch":0,"lr":0.1,"samples":8,"phases":[],"load":0.5})"),
+  EXPECT_NE(written[0].find(R"("epoch":0,"lr":0.1,"samples":8,"phases_us":[],"load":0.5})"),
             std::string::npos)
       << written[0];
-  EXPECT_NE(written[1].find(R"("dur":0,"phases":[],"load":0.6})"), std::string::npos) << written[1];
-  EXPECT_NE(written[2].find(R"("dur":0,"epoch":1,"lr":null,"phases":[]})"), std::string::npos)
+  EXPECT_NE(written[1].find(R"("dur":0,"phases_us":[],"load":0.6})"), std::string::npos)
+      << written[1];
+  EXPECT_NE(written[2].find(R"("dur":0,"epoch":1,"lr":null,"phases_us":[]})"), std::string::npos)
       << written[2];
   const Read r = ReadAll(text);
   ASSERT_TRUE(r.issues.empty()) << r.issues[0].ToString();
@@ -334,7 +355,7 @@ TEST(CompactRecords, Version3StepsLeaveOutWhatDidNotChangeAndReadBackWhole) {
       R"({"type":"step","ts":3000,"step":2,"dur":0,"epoch":1,"phases":{},"samples":8,"load":0.6})");
   // In a v2 trace a member left out is unknown: nothing is put back.
   std::string v2 = text;
-  v2.replace(v2.find("dsdiag.trace/3"), 14, "dsdiag.trace/2");
+  v2.replace(v2.find("dsdiag.trace/4"), 14, "dsdiag.trace/2");
   const Read r2 = ReadAll(v2);
   ASSERT_EQ(r2.raw.size(), 3u);
   EXPECT_EQ(r2.raw[1].find("\"epoch\""), std::string::npos) << r2.raw[1];

@@ -33,15 +33,19 @@ bool InStepOrder(const PhaseTime* times, size_t n, int64_t (*out)[phase::kStepOr
   return true;
 }
 
+// Whole µs, a nonzero time rounded up: a phase that ran never reads 0 (left out).
+int64_t CeilUs(int64_t ns) { return ns > 0 ? (ns + 999) / 1000 : 0; }
+
 // `phases` is always written (empty without phases); `cpu` and `runq` only when measured.
-void AppendPhaseTimes(std::string_view key, const PhaseTime* times, size_t n, bool objects,
-                      JsonLine* line) {
+// In step order as an array of µs under `array_key` (v4), else as an object of ns (v1).
+void AppendPhaseTimes(std::string_view key, std::string_view array_key, const PhaseTime* times,
+                      size_t n, bool objects, JsonLine* line) {
   int64_t ordered[phase::kStepOrderCount];
   if (!objects && InStepOrder(times, n, &ordered)) {
     size_t end = phase::kStepOrderCount;
     while (end > 0 && ordered[end - 1] == 0) --end;
-    line->BeginArray(key);
-    for (size_t i = 0; i < end; ++i) line->Add(ordered[i]);
+    line->BeginArray(array_key);
+    for (size_t i = 0; i < end; ++i) line->Add(CeilUs(ordered[i]));
     line->EndArray();
     return;
   }
@@ -86,14 +90,16 @@ void AppendFields(const StepRecord& r, JsonLine* line) {
   if (!std::isnan(r.gloss)) line->FloatField(K::gloss.name(), r.gloss);
   AppendDouble(K::lr.name(), r.lr, p ? &p->lr : nullptr, line);
   if (p == nullptr || r.samples != p->samples) line->Field(K::samples.name(), r.samples);
-  AppendPhaseTimes(K::phases.name(), r.phases, r.phase_count, r.phase_objects, line);
+  AppendPhaseTimes(K::phases.name(), K::phases_us.name(), r.phases, r.phase_count, r.phase_objects,
+                   line);
   AppendCollTotals(r.coll, line);
   if (!r.pre_step_fp.empty()) line->Field(K::pre_step_fp.name(), r.pre_step_fp);
   if (r.probe_ns >= 0) line->Field(K::probe_ns.name(), r.probe_ns);
   if (r.cpu != nullptr)
-    AppendPhaseTimes(K::cpu.name(), r.cpu, r.phase_count, r.phase_objects, line);
+    AppendPhaseTimes(K::cpu.name(), K::cpu_us.name(), r.cpu, r.phase_count, r.phase_objects, line);
   if (r.runq != nullptr)
-    AppendPhaseTimes(K::runq.name(), r.runq, r.phase_count, r.phase_objects, line);
+    AppendPhaseTimes(K::runq.name(), K::runq_us.name(), r.runq, r.phase_count, r.phase_objects,
+                     line);
   AppendDouble(K::load.name(), Load(r), p ? &p->load : nullptr, line);
   AppendDeviceTimes(r.dev, line);
 }

@@ -18,7 +18,8 @@
 //
 // v3 writes `"phases":[1200000,15000000,...]`, `"cpu":[90000,14800000,...]`,
 // `"runq":[0,120000,...]` (a name costs more than its number; trailing zeros left out), and
-// leaves out `epoch`, `lr`, `samples` and `load` where they equal the previous step's.
+// leaves out `epoch`, `lr`, `samples` and `load` where they equal the previous step's. v4
+// writes the arrays in whole µs: `"phases_us":[1200,15000,...]`, `"cpu_us"`, `"runq_us"`.
 #pragma once
 
 #include <cmath>
@@ -54,6 +55,12 @@ struct StepKeys {
   static constexpr FieldKey runq{"runq"};  // phase name -> ns in the run queue
   static constexpr FieldKey load{"load"};  // the host's 1-min load average per CPU
   static constexpr FieldKey dev{"dev"};    // {"step": S, phase name or "coll" -> device ns}
+  // v4: `phases`, `cpu` and `runq` as arrays of whole µs (each nonzero ns rounded up, so no
+  // phase that ran reads 0), which the reader expands back into the objects above. A time
+  // in ns carries three digits of scheduler noise that a compressor cannot take out.
+  static constexpr FieldKey phases_us{"phases_us"};
+  static constexpr FieldKey cpu_us{"cpu_us"};
+  static constexpr FieldKey runq_us{"runq_us"};
 };
 // The members of `dev` besides the times.
 struct StepDevKeys {
