@@ -7,9 +7,11 @@
 # dsdiag only holds Gloo devices through shared_ptrs libtorch makes). Without any, the
 # probes' torch adapters build alone. So: compile the header once, at configure time.
 #
-# Sets DSDIAG_HAVE_C10D_GLOO (cached per LibTorch: the check reruns when Torch_DIR changes).
+# Sets DSDIAG_HAVE_C10D_GLOO (cached per LibTorch and C++ standard: the check reruns when
+# Torch_DIR or DSDIAG_TORCH_CXX_STANDARD changes).
 include(CheckCXXSourceCompiles)
-if(NOT DSDIAG_C10D_GLOO_CHECKED_FOR STREQUAL "${Torch_DIR}")
+set(dsdiag_c10d_gloo_key "${Torch_DIR} C++${DSDIAG_TORCH_CXX_STANDARD}")
+if(NOT DSDIAG_C10D_GLOO_CHECKED_FOR STREQUAL dsdiag_c10d_gloo_key)
   unset(DSDIAG_HAVE_C10D_GLOO CACHE)
 endif()
 # LibTorch's include directories and definitions as its targets give them (the imported
@@ -27,7 +29,11 @@ foreach(target torch torch_cpu)
     endforeach()
   endif()
 endforeach()
-set(CMAKE_REQUIRED_FLAGS "${TORCH_CXX_FLAGS} -std=c++17")
+set(CMAKE_REQUIRED_FLAGS "${TORCH_CXX_FLAGS}")
+# The standard the torch targets compile with (cmake/dsdiag_torch_cxx_standard.cmake):
+# try_compile passes CMAKE_CXX_STANDARD on, after any -std= of the flags.
+set(dsdiag_project_cxx_standard ${CMAKE_CXX_STANDARD})
+set(CMAKE_CXX_STANDARD ${DSDIAG_TORCH_CXX_STANDARD})
 set(CMAKE_REQUIRED_QUIET ON)
 check_cxx_source_compiles([[
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -41,4 +47,5 @@ unset(CMAKE_REQUIRED_INCLUDES)
 unset(CMAKE_REQUIRED_DEFINITIONS)
 unset(CMAKE_REQUIRED_FLAGS)
 unset(CMAKE_REQUIRED_QUIET)
-set(DSDIAG_C10D_GLOO_CHECKED_FOR "${Torch_DIR}" CACHE INTERNAL "")
+set(CMAKE_CXX_STANDARD ${dsdiag_project_cxx_standard})
+set(DSDIAG_C10D_GLOO_CHECKED_FOR "${dsdiag_c10d_gloo_key}" CACHE INTERNAL "")
