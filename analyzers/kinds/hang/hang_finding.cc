@@ -8,6 +8,7 @@
 
 #include "analyzers/framework/finding_kinds.h"
 #include "analyzers/kinds/common/evidence_text.h"
+#include "trace/records/phase_record.h"
 
 namespace dsdiag::analyzers::hang {
 namespace {
@@ -84,8 +85,11 @@ std::string Doing(const HangRun& run, int rank, const Stuck& stuck,
     row->Set("waiting_in_message", std::move(b));
     text = "it waited in " + DescribeMessage(*m);
   } else if (s.dump && s.dump->where_step) {
-    text = "its flight dump shows it in " +
-           (s.dump->where_phase.empty() ? std::string("no phase") : s.dump->where_phase) +
+    // A dump taken outside every phase names phase::kNone: said as such, not as a phase.
+    const bool in_phase =
+        !s.dump->where_phase.empty() && s.dump->where_phase != trace::phase::kNone;
+    text = "its flight dump shows it " +
+           (in_phase ? "in " + s.dump->where_phase : std::string("outside any phase")) +
            " of step " + std::to_string(*s.dump->where_step);
   } else if (s.ended && s.end.last_step_begun) {
     text = "its last record is from step " + std::to_string(*s.end.last_step_begun) +
