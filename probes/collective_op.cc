@@ -26,6 +26,19 @@ void CollectiveOp::Completed(bool failed) noexcept {
   end_.Set(failed);
 }
 
+void CollectiveOp::QueuedOnDevice() noexcept {
+  if (!on()) return;
+  ProbeTimer timer(session());
+  nvtx::EndRange(nvtx_range_);
+  end_.Set(false);
+}
+
+void CollectiveOp::DeviceCompleted() noexcept {
+  if (!on()) return;
+  ProbeTimer timer(session());
+  CompleteEntry(false);
+}
+
 void CollectiveOp::Write() noexcept {
   if (!on() || written_) return;
   written_ = true;

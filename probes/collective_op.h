@@ -8,6 +8,12 @@
 //   op.Completed();  // any thread: the flight recorder sees it done at once
 //   op.Write();      // back on the issuing thread: `coll` record, step totals
 //
+// On a device whose backend completes the future once the work is queued (NCCL on CUDA),
+// the host's end is not the collective's: QueuedOnDevice() in place of Completed() ends its
+// host side (the record's time, the NVTX range) and leaves the flight entry started, so a
+// dump shows it pending until DeviceCompleted(), called once its device event is seen done
+// (the Python package polls it: each step, before a dump, before the watchdog times out).
+//
 // Write() before Completed() records the op as failed (it never completed: the entry stays
 // pending in the flight recorder). With probes off every call is one branch; the sequence
 // number still advances. Its NVTX range is a start/end one, named as CollectiveScope's
@@ -35,6 +41,10 @@ class CollectiveOp : public IssuedCollective {
 
   // From any thread; `failed`: the backend reported an error (the entry stays pending).
   void Completed(bool failed = false) noexcept;
+  // From any thread: queued on a device stream, done on the host; then, once seen done on
+  // the device, DeviceCompleted().
+  void QueuedOnDevice() noexcept;
+  void DeviceCompleted() noexcept;
   // Once, on the issuing thread (later calls do nothing).
   void Write() noexcept;
 

@@ -187,6 +187,7 @@ bool FlightRecorder::OldestPending(FlightEntry* out) const noexcept {
 
 std::string FlightRecorder::DumpJson(std::string_view reason, int64_t step, Phase phase,
                                      bool ask_stacks) const {
+  if (ask_stacks) Refresh();  // before the entries are copied: their states as of now
   std::vector<FlightEntry> entries, p2p;
   trace::FlightDump dump;
   {
@@ -223,6 +224,21 @@ void FlightRecorder::SetStackProvider(StackProvider provider) {
   auto shared = provider ? std::make_shared<const StackProvider>(std::move(provider)) : nullptr;
   std::lock_guard<std::mutex> lock(provider_mu_);
   stack_provider_ = std::move(shared);
+}
+
+void FlightRecorder::SetRefresher(Refresher refresher) {
+  auto shared = refresher ? std::make_shared<const Refresher>(std::move(refresher)) : nullptr;
+  std::lock_guard<std::mutex> lock(provider_mu_);
+  refresher_ = std::move(shared);
+}
+
+void FlightRecorder::Refresh() const {
+  std::shared_ptr<const Refresher> refresher;
+  {
+    std::lock_guard<std::mutex> lock(provider_mu_);
+    refresher = refresher_;
+  }
+  if (refresher) (*refresher)();
 }
 
 std::string FlightRecorder::dump_path() const {

@@ -84,6 +84,14 @@ class FlightRecorder {
   using StackProvider = std::function<std::vector<trace::ThreadStack>()>;
   void SetStackProvider(StackProvider provider);
 
+  // Called before each dump that asks for stacks and before the watchdog times an entry out,
+  // to complete the entries whose end is learned by asking rather than told: a collective
+  // queued on a device (CollectiveOp::QueuedOnDevice), whose CUDA event the Python package
+  // polls. It must return promptly; set and cleared as the stack provider is.
+  using Refresher = std::function<void()>;
+  void SetRefresher(Refresher refresher);
+  void Refresh() const;
+
   // The oldest entry not yet completed — a collective, or a p2p message the rank waits in —
   // if any (for the watchdog).
   bool OldestPending(FlightEntry* out) const noexcept;
@@ -111,6 +119,7 @@ class FlightRecorder {
   mutable std::mutex provider_mu_;
   mutable std::mutex dump_mu_;                           // held while a dump is written
   std::shared_ptr<const StackProvider> stack_provider_;  // null: no stacks in dumps
+  std::shared_ptr<const Refresher> refresher_;           // null: every end is told
 };
 
 }  // namespace dsdiag::probes

@@ -95,13 +95,20 @@ void Watchdog::Loop() {
   }
 }
 
+bool Watchdog::PendingPastTimeout(FlightEntry* e, int64_t* waited) const {
+  if (!recorder_->OldestPending(e) || e->id == last_timed_out_id_) return false;
+  // A message times out from when the rank began to wait in it, a collective from its issue.
+  *waited = trace::MonotonicNs() - (e->p2p ? e->t_started : e->t_issued);
+  return *waited >= timeout_ns_;
+}
+
 void Watchdog::CheckTimeout() {
   if (timeout_ns_ <= 0) return;
   FlightEntry e;
-  if (!recorder_->OldestPending(&e) || e.id == last_timed_out_id_) return;
-  // A message times out from when the rank began to wait in it, a collective from its issue.
-  const int64_t waited = trace::MonotonicNs() - (e.p2p ? e.t_started : e.t_issued);
-  if (waited < timeout_ns_) return;
+  int64_t waited = 0;
+  if (!PendingPastTimeout(&e, &waited)) return;
+  recorder_->Refresh();  // a collective queued on a device may have completed there unseen
+  if (!PendingPastTimeout(&e, &waited)) return;
   last_timed_out_id_ = e.id;
   timed_out_ = true;
   char message[192];

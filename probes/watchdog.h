@@ -48,6 +48,8 @@ class Watchdog {
  private:
   void Loop();
   void CheckTimeout();
+  // The oldest pending entry, when it has waited past the timeout (and did not time out yet).
+  bool PendingPastTimeout(FlightEntry* e, int64_t* waited) const;
 
   Session* session_;
   FlightRecorder* recorder_;

@@ -136,34 +136,54 @@ std::vector<trace::ThreadStack> StacksFrom(const py::object& provider) {
   return stacks;
 }
 
-std::vector<trace::ThreadStack> CallStackProvider(std::shared_ptr<py::object> provider) {
+// `convert(*callable)` with the GIL held, on a thread of its own when this one lacks it,
+// waited for at most kStackWait; `fallback` when it did not finish in time.
+template <typename T>
+T CallWithGil(std::shared_ptr<py::object> callable, T (*convert)(const py::object&), T fallback) {
   // Asked from a thread that holds the GIL (an excepthook's dump): call it here.
-  if (PyGILState_Check()) return StacksFrom(*provider);
+  if (PyGILState_Check()) return convert(*callable);
   struct Result {
     std::mutex mu;
     std::condition_variable done_cv;
     bool done = false;
-    std::vector<trace::ThreadStack> stacks;
+    T value;
   };
   auto result = std::make_shared<Result>();
-  std::thread([provider, result]() mutable {
-    std::vector<trace::ThreadStack> stacks;
+  std::thread([callable, convert, result]() mutable {
+    T value;
     {
       py::gil_scoped_acquire gil;
-      stacks = StacksFrom(*provider);
+      value = convert(*callable);
       // Let go of the callable while holding the GIL: were this the last reference (the
       // provider cleared meanwhile), releasing it later would take the GIL again, maybe
       // after Python has shut down, which ends this thread mid-destructor (an abort).
-      provider.reset();
+      callable.reset();
     }
     std::lock_guard<std::mutex> lock(result->mu);
-    result->stacks = std::move(stacks);
+    result->value = std::move(value);
     result->done = true;
     result->done_cv.notify_all();
   }).detach();
   std::unique_lock<std::mutex> lock(result->mu);
-  if (!result->done_cv.wait_for(lock, kStackWait, [&] { return result->done; })) return {};
-  return std::move(result->stacks);
+  if (!result->done_cv.wait_for(lock, kStackWait, [&] { return result->done; })) return fallback;
+  return std::move(result->value);
+}
+
+bool RefreshFrom(const py::object& refresher) {
+  try {
+    refresher();
+  } catch (py::error_already_set&) {
+    return false;  // the entries stay as they were; the dump or the watchdog goes on
+  }
+  return true;
+}
+
+// A Python callable held by the core: released with the GIL, from whichever thread drops it.
+std::shared_ptr<py::object> Held(py::object callable) {
+  return std::shared_ptr<py::object>(new py::object(std::move(callable)), [](py::object* o) {
+    py::gil_scoped_acquire gil;
+    delete o;
+  });
 }
 
 }  // namespace
@@ -224,6 +244,10 @@ void BindProbes(py::module_& m) {
       .def_property_readonly("completed", &probes::CollectiveOp::completed)
       .def("started", [](probes::CollectiveOp& op) { op.Started(); })
       .def("mark_completed", &probes::CollectiveOp::Completed, py::arg("failed") = false,
+           py::call_guard<py::gil_scoped_release>())
+      .def("mark_queued_on_device", &probes::CollectiveOp::QueuedOnDevice,
+           py::call_guard<py::gil_scoped_release>())
+      .def("mark_device_completed", &probes::CollectiveOp::DeviceCompleted,
            py::call_guard<py::gil_scoped_release>())
       .def("write", &probes::CollectiveOp::Write);
 
@@ -308,14 +332,24 @@ void BindProbes(py::module_& m) {
               p.recorder()->SetStackProvider({});
               return;
             }
-            auto shared =
-                std::shared_ptr<py::object>(new py::object(std::move(provider)), [](py::object* o) {
-                  py::gil_scoped_acquire gil;
-                  delete o;
-                });
-            p.recorder()->SetStackProvider([shared] { return CallStackProvider(shared); });
+            auto shared = Held(std::move(provider));
+            p.recorder()->SetStackProvider([shared] {
+              return CallWithGil<std::vector<trace::ThreadStack>>(shared, StacksFrom, {});
+            });
           },
           "Every flight dump asks provider() for [(thread, [frames])] (bounded wait).")
+      .def(
+          "set_refresher",
+          [](RankProbes& p, py::object refresher) {
+            if (refresher.is_none()) {
+              p.recorder()->SetRefresher({});
+              return;
+            }
+            auto shared = Held(std::move(refresher));
+            p.recorder()->SetRefresher([shared] { CallWithGil<bool>(shared, RefreshFrom, false); });
+          },
+          "Before each dump and each watchdog timeout, refresher() completes the collectives "
+          "queued on a device that are done there (bounded wait).")
       .def("measure_clock", &RankProbes::MeasureClock)
       .def("finish", &RankProbes::Finish, py::arg("status") = 0);
 }

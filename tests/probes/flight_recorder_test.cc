@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <optional>
@@ -11,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "probes/collective_op.h"
 #include "probes/collective_probe.h"
 #include "probes/peer_op.h"
 #include "probes/watchdog.h"
@@ -368,6 +370,55 @@ TEST(PeerOpTest, MessagesAreNumberedPerPairApartFromTheGroupsCollectives) {
 // A message times out only while the rank waits in it: a request posted and never waited on
 // (an isend whose work the job drops) is no hang. The dump lists messages in `p2p`, not in
 // `entries`, and the watchdog's error names the peer, not a collective's "pg N seq M".
+// NCCL's future completes once the allreduce is queued: the host's end is not the op's.
+// The entry stays started until the refresher (the Python package polling the op's device
+// event) completes it; a dump and a watchdog about to time it out ask the refresher first.
+TEST(WatchdogTest, AnOpQueuedOnADeviceIsPendingUntilTheRefresherSeesItDone) {
+  SessionInTempDir run(1);
+  ASSERT_TRUE(run.session);
+  Session* s = run.session.get();
+  FlightRecorder rec(run.header, run.dir.path());
+  CollectiveProbe probe(s, &rec);
+  s->BeginStep(3, 0);
+  CollectiveOp op(&probe, 0, {"allreduce", "f32", 8, 32, "ddp-bucket-0"});
+  op.Started();
+  op.QueuedOnDevice();
+  EXPECT_TRUE(op.completed());  // the host's side: the record's time
+  op.Write();
+  FlightEntry pending;
+  ASSERT_TRUE(rec.OldestPending(&pending));
+  EXPECT_EQ(pending.what.tag, "ddp-bucket-0");
+
+  std::atomic<bool> done_on_device{false};
+  std::atomic<int> asked{0};
+  rec.SetRefresher([&] {
+    ++asked;
+    if (done_on_device.load()) op.DeviceCompleted();
+  });
+  EXPECT_NE(rec.DumpJson("SIGUSR1", 3, Phase::kSync).find("\"state\":\"started\""),
+            std::string::npos);
+  EXPECT_EQ(asked.load(), 1);
+  {  // Never done on the device: a hang like any other.
+    Watchdog watchdog(s, &rec, /*timeout_s=*/0.05, /*poll_interval_ms=*/5);
+    ASSERT_TRUE(Eventually([&] { return watchdog.timed_out(); }));
+  }
+
+  // Done on the device, not yet polled: the watchdog asks before it times the op out.
+  done_on_device = true;
+  {
+    Watchdog watchdog(s, &rec, /*timeout_s=*/0.05, /*poll_interval_ms=*/5);
+    ASSERT_TRUE(Eventually([&] { return !rec.OldestPending(&pending); }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_FALSE(watchdog.timed_out());
+    EXPECT_EQ(watchdog.dumps_written(), 0);
+  }
+  EXPECT_EQ(rec.DumpJson("SIGUSR1", 3, Phase::kSync).find("\"state\":\"started\""),
+            std::string::npos);
+  rec.SetRefresher({});
+  s->EndStep({});
+  s->End("ok", 0);
+}
+
 TEST(WatchdogTest, AMessageTimesOutOnlyWhileTheRankWaitsInIt) {
   SessionInTempDir run(1);
   ASSERT_TRUE(run.session);
