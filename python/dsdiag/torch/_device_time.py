@@ -10,6 +10,11 @@ allreduce's stream, after it). Nothing waits: at each step's end the spans of ea
 whose end event completed (query()) are summed, and the oldest step whose spans all did goes
 into this step's record — a step late, or later when the device lags.
 
+A bucket's span also carries its collective (`op`) where the backend's future completes once
+the work is queued (NCCL): the op's flight entry stays pending until the span's end event is
+seen done (complete_ops: each step end, before each flight dump, before the watchdog times an
+entry out), so a dump of a job hung on the device names the collective it hangs in.
+
 On when the device path takes the model (its DDP probe turns it on: _comm_hook.DDPProbe).
 """
 
@@ -22,10 +27,10 @@ COLL = "coll"  # the name of the collectives' sum in `dev` (trace/records/step_r
 
 
 class _Span(object):
-    __slots__ = ("step", "name", "start", "end")
+    __slots__ = ("step", "name", "start", "end", "op")
 
     def __init__(self, step, name, start):
-        self.step, self.name, self.start, self.end = step, name, start, None
+        self.step, self.name, self.start, self.end, self.op = step, name, start, None, None
 
 
 class DeviceTime(object):
@@ -48,15 +53,39 @@ class DeviceTime(object):
         event.record()
         return _Span(step, name, event)
 
-    def end(self, span):
+    def end(self, span, op=None):
+        """`op`: the collective (core CollectiveOp) to mark completed on the device once this
+        span's end event is done."""
         event = self._event()
         event.record()
-        span.end = event
+        span.end, span.op = event, op
         with self.lock:
             self.done.append(span)
             if len(self.done) > _MAX_OPEN:
                 dropped = self.done.pop(0)
                 self.free += [dropped.start, dropped.end]
+
+    def complete_ops(self):
+        """Marks completed on the device each collective whose span's end event is done."""
+        with self.lock:
+            spans = [s for s in self.done if s.op is not None]
+        for s in spans:
+            if s.end.query():
+                self._complete(s)
+
+    def release_ops(self):
+        """Device time is failing: every collective still waiting for its event is marked
+        completed (nothing can tell any more), so none stays pending for the watchdog."""
+        with self.lock:
+            spans = [s for s in self.done if s.op is not None]
+        for s in spans:
+            self._complete(s)
+
+    def _complete(self, span):
+        with self.lock:
+            op, span.op = span.op, None
+        if op is not None:  # once, whichever thread saw it first
+            op.mark_device_completed()
 
     def phase(self, step, name, inner):
         """`inner` (the session's phase span) with this phase's events around it."""
@@ -80,6 +109,7 @@ class DeviceTime(object):
             self.done = [s for s in self.done if s.step != oldest]
         times = {}
         for s in taken:
+            self._complete(s)  # its end event is done: queried above
             times[s.name] = times.get(s.name, 0) + int(s.start.elapsed_time(s.end) * 1e6)
         with self.lock:
             for s in taken:

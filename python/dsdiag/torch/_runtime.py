@@ -17,6 +17,7 @@ import threading
 import time
 
 from dsdiag._warn import warn_once
+from dsdiag.torch import _torch_flight_recorder  # now: its STARTED is this job's start
 
 
 class Runtime(object):
@@ -94,16 +95,26 @@ class Runtime(object):
         self.on = self.session.on
         try:
             self.probes.set_stack_provider(self._at_flight_dump)
+            self.probes.set_refresher(self._complete_device_ops)
         except Exception as e:
             warn_once("stacks", "no Python stacks in flight dumps: %r" % (e,))
+
+    def _complete_device_ops(self):
+        """What the core asks before a flight dump and before its watchdog times an entry out:
+        the collectives queued on a device that are done there, marked completed."""
+        timer = self.device_time
+        if timer is None:
+            return
+        try:
+            timer.complete_ops()
+        except Exception as e:  # never into the core's dump or watchdog
+            self.device_time_failed(e)
 
     def _at_flight_dump(self):
         """What the core asks for when it writes this rank's flight dump: every thread's
         Python stack; torch's own Flight Recorder dump is written beside it when the job has
         torch's recorder on (_torch_flight_recorder)."""
         stacks = python_stacks()
-        from dsdiag.torch import _torch_flight_recorder
-
         _torch_flight_recorder.write_dump(self.probes.run_dir, self.rank)
         return stacks
 
@@ -119,6 +130,7 @@ class Runtime(object):
         self.session.end(reason, status, detail)
         try:
             self.probes.set_stack_provider(None)  # no Python to ask once it shuts down
+            self.probes.set_refresher(None)
         except Exception:
             pass
 
@@ -182,6 +194,7 @@ class Runtime(object):
         if timer is None:
             return -1, []
         try:
+            timer.complete_ops()
             taken = timer.take_earlier(self.step)
         except Exception as e:
             self.device_time_failed(e)
@@ -190,7 +203,12 @@ class Runtime(object):
 
     def device_time_failed(self, error):
         """Device time off for the rest of the run; the other probes go on."""
-        self.device_time = None
+        timer, self.device_time = self.device_time, None
+        if timer is not None:
+            try:
+                timer.release_ops()
+            except Exception:
+                pass  # the error is the one warned of below
         warn_once("device-time", "device time is off for the rest of the run: %r" % (error,))
 
     def _read_loss_copy(self):

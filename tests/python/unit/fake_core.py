@@ -147,6 +147,14 @@ class FakeOp(object):
         self.completed = True
         self.failed = failed
 
+    def mark_queued_on_device(self):
+        self.completed = True  # the host's side, as the core's op says
+        self.failed = False
+        _record("op_queued", seq=self.seq)
+
+    def mark_device_completed(self):
+        _record("op_device_completed", seq=self.seq)
+
     def write(self):
         _record("op_written", seq=self.seq, failed=getattr(self, "failed", None),
                 **self.described)
@@ -196,6 +204,9 @@ class FakeRankProbes(object):
 
     def set_stack_provider(self, provider):
         self.stack_provider = provider
+
+    def set_refresher(self, refresher):
+        self.refresher = refresher
 
     def measure_clock(self, *a):
         pass

@@ -158,8 +158,8 @@ def _comm_hook(probe, bucket):
             with RUNTIME.lock:
                 RUNTIME.pending_ops.append(op)
             raise
-        op.mark_completed()
-        _end_device_time(span)
+        if not _end_device_time(span, op):
+            op.mark_completed()
         probe.after_sync(bucket, result)
         with RUNTIME.lock:
             RUNTIME.pending_ops.append(op)
@@ -181,15 +181,20 @@ def _begin_device_time():
         return None
 
 
-def _end_device_time(span):
-    """In the future's callback: after the allreduce, on its stream."""
+def _end_device_time(span, op):
+    """In the future's callback: after the allreduce, on its stream. True when `op` now
+    waits for the span's end event to be marked completed (_device_time): on a device the
+    future completes once the allreduce is queued (NCCL), not once it ran."""
     timer = RUNTIME.device_time
     if span is None or timer is None:
-        return
+        return False
     try:
-        timer.end(span)
+        timer.end(span, op)
     except Exception as e:
         RUNTIME.device_time_failed(e)
+        return False  # completed on the host, as without device time
+    op.mark_queued_on_device()
+    return True
 
 
 def _group_and_size(process_group):
