@@ -34,6 +34,13 @@ const FrOp* FrRankOps::At(int64_t seq) const {
   return it != ops.end() && it->seq == seq ? &*it : nullptr;
 }
 
+const FrOp* FrRankOps::FirstPending() const {
+  const FrOp* last_done = LastDone();
+  for (const FrOp& op : ops)
+    if (!op.done && (last_done == nullptr || op.seq > last_done->seq)) return &op;
+  return nullptr;
+}
+
 const FrOp* FrRankOps::Waiting() const {
   const FrOp* last = Last();
   return last && !last->done ? last : nullptr;

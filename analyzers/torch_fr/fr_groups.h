@@ -36,6 +36,9 @@ struct FrRankOps {
   const FrOp* At(int64_t seq) const;
   // The op this rank waits in: its last, when not done.
   const FrOp* Waiting() const;
+  // The oldest op not done after the last done one: where a rank with several queued (NCCL
+  // queues them on one stream) is held.
+  const FrOp* FirstPending() const;
 };
 
 struct FrGroup {

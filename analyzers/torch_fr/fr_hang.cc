@@ -87,6 +87,21 @@ struct GroupHang {
   std::vector<int> missing;      // no dump at all
 };
 
+// Every rank in the group's last op: the oldest op none of them completed is the one that
+// holds them (the later ones queued behind it on a stream, as NCCL queues a DDP step's
+// buckets), so that is the one to name.
+void NameOldestPending(const FrGroup& g, GroupHang* h) {
+  int64_t oldest = h->seq;
+  for (const FrRankOps& r : g.ranks)
+    if (const FrOp* p = r.FirstPending()) oldest = std::min(oldest, p->seq);
+  for (const FrRankOps& r : g.ranks)
+    if (const FrOp* op = r.At(oldest)) {
+      h->seq = oldest;
+      h->op = op;
+      return;
+    }
+}
+
 std::optional<GroupHang> HangOf(const FrRun& run, const std::vector<FrGroup>& groups,
                                 const FrGroup& g) {
   GroupHang h;
@@ -142,6 +157,7 @@ std::optional<GroupHang> HangOf(const FrRun& run, const std::vector<FrGroup>& gr
       h.op = op;
       break;
     }
+  if (!none_pending && every_seen_waits && h.missing.empty()) NameOldestPending(g, &h);
   return h;
 }
 
@@ -201,7 +217,7 @@ Finding HangFinding(const FrRun& run, const std::vector<FrGroup>& groups, const 
   } else if (all_in) {
     f.summary = "every rank of " + g.Label() + " waits in " + what + Where(run, h.op) +
                 " and none completed it: no rank is missing from it (a mismatch, the "
-                "network or the backend)";
+                "network, the backend, or a device that never reached it)";
   } else if (follow_on) {
     f.summary = waiting + WaitText(h) + " " + what + Where(run, h.op) + "; rank" +
                 (h.held_absent.size() > 1 ? "s " : " ") + FormatRankRanges(h.held_absent) +

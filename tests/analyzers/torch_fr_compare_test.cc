@@ -67,6 +67,22 @@ TEST(TorchFrCompare, DumpsOfACudaJobNameTheRankThatNeverJoinedTheFirstBucketItMi
   EXPECT_EQ(r.findings.size(), 1u);
 }
 
+// NCCL's own dump, written by its watchdog on the group's 10 s timeout (TORCH_NCCL_DUMP_ON_
+// TIMEOUT) on an H200 (torch 2.11.0+cu130, NCCL 2.28.9): one rank, whose step-5 buckets (seq
+// 35..41) were queued behind a kernel that never ended, every one "scheduled". The one held
+// is the oldest: the others wait behind it on the stream.
+TEST(TorchFrCompare, AnNcclDumpOfAStalledDeviceNamesTheOldestQueuedCollective) {
+  const CompareResult r = RunCompare(Fixture("nccl_stall"));
+  const auto hangs = OfKind(r, kind::kHang);
+  ASSERT_EQ(hangs.size(), 1u);
+  EXPECT_EQ(hangs[0]->ranks, std::vector<int>{0});
+  EXPECT_EQ(hangs[0]->subject, "all_reduce group 0 (default_pg) seq 35");
+  EXPECT_NE(hangs[0]->summary.find("a device that never reached it"), std::string::npos)
+      << hangs[0]->summary;
+  EXPECT_EQ(r.run.world_size, 1);
+  EXPECT_EQ(r.findings.size(), 1u);
+}
+
 TEST(TorchFrCompare, TheJsonFormOfTheDumpsGivesTheSameVerdict) {
   const CompareResult r = RunCompare(Fixture("skip/json"));
   const auto hangs = OfKind(r, kind::kHang);
