@@ -6,6 +6,10 @@ rank r on GPU r % count, over BACKEND (default nccl on CUDA, gloo on the CPU). F
   desync  rank 0 doubles one gradient after the allreduce, at step 5 (grad.mul_)
   slow    rank 1 takes 60 ms longer each step (host time: a slow input pipeline)
   hang    rank 1 blocks (a sleep) at step 5, before its forward
+  device-stall  (CUDA only) rank 0 queues, at step 5 before its backward, a kernel that spins
+          for STALL_S seconds (default 120): its bucket all_reduces wait on the device while
+          the host waits in loss.item(), as behind a kernel that never ends
+PG_TIMEOUT_S, when set, is the process group's timeout (init_process_group(timeout=...)).
 Prints "step_ms <rank> <median ms of a step>" at the end.
 With COUNT_SYNCS=1 the job counts, per step, what the probes did that can wait for a device:
 dsdiag's own waits (_device.WAITS) and the calls from dsdiag's code of Tensor.item /
@@ -13,6 +17,7 @@ dsdiag's own waits (_device.WAITS) and the calls from dsdiag's code of Tensor.it
 each), and prints "syncs <rank> <waits per step...>" and "calls <rank> <calls per step...>".
 Prints "loss <rank> <step> <value>" per step (the job's own reading, after the step).
 """
+import datetime
 import os
 import sys
 import time
@@ -56,7 +61,13 @@ if device.type == "cuda":
     local = int(os.environ.get("LOCAL_RANK", "0"))
     device = torch.device("cuda", local % torch.cuda.device_count())
     torch.cuda.set_device(device)
-dist.init_process_group(os.environ.get("BACKEND") or ("nccl" if device.type == "cuda" else "gloo"))
+if fault == "device-stall" and device.type != "cuda":
+    raise SystemExit("device_path: FAULT=device-stall needs DEVICE=cuda")
+group_options = {}
+if os.environ.get("PG_TIMEOUT_S"):
+    group_options["timeout"] = datetime.timedelta(seconds=float(os.environ["PG_TIMEOUT_S"]))
+dist.init_process_group(os.environ.get("BACKEND") or ("nccl" if device.type == "cuda" else "gloo"),
+                        **group_options)
 rank = dist.get_rank()
 torch.manual_seed(0)
 torch.set_num_threads(1)
@@ -82,6 +93,9 @@ for step in range(steps):
     loss = torch.nn.functional.mse_loss(model(x), y)
     if fault == "slow" and rank == 1:
         time.sleep(0.06)
+    if fault == "device-stall" and rank == 0 and step == 5:
+        # torch.cuda._sleep spins for a number of GPU clock cycles; a generous 2 GHz per second.
+        torch.cuda._sleep(int(float(os.environ.get("STALL_S", "120")) * 2e9))
     loss.backward()
     if fault == "desync" and rank == 0 and step == 5:
         with torch.no_grad():
