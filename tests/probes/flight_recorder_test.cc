@@ -367,9 +367,6 @@ TEST(PeerOpTest, MessagesAreNumberedPerPairApartFromTheGroupsCollectives) {
   EXPECT_EQ(text.find("\"peer\":1,\"group_peer\""), std::string::npos) << text;
 }
 
-// A message times out only while the rank waits in it: a request posted and never waited on
-// (an isend whose work the job drops) is no hang. The dump lists messages in `p2p`, not in
-// `entries`, and the watchdog's error names the peer, not a collective's "pg N seq M".
 // NCCL's future completes once the allreduce is queued: the host's end is not the op's.
 // The entry stays started until the refresher (the Python package polling the op's device
 // event) completes it; a dump and a watchdog about to time it out ask the refresher first.
@@ -419,6 +416,9 @@ TEST(WatchdogTest, AnOpQueuedOnADeviceIsPendingUntilTheRefresherSeesItDone) {
   s->End("ok", 0);
 }
 
+// A message times out only while the rank waits in it: a request posted and never waited on
+// (an isend whose work the job drops) is no hang. The dump lists messages in `p2p`, not in
+// `entries`, and the watchdog's error names the peer, not a collective's "pg N seq M".
 TEST(WatchdogTest, AMessageTimesOutOnlyWhileTheRankWaitsInIt) {
   SessionInTempDir run(1);
   ASSERT_TRUE(run.session);
