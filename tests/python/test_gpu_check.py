@@ -47,11 +47,12 @@ class GpuCheck(JobTestCase):
             self.assertIn(column, head[0])
         rows = {l.split()[0]: l for l in lines if l.startswith("  ")}
         self.assertEqual(sorted(rows), sorted(["clean", "desync", "straggler", "hang", "overhead",
-                                               "nvtx"]), out)
+                                               "scaler", "nvtx"]), out)
         self.assertTrue(all(r.rstrip().endswith(" ok") for r in rows.values()), out)
         self.assertIn("grad-desync rank 0 step 5", rows["desync"])
         self.assertIn("hang rank 1 step 5, 2 FR dumps", rows["hang"])
-        self.assertIn("# 6 of 6 checks passed", out)
+        self.assertIn("scaler-overflow rank 1 step", rows["scaler"])
+        self.assertIn("# 7 of 7 checks passed", out)
         # torch's dumps of the hang, kept where a GPU run keeps them: fixtures.
         fixtures = sorted(os.listdir(os.path.join(out_dir, "fixtures")))
         self.assertEqual(fixtures, ["nccl_trace_rank_0", "nccl_trace_rank_1"])

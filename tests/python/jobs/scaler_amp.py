@@ -18,6 +18,9 @@ with one user mistake chosen by FAULT:
   clip-before  clip_grad_norm_ on the still scaled gradients (no unscale_ first)
   disabled     torch.cuda.amp.GradScaler on a machine without CUDA (it disables itself:
                a no-op)
+DEVICE=cuda (torch 2.x): the same job as the AMP recipe writes it on a GPU — the model and
+each batch on GPU r % count, torch.amp.GradScaler("cuda") under torch.autocast("cuda"),
+BACKEND (default nccl) — as scripts/gpu-check's `scaler` row runs it.
 SCALER=subclass: the job's own GradScaler subclass, whose step() and update() call super();
 with PUBLIC_ONLY=1 dsdiag's probe is made blind to the scaler's private state (what a torch
 without _scale / _growth_tracker / _per_optimizer_states would give).
@@ -38,6 +41,11 @@ overflow_steps = {int(s) for s in os.environ.get("OVERFLOW_STEPS", "5,9,25,30,31
                   .split(",")}
 # torch 2.x: the device-generic scaler and CPU autocast in fp16, with their CPU kernels.
 CPU_SCALER = hasattr(torch, "amp") and hasattr(torch.amp, "GradScaler")
+device = torch.device(os.environ.get("DEVICE", "cpu"))
+if device.type == "cuda":
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    device = torch.device("cuda", local % torch.cuda.device_count())
+    torch.cuda.set_device(device)
 if fault == "disabled" or (amp == "bf16" and not CPU_SCALER):
     warnings.simplefilter("ignore")  # torch.cuda.amp.GradScaler's deprecation, no CUDA
     Base = torch.cuda.amp.GradScaler
@@ -53,16 +61,19 @@ else:
 def autocast():
     """CPU autocast in bf16 (torch 1.10 and later), or in fp16 (torch 2.x, with its scaler)."""
     if amp == "bf16":
-        return torch.autocast("cpu", dtype=torch.bfloat16)
+        return torch.autocast(device.type, dtype=torch.bfloat16)
     if CPU_SCALER and fault != "disabled":
-        return torch.autocast("cpu", dtype=torch.float16)
+        return torch.autocast(device.type, dtype=torch.float16)
     return contextlib.nullcontext()
-dist.init_process_group("gloo")
+
+
+dist.init_process_group(os.environ.get("BACKEND") or ("nccl" if device.type == "cuda" else "gloo"))
 rank = dist.get_rank()
 torch.manual_seed(0)
 torch.set_num_threads(1)
 
-model = DDP(torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1)))
+model = DDP(torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(),
+                                torch.nn.Linear(64, 1)).to(device))
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 init_scale = 2.0 ** 15 if (fault == "desync-init" and rank == 1) else 2.0 ** 16
 growth_interval = {"clean": 10, "desync-load": 5}.get(fault, 2000)
@@ -82,13 +93,13 @@ if os.environ.get("PUBLIC_ONLY"):
     probe._private_tensor = lambda scaler, name: None
     probe._found_inf = lambda scaler, optimizer_id: None
 cls = JobScaler if os.environ.get("SCALER") == "subclass" else Base
-device = ("cpu",) if Base is not torch.cuda.amp.GradScaler else ()
-scaler = cls(*device, init_scale=init_scale, growth_interval=growth_interval,
+scaler_device = (device.type,) if Base is not torch.cuda.amp.GradScaler else ()
+scaler = cls(*scaler_device, init_scale=init_scale, growth_interval=growth_interval,
              enabled=amp != "bf16")
 saved = scaler.state_dict()
 torch.manual_seed(1 + rank)
 for step in range(steps):
-    x = torch.randn(16, 32)
+    x = torch.randn(16, 32).to(device)  # drawn on the CPU: the same batches on any device
     y = x.sum(1, keepdim=True)
     if fault == "overflow" and rank == 1 and step in overflow_steps:
         x[0, 0] = float("inf")  # one bad sample on rank 1
