@@ -59,11 +59,16 @@ class DeviceTime(object):
         event = self._event()
         event.record()
         span.end, span.op = event, op
+        dropped = None
         with self.lock:
             self.done.append(span)
             if len(self.done) > _MAX_OPEN:
                 dropped = self.done.pop(0)
                 self.free += [dropped.start, dropped.end]
+        if dropped is not None:
+            # Its event is no longer asked (a loop whose steps dsdiag does not see resolves
+            # none): its collective must not stay pending for the watchdog.
+            self._complete(dropped)
 
     def complete_ops(self):
         """Marks completed on the device each collective whose span's end event is done."""

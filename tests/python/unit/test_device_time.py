@@ -88,6 +88,14 @@ class QueuedOps(unittest.TestCase):
         device.timer.release_ops()
         self.assertEqual([op.device_completed for op in ops], [1, 1])
 
+    def test_a_span_dropped_unresolved_releases_its_op(self):
+        device = Lagging()
+        op = Op()
+        device.bucket(0, op)
+        for _ in range(_device_time._MAX_OPEN):  # a loop whose steps never end: none resolved
+            device.bucket(0, None)
+        self.assertEqual(op.device_completed, 1)
+
     def test_a_span_without_an_op_is_left_to_the_step_times(self):
         device = Lagging()
         span = device.timer.begin(0, "backward")
