@@ -148,6 +148,21 @@ TEST(StragglerAnalyzerTest, ARankStarvedOfCpuIsInfoWhateverItCost) {
   EXPECT_EQ(f.severity, Severity::kInfo);
 }
 
+// Both ranks' backward waits 44 ms for a core against 22 ms on one (the host is contended:
+// the reference waits twice as long as it runs). Rank 1 is 17 ms late: 12 ms more waiting and
+// 5 ms more CPU — 23% more, within what a shared core takes from the same work — so the
+// host's contention, at info. With 45% more CPU it computes more: a warning.
+TEST(StragglerAnalyzerTest, OnAContendedCoreSlightlyMoreCpuIsTheHostsNotMoreCompute) {
+  const Finding slowed = TwoRankStraggler(/*runq=*/12 * kMs, /*blocked=*/0,
+                                          /*both_runq=*/44 * kMs, /*late=*/17 * kMs);
+  EXPECT_EQ(Evidence(slowed, "cause"), "\"cpu-starved\"");
+  EXPECT_EQ(slowed.severity, Severity::kInfo);
+  const Finding heavier = TwoRankStraggler(/*runq=*/12 * kMs, /*blocked=*/0,
+                                           /*both_runq=*/44 * kMs, /*late=*/22 * kMs);
+  EXPECT_EQ(Evidence(heavier, "cause"), "\"more-compute\"");
+  EXPECT_EQ(heavier.severity, Severity::kWarning);
+}
+
 // On a busy host every CPU-ns of work also waits for a core: both ranks wait 3 ns in the run
 // queue per ns on a CPU. Rank 1 does 4 ms more work a step, and waits 12 ms more for it: 16
 // ms late because of its own work (the old split named the larger part, the waiting,

@@ -216,6 +216,15 @@ struct Explanation {
 // there, a rank that waited for a core at least as long as it is late is taken to have lost
 // the race for one there too (on a contended host, which of two ranks loses it is the
 // scheduler's choice), not to be blocked.
+//
+// Where the cores are contended — the reference rank itself waited in the run queue at least
+// as long as it ran — the same work also takes more CPU time on a core shared with the load
+// (a busy SMT sibling, caches the load evicts): CPU time up to kContendedCpuSlack over the
+// reference's counts as the host's there, not as more work. (A clean DDP job beside CPU hogs
+// at 4x gave one rank 16% more CPU a step than its peer, and was called a straggler that
+// computes more.) On a quiet host every extra CPU-ns stays the rank's own.
+constexpr double kContendedCpuSlack = 0.25;
+
 Cause Split(double cpu, double ref_cpu, double runq, double ref_runq, double extra_ns, double load,
             bool outside_phases) {
   Cause c;
@@ -225,9 +234,12 @@ Cause Split(double cpu, double ref_cpu, double runq, double ref_runq, double ext
   c.reference_runq_ns = std::max(0.0, ref_runq);
   c.load = load;
   const double rate = ref_cpu > 0 ? c.reference_runq_ns / ref_cpu : 0;
-  const double more_cpu = std::max(0.0, cpu - ref_cpu);
+  const double extra_cpu = std::max(0.0, cpu - ref_cpu);
+  const double slowed = rate >= 1.0 ? std::min(extra_cpu, kContendedCpuSlack * ref_cpu) : 0.0;
+  const double more_cpu = extra_cpu - slowed;
   const double compute = more_cpu * (1 + rate);
-  const double starved = std::max(0.0, c.runq_ns - c.reference_runq_ns - more_cpu * rate);
+  const double starved =
+      std::max(0.0, c.runq_ns - c.reference_runq_ns - more_cpu * rate) + slowed * (1 + rate);
   c.blocked_ns = std::max(0.0, extra_ns - compute - starved);
   if (compute >= 0.5 * extra_ns || (compute >= starved && compute >= c.blocked_ns))
     c.name = "more-compute";  // its own work explains most of it
