@@ -72,19 +72,19 @@ class DeviceTime(object):
 
     def complete_ops(self):
         """Marks completed on the device each collective whose span's end event is done."""
-        with self.lock:
-            spans = [s for s in self.done if s.op is not None]
-        for s in spans:
+        for s in self._with_ops():
             if s.end.query():
                 self._complete(s)
 
     def release_ops(self):
         """Device time is failing: every collective still waiting for its event is marked
         completed (nothing can tell any more), so none stays pending for the watchdog."""
-        with self.lock:
-            spans = [s for s in self.done if s.op is not None]
-        for s in spans:
+        for s in self._with_ops():
             self._complete(s)
+
+    def _with_ops(self):
+        with self.lock:
+            return [s for s in self.done if s.op is not None]
 
     def _complete(self, span):
         with self.lock:
