@@ -8,11 +8,14 @@ sequence number, op) and the Python line that issued it, that no error finding n
 healthy rank, and that a clean job's dumps give no finding. fr_scenarios.TRUTH says what each
 job did.
 
-Every scenario runs twice: with the dumps written while the bad collective is in flight (as
-NCCL's watchdog dumps, TorchFrDumps), and with the dumps a job leaves after the failure — its
-except handler once the collective raised, its SIGTERM handler when torchrun stops a stuck
-rank, none from a crashed rank (TorchFrDumpsAfterTheFailure, which also runs the scenarios
-that take a world size at 2 and 4 ranks besides their own 3).
+The dumps are the ones a job leaves after the failure — its except handler once the
+collective raised, its SIGTERM handler when torchrun stops a stuck rank, none from a crashed
+rank (fr_scenarios's `after`) — and the scenarios that take a world size run at 2 and 4 ranks
+besides their own 3. The other way dumps are written, while the bad collective is in flight
+(as NCCL's watchdog does at a timeout), is checked from the same jobs' dumps checked in
+(fixtures/torch_fr/scenarios/in-flight, tests/analyzers/torch_fr_scenarios_test.cc) and from
+NCCL's own (fixtures/torch_fr/nccl_stall); DSDIAG_FR_IN_FLIGHT=1 runs those jobs here too
+(TorchFrDumpsInFlight, about three minutes more).
 
 Run by ctest once per Python lane (DSDIAG_TEST_PYTHON); DSDIAG_BINARY names the dsdiag
 executable. Skips on a lane whose torch has no backend-generic Flight Recorder (Debian's
@@ -57,7 +60,7 @@ NO_DUMP_API = ("this lane's torch has no backend-generic Flight Recorder dump AP
 
 @unittest.skipUnless(has_dump_api(), NO_DUMP_API)
 class TorchFrDumps(JobTestCase):
-    WHEN = "in-flight"  # fr_scenarios.WHENS
+    WHEN = "after"  # fr_scenarios.WHENS
     world = None  # the scenario's own world size, unless a test sets it
 
     def truth(self, name):
@@ -221,15 +224,9 @@ class TorchFrDumps(JobTestCase):
         self.assertEqual([f for f in findings if f["severity"] != "info"], [],
                          json.dumps(findings, indent=1))
 
-
-@unittest.skipUnless(has_dump_api(), NO_DUMP_API)
-class TorchFrDumpsAfterTheFailure(TorchFrDumps):
-    """The same scenarios, their dumps written after the failure (fr_scenarios's `after`):
-    there the collective that timed out or failed is recorded completed, as one that
-    succeeded; the culprit must be named all the same."""
-    WHEN = "after"
-
     def at_every_world(self, name, test):
+        if self.WHEN != "after":
+            self.skipTest("the other world sizes run with the dumps written after the failure")
         for world in fr_scenarios.WORLDS[name]:
             with self.subTest(world=world):
                 self.world = world
@@ -246,6 +243,16 @@ class TorchFrDumpsAfterTheFailure(TorchFrDumps):
 
     def test_p_a_crashed_rank_at_2_and_4_ranks(self):
         self.at_every_world("died", self.assert_died_named)
+
+@unittest.skipUnless(has_dump_api(), NO_DUMP_API)
+@unittest.skipUnless(os.environ.get("DSDIAG_FR_IN_FLIGHT") == "1",
+                     "the in-flight dumps are checked from fixtures/torch_fr/scenarios/in-flight"
+                     " (DSDIAG_FR_IN_FLIGHT=1 runs their jobs)")
+class TorchFrDumpsInFlight(TorchFrDumps):
+    """The same scenarios, every rank dumping while the bad collective is pending (a watchdog
+    thread of the job asks once a collective has been pending 3 s, as NCCL's does at a
+    timeout): there the collective is still in flight; each at its own world size."""
+    WHEN = "in-flight"
 
 
 if __name__ == "__main__":
