@@ -110,14 +110,34 @@ def ran_to_its_end(status, err):
     return status == 0 or (status == 134 and TORCH_EXIT_RACE in err)
 
 
+# A topic with tests that assert on time is run by ctest twice (tests/python/CMakeLists.txt,
+# dsdiag_split_topics): DSDIAG_TIMED=only runs its @timed tests alone, so that two ranks'
+# timing is theirs; DSDIAG_TIMED=skip runs the others beside one more test. Unset: all.
+TIMED = os.environ.get("DSDIAG_TIMED", "all")
+
+
+def timed(test):
+    """Marks a test that asserts on time (a straggler, a starved loader, an end within a
+    bound): where its topic is split, it runs in the part run alone."""
+    test.dsdiag_timed = True
+    return test
+
+
 class JobTestCase(unittest.TestCase):
-    """A test with its own temporary directory: self.path(name) is a run directory in it."""
+    """A test with its own temporary directory: self.path(name) is a run directory in it.
+    Honours DSDIAG_TIMED: a @timed test runs in the timed part of its topic, the others in
+    the rest."""
 
     def assertRanToItsEnd(self, status, err):
         """For a run without dsdiag's probes (the baseline): exit 0, or torch's exit race."""
         self.assertTrue(ran_to_its_end(status, err), "exit %d: %s" % (status, err))
 
     def setUp(self):
+        is_timed = getattr(getattr(self, self._testMethodName), "dsdiag_timed", False)
+        if TIMED == "only" and not is_timed:
+            self.skipTest("asserts nothing on time: run in this topic's untimed part")
+        if TIMED == "skip" and is_timed:
+            self.skipTest("asserts on time: run alone, in this topic's timed part")
         self.dir = tempfile.mkdtemp(prefix="dsdiag-py-")
 
     def tearDown(self):

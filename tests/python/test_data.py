@@ -14,7 +14,7 @@ import subprocess
 import unittest
 
 from dsdiag_jobs import (DSDIAG, JOBS, PYTHON, JobTestCase, compare, find, read_trace, run_job,
-                         serious)
+                         serious, timed)
 
 JOB = "data_loader.py"
 STEPS_PER_EPOCH, EPOCHS = 6, 4
@@ -98,6 +98,7 @@ class DataProbes(JobTestCase):
 
     # --- loader-starvation ---------------------------------------------------------------
 
+    @timed
     def test_a_slow_dataset_on_rank_1_is_loader_starvation_naming_it(self):
         findings, _ = self.run_ok("slow", FAULT="slow")
         self.assertEqual(serious(findings), set(), findings)
@@ -112,6 +113,7 @@ class DataProbes(JobTestCase):
         self.assertLessEqual({k.split("/")[0] for k in serious(findings, timing=True)},
                              {"loader-starvation", "straggler"})
 
+    @timed
     def test_one_rank_without_workers_over_a_slow_dataset_is_loader_starvation(self):
         findings, _ = self.run_ok("workers", nproc=3, FAULT="workers")
         f = find(findings, "loader-starvation", "warning")

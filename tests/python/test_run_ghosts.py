@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import unittest
 
-from dsdiag_jobs import DSDIAG, JOBS, PYTHON, JobTestCase, compare, find, run_job, serious
+from dsdiag_jobs import DSDIAG, JOBS, PYTHON, JobTestCase, compare, find, run_job, serious, timed
 
 
 def native_hook_built():
@@ -104,6 +104,7 @@ class DsdiagRunGhosts(JobTestCase):
             self.assertEqual(default, python, "rank %d" % rank)
             self.assertEqual(len(default["after-sync"]), 8)
 
+    @timed
     def test_a_rank_that_computes_slower_is_a_straggler(self):
         status, _, err = run_job(self.path("slow"), "ddp_faults.py",
                                  env={"FAULT": "slow", "STEPS": "15"})
@@ -122,6 +123,7 @@ class DsdiagRunGhosts(JobTestCase):
         self.assertEqual(f["ranks"], [1])
         self.assertIn("ValueError: bad batch at step 7", f["summary"])
 
+    @timed
     def test_a_rank_that_blocks_is_the_hang_with_its_python_line(self):
         status, _, _ = run_job(self.path("hang"), "ddp_faults.py", env={"FAULT": "hang"},
                                timeout=60, extra=["--timeout", "5"])
