@@ -143,6 +143,8 @@ void Comm::Run(std::string_view op, const torch::Tensor* tensor, std::string_vie
     c10::intrusive_ptr<c10d::Work> work = issue();
     scope.Started();
     // Gloo enforces the same timeout itself, with a better message: give it the first word.
+    // Given a timeout, NCCL's wait() too blocks this thread until the collective completed
+    // on the device (not only queued), so the scope's end is the collective's on both.
     work->wait(timeout_ + std::chrono::seconds(2));
   } catch (const std::exception& e) {
     const std::string error = ErrorText(e);
