@@ -49,7 +49,8 @@ std::optional<WaitingIn> DeathView::Waiting(const RankState& s) const {
     if (const trace::FlightDumpEntry* e = d->OldestPending())
       return WaitingIn{{e->pg, e->seq}, e->what.op, e->what.tag, e->step, "flight dump"};
   }
-  return s.records.error_collective;
+  if (s.records.error_collective) return *s.records.error_collective;
+  return std::nullopt;
 }
 
 // The furthest step any rank other than `rank` began.

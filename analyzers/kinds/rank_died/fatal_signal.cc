@@ -91,7 +91,7 @@ std::string AbortHint() {
 
 void DescribeFatalSignal(const DeathView& view, const RankState& s, Finding* f) {
   const std::string signal = s.end.detail;
-  const FatalSignalEnd how = s.records.fatal.value_or(FatalSignalEnd{});
+  const FatalSignalEnd how = s.records.fatal ? *s.records.fatal : FatalSignalEnd{};
   f->evidence.Set("signal", signal);
   f->evidence.Set("died_by", signal);
   if (s.records.fatal) {

@@ -72,6 +72,11 @@ namespace records = trace::records;
 namespace rank_died {
 namespace {
 
+template <typename T>
+std::unique_ptr<T> Boxed(std::optional<T> value) {
+  return value ? std::make_unique<T>(std::move(*value)) : nullptr;
+}
+
 class RankDiedAnalyzer : public Analyzer {
  public:
   std::string_view name() const override { return kind::kRankDied; }
@@ -83,12 +88,15 @@ class RankDiedAnalyzer : public Analyzer {
   void Begin(const RunContext& run) override {
     int max_rank = -1;
     for (const RankInfo& r : run.ranks) max_rank = std::max(max_rank, r.rank);
-    records_.resize(static_cast<size_t>(max_rank + 1));
+    // One slot per rank, made once: the records of a rank gather in its slot and its
+    // RankEnd lands beside them (at 131,072 ranks a separate list grown by push_back held
+    // each rank twice, and 1.5 lists while it grew).
+    ranks_.resize(static_cast<size_t>(max_rank + 1));
   }
 
   // Signals, errors, and how far the rank's progress records reach.
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
-    RankRecords& t = records_[static_cast<size_t>(rank.rank)];
+    RankRecords& t = ranks_[static_cast<size_t>(rank.rank)].records;
     const int type = r.type_id();
     if (IsProgress(type)) {
       const int64_t end = r.ts() + std::max<int64_t>(0, records::SpanDur(r).value_or(0));
@@ -96,27 +104,33 @@ class RankDiedAnalyzer : public Analyzer {
     } else if (type == trace::rec_id::kSignal) {
       const std::string_view name = records::SignalView(r).signal().value_or("signal");
       if (!t.signal && EndsProcess(name))
-        t.signal = RecordedSignal{std::string(name), r.step(), r.ts()};
+        t.signal =
+            std::make_unique<RecordedSignal>(RecordedSignal{std::string(name), r.step(), r.ts()});
     } else if (type == trace::rec_id::kError && !t.error_collective) {
-      t.error_collective = NamedIn(r);
+      t.error_collective = Boxed(NamedIn(r));
     } else if (type == trace::rec_id::kEnd) {
-      t.fatal = FatalSignalOf(r);
+      t.fatal = Boxed(FatalSignalOf(r));
     }
   }
 
   void OnRankEnd(const RankInfo& rank, const RankEnd& end) override {
-    RankState s{rank.rank, rank.file_name, rank.header.host, rank.header.pid, end,
-                {},        Fate::kClean};
+    if (static_cast<size_t>(rank.rank) >= ranks_.size()) ranks_.resize(rank.rank + size_t{1});
+    RankState& s = ranks_[static_cast<size_t>(rank.rank)];
+    s.rank = rank.rank;
+    s.file_name = rank.file_name;
+    s.host = rank.header.host;
+    s.pid = rank.header.pid;
+    s.end = end;
     s.end.issues.clear();
-    if (static_cast<size_t>(rank.rank) < records_.size())
-      s.records = std::move(records_[static_cast<size_t>(rank.rank)]);
     s.fate = Classify(s.end, s.records);
-    ranks_.push_back(std::move(s));
+    s.ended = true;
   }
 
   void Finish(const RunContext& run, std::vector<Finding>* out) override {
-    std::sort(ranks_.begin(), ranks_.end(),
-              [](const RankState& a, const RankState& b) { return a.rank < b.rank; });
+    // In rank order already: the slots of ranks that never ended (no trace) go.
+    ranks_.erase(
+        std::remove_if(ranks_.begin(), ranks_.end(), [](const RankState& s) { return !s.ended; }),
+        ranks_.end());
     const DeathView view(run, std::move(ranks_));
     if (!run.missing_ranks.empty()) out->push_back(MissingRanks(run));
     ReportSilentDeaths(view, out);
@@ -145,8 +159,7 @@ class RankDiedAnalyzer : public Analyzer {
   }
 
  private:
-  std::vector<RankRecords> records_;  // by rank, until its RankEnd
-  std::vector<RankState> ranks_;
+  std::vector<RankState> ranks_;  // by rank
 };
 
 }  // namespace

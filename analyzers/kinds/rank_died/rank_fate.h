@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -62,10 +63,13 @@ struct FatalSignalEnd {
 };
 
 // What OnRecord gathers of one rank, before its RankEnd.
+// The rare parts (a fatal signal, a stop signal, an error naming a collective) are boxed:
+// every rank has a slot, few have any of them (at 131,072 ranks inline optionals were 300
+// bytes a rank).
 struct RankRecords {
-  std::optional<FatalSignalEnd> fatal;
-  std::optional<RecordedSignal> signal;
-  std::optional<WaitingIn> error_collective;
+  std::unique_ptr<FatalSignalEnd> fatal;
+  std::unique_ptr<RecordedSignal> signal;
+  std::unique_ptr<WaitingIn> error_collective;
   // The latest end (ts + dur) of a step, phase or collective record: a flight dump written
   // after it is the rank's last word on where it was.
   std::optional<int64_t> progress_end;
@@ -80,6 +84,7 @@ struct RankState {
   RankEnd end;
   RankRecords records;
   Fate fate = Fate::kClean;
+  bool ended = false;  // its RankEnd came: the rest above is filled
 };
 
 // The signal that stopped the rank: its `end` record's, else the one it recorded.
