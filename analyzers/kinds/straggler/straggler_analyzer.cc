@@ -145,30 +145,35 @@ class StragglerAnalyzer : public Analyzer {
     // Straight off the parsed record (a JsonValue tree per step adds up over a big run):
     // the first of duplicate keys counts, int64 values only.
     if (!step.phases(&phase_members_)) return;  // reused: no allocation per step
-    for (const trace::Record::NumberMember& m : phase_members_) {
-      if (m.is_int64) *s->PhaseNs(m.name) += std::max<int64_t>(0, m.int64);
-    }
+    AddPhases(&s->phase_ns);
     if (step.cpu(&phase_members_)) {
       ++s->cpu_steps;
-      for (const trace::Record::NumberMember& m : phase_members_)
-        if (m.is_int64) *RankStats::NsOf(&s->phase_cpu_ns, m.name) += std::max<int64_t>(0, m.int64);
+      AddPhases(&s->phase_cpu_ns);
     }
     if (step.runq(&phase_members_)) {
       ++s->runq_steps;
-      for (const trace::Record::NumberMember& m : phase_members_)
-        if (m.is_int64)
-          *RankStats::NsOf(&s->phase_runq_ns, m.name) += std::max<int64_t>(0, m.int64);
+      AddPhases(&s->phase_runq_ns);
     }
     if (step.dev(&phase_members_)) {
       ++s->device_steps;
-      for (const trace::Record::NumberMember& m : phase_members_)
-        if (m.is_int64 && m.name != records::StepDevKeys::step.name() &&
-            m.name != records::StepDevKeys::coll.name())
-          *RankStats::NsOf(&s->device_phase_ns, m.name) += std::max<int64_t>(0, m.int64);
+      AddPhases(&s->device_phase_ns, /*device=*/true);
     }
     if (const auto load = step.load(); load && *load >= 0) {
       s->load_sum += *load;
       ++s->load_steps;
+    }
+  }
+
+  // phase_members_'s int64 values into `sums` (`dev`'s own `step` and `coll` keys are not
+  // phases).
+  void AddPhases(PhaseSums* sums, bool device = false) {
+    for (const trace::Record::NumberMember& m : phase_members_) {
+      if (!m.is_int64) continue;
+      if (device && (m.name == records::StepDevKeys::step.name() ||
+                     m.name == records::StepDevKeys::coll.name()))
+        continue;
+      *RankStats::NsOf(sums, phase_names_.Intern(m.name), phase_names_.size()) +=
+          std::max<int64_t>(0, m.int64);
     }
   }
 
@@ -230,6 +235,7 @@ class StragglerAnalyzer : public Analyzer {
   RunSites sites_;
   CollectiveWindow<Arrival> window_;
   std::vector<trace::Record::NumberMember> phase_members_;  // AddStep's scratch
+  PhaseNames phase_names_;                                  // what the ranks' PhaseSums name
   std::vector<Arrival> arrivals_;                           // Measure's scratch
   std::vector<double> behind_;                              // Measure's scratch
 };

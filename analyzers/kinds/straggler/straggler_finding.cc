@@ -276,17 +276,18 @@ Cause StepCause(const RankStats& s, const RankStats& reference, double mean_exce
 // where both ranks have it, else by host time.
 Explanation Explain(const RankStats& s, const RankStats& reference, double mean_excess) {
   const bool device = s.device_steps > 0 && reference.device_steps > 0;
-  const auto mean = [device](const RankStats& r, const std::string& phase) {
+  const auto mean = [device](const RankStats& r, std::string_view phase) {
     return device ? r.MeanDevicePhase(phase) : r.MeanPhase(phase);
   };
   Explanation best;
   double best_diff = 0;
   for (const auto& [phase, ns] : device ? s.device_phase_ns : s.phase_ns) {
     if (phase == trace::phase::kSync) continue;
-    const double diff = mean(s, phase) - mean(reference, phase);
+    const double diff = mean(s, phase.view()) - mean(reference, phase.view());
     if (diff > best_diff) {
       best_diff = diff;
-      best = {phase, device ? "device" : "host", mean(s, phase), mean(reference, phase)};
+      best = {std::string(phase.view()), device ? "device" : "host", mean(s, phase.view()),
+              mean(reference, phase.view())};
     }
   }
   if (best_diff < kPhaseExplains * mean_excess) {
@@ -355,9 +356,10 @@ JsonValue Row(const std::vector<RankStats>& ranks, int rank, const std::string& 
   if (!s.late_at.empty()) row.Set("late_at", s.late_at);
   row.Set("clock_offset_ms", Ms(double(s.clock.offset_ns())));
   JsonValue phases = JsonValue::Object();
-  for (const auto& [phase, ns] : s.phase_ns) phases.Set(phase, Ms(s.MeanPhase(phase)));
+  for (const auto& [phase, ns] : s.phase_ns)
+    phases.Set(phase.view(), Ms(s.MeanPhase(phase.view())));
   for (const auto& [phase, ns] : reference.phase_ns)
-    if (!phases.Find(phase)) phases.Set(phase, Ms(s.MeanPhase(phase)));
+    if (!phases.Find(phase.view())) phases.Set(phase.view(), Ms(s.MeanPhase(phase.view())));
   row.Set("phase_ms", std::move(phases));
   if (s.MeanStepCpu() >= 0) row.Set("step_cpu_ms", Ms(s.MeanStepCpu()));
   if (s.MeanStepRunq() >= 0) row.Set("step_runq_ms", Ms(s.MeanStepRunq()));

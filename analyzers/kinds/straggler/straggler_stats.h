@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "analyzers/kinds/straggler/bucket_counts.h"
+#include "analyzers/kinds/straggler/phase_names.h"
 #include "analyzers/kinds/straggler/straggler_windows.h"
 #include "trace/rank_clock.h"
 
@@ -76,34 +77,32 @@ struct alignas(64) RankStats {
   int64_t step_ns = 0;
   // Per phase name, in order of first sight: a handful, looked up 5 times per `step` record,
   // where a map compared strings at every level.
-  std::vector<std::pair<std::string, int64_t>> phase_ns;
+  PhaseSums phase_ns;
   const int64_t* FindPhaseNs(std::string_view name) const {
     for (const auto& [phase, ns] : phase_ns)
       if (phase == name) return &ns;
     return nullptr;
   }
-  int64_t* PhaseNs(std::string_view name) {
-    if (const int64_t* ns = FindPhaseNs(name)) return const_cast<int64_t*>(ns);
-    return &phase_ns.emplace_back(std::string(name), 0).second;
-  }
 
   // What the scheduler says of each phase's thread (`step` records' `cpu` and `runq`):
   // ns on a CPU and ns waiting for one, per phase name, over the steps that carry them.
-  std::vector<std::pair<std::string, int64_t>> phase_cpu_ns, phase_runq_ns;
+  PhaseSums phase_cpu_ns, phase_runq_ns;
   int64_t cpu_steps = 0, runq_steps = 0;
   double load_sum = 0;  // the host's load per CPU, summed over the steps that carry it
   int64_t load_steps = 0;
-  static double MeanOf(const std::vector<std::pair<std::string, int64_t>>& per_phase,
-                       std::string_view phase, int64_t steps) {
+  static double MeanOf(const PhaseSums& per_phase, std::string_view phase, int64_t steps) {
     for (const auto& [name, ns] : per_phase)
       if (name == phase) return steps == 0 ? 0 : double(ns) / steps;
     return 0;
   }
-  static int64_t* NsOf(std::vector<std::pair<std::string, int64_t>>* per_phase,
-                       std::string_view phase) {
+  // The sum of `phase`, added at 0 when new. `known`: how many phases the run has shown so
+  // far: a rank's first sum makes room for as many (most ranks run the same phases), not
+  // the doubling's 8 for 5.
+  static int64_t* NsOf(PhaseSums* per_phase, PhaseName phase, size_t known) {
     for (auto& [name, ns] : *per_phase)
-      if (name == phase) return &ns;
-    return &per_phase->emplace_back(std::string(phase), 0).second;
+      if (name == phase.view()) return &ns;
+    if (per_phase->empty()) per_phase->reserve(known);
+    return &per_phase->emplace_back(phase, 0).second;
   }
   // Means per step; negative when the trace carries none (older traces, no schedstat).
   double MeanCpu(std::string_view phase) const {
@@ -116,7 +115,7 @@ struct alignas(64) RankStats {
   // Summed over the step's phases, per step; negative when unknown.
   double MeanStepCpu() const { return cpu_steps ? SumOf(phase_cpu_ns) / cpu_steps : -1; }
   double MeanStepRunq() const { return runq_steps ? SumOf(phase_runq_ns) / runq_steps : -1; }
-  static double SumOf(const std::vector<std::pair<std::string, int64_t>>& per_phase) {
+  static double SumOf(const PhaseSums& per_phase) {
     double sum = 0;
     for (const auto& [name, ns] : per_phase) sum += double(ns);
     return sum;
@@ -200,14 +199,14 @@ struct alignas(64) RankStats {
   }
   double MeanLateness() const { return collectives ? double(lateness_ns) / collectives : 0; }
   double LastShare() const { return collectives ? double(last) / collectives : 0; }
-  double MeanPhase(const std::string& phase) const {
+  double MeanPhase(std::string_view phase) const {
     const int64_t* ns = FindPhaseNs(phase);
     return ns == nullptr || steps == 0 ? 0 : double(*ns) / steps;
   }
   // Device time per phase (`step` records' `dev`, of an earlier step each), over the steps
   // that carry it: on CUDA what the phases' kernels took, where host times say when they
   // were queued.
-  std::vector<std::pair<std::string, int64_t>> device_phase_ns;
+  PhaseSums device_phase_ns;
   int64_t device_steps = 0;
   double MeanDevicePhase(std::string_view phase) const {
     return device_steps ? MeanOf(device_phase_ns, phase, device_steps) : -1;
