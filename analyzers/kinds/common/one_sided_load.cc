@@ -10,13 +10,26 @@ namespace {
 
 namespace fp_why = trace::records::fp_why;
 
-bool Later(const std::string& why) { return why != fp_why::kInit && why != fp_why::kResume; }
+bool Later(InternedName why) { return !(why == fp_why::kInit) && !(why == fp_why::kResume); }
+
+// The hashes folded into one number (splitmix64's finalizer over each, and the count).
+uint64_t Digest(const HashList& hashes) {
+  uint64_t d = hashes.size();
+  for (uint64_t h : hashes) {
+    d ^= h + 0x9e3779b97f4a7c15ULL + (d << 6) + (d >> 2);
+    d = (d ^ (d >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    d = (d ^ (d >> 27)) * 0x94d049bb133111ebULL;
+    d ^= d >> 31;
+  }
+  return d;
+}
 
 }  // namespace
 
 void OneSidedLoad::Add(int rank, int64_t step, const FingerprintRecord& fp) {
   auto& points = points_[rank];
-  if (points.size() < kMaxParamFps) points.push_back({step, {fp.why, fp.hashes}});
+  if (points.size() < kMaxParamFps)
+    points.push_back({step, Digest(fp.hashes), whys_.Intern(fp.why)});
 }
 
 std::optional<OneSidedLoadVerdict> OneSidedLoad::Judge() const {
@@ -24,7 +37,7 @@ std::optional<OneSidedLoadVerdict> OneSidedLoad::Judge() const {
   std::map<int, size_t> resume_at;  // loading rank -> index of its first resume point
   for (const auto& [rank, points] : points_) {
     auto it = std::find_if(points.begin(), points.end(),
-                           [](const Point& p) { return p.fp.why == fp_why::kResume; });
+                           [](const Point& p) { return p.why == fp_why::kResume; });
     if (it == points.end()) {
       v.not_loaded.push_back(rank);
       continue;
@@ -44,7 +57,7 @@ std::optional<OneSidedLoadVerdict> OneSidedLoad::Judge() const {
     if (held == points.size()) return std::nullopt;  // nothing to compare with
     from[rank] = held;
     for (const auto& [loader, at] : resume_at)
-      if (points_.at(loader)[at].fp.hashes != points[held].fp.hashes) changed = true;
+      if (points_.at(loader)[at].digest != points[held].digest) changed = true;
   }
   if (!changed) return std::nullopt;  // the load gave the loaders what the others hold
   for (const auto& [loader, at] : resume_at) from[loader] = at;
@@ -53,13 +66,13 @@ std::optional<OneSidedLoadVerdict> OneSidedLoad::Judge() const {
   // (a bad map_location, a strict load that raised) reaches no later point.
   const auto later = FirstCommonPointAfter(from);
   if (!later) return std::nullopt;
-  std::optional<HashList> first;
+  std::optional<uint64_t> first;
   bool differ = false;
   for (const auto& [rank, points] : points_)
     for (size_t i = from.at(rank) + 1; i < points.size(); ++i)
-      if (points[i].step == later->first && points[i].fp.why == later->second) {
-        if (!first) first = points[i].fp.hashes;
-        differ = differ || points[i].fp.hashes != *first;
+      if (points[i].step == later->first && points[i].why == later->second) {
+        if (!first) first = points[i].digest;
+        differ = differ || points[i].digest != *first;
         break;
       }
   if (!differ) return std::nullopt;  // equal again: a broadcast followed the load
@@ -72,7 +85,7 @@ std::optional<std::pair<int64_t, std::string>> OneSidedLoad::FirstCommonPointAft
   std::map<std::pair<int64_t, std::string>, size_t> holders;
   for (const auto& [rank, points] : points_)
     for (size_t i = from.at(rank) + 1; i < points.size(); ++i)
-      if (Later(points[i].fp.why)) ++holders[{points[i].step, points[i].fp.why}];
+      if (Later(points[i].why)) ++holders[{points[i].step, std::string(points[i].why.view())}];
   for (const auto& [point, n] : holders)
     if (n == points_.size()) return point;  // std::map: the earliest step first
   return std::nullopt;

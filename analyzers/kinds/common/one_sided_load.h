@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "analyzers/kinds/common/fingerprints.h"
+#include "analyzers/kinds/common/name_table.h"
 
 namespace dsdiag::analyzers {
 
@@ -40,20 +41,21 @@ class OneSidedLoad {
   std::optional<OneSidedLoadVerdict> Judge() const;
 
  private:
-  // What Judge compares of a fingerprint: its `why` and hashes (`what` is always "param"),
-  // 88 bytes against a FingerprintRecord's 128, kept for every rank of the run.
+  // What Judge compares of a fingerprint: its `why` and whether its hashes equal another
+  // point's (`what` is always "param"). Kept for every rank of the run, so 32 bytes: the
+  // hashes as one digest (equal lists, equal digests; unequal ones collide with chance
+  // 2^-64), the `why` interned.
   struct Point {
     int64_t step;
-    struct {
-      std::string why;
-      HashList hashes;
-    } fp;
+    uint64_t digest;
+    InternedName why;
   };
   // The rank's points after index `from` whose (step, why) every rank has, the earliest.
   std::optional<std::pair<int64_t, std::string>> FirstCommonPointAfter(
       const std::map<int, size_t>& from) const;
 
   std::map<int, std::vector<Point>> points_;  // rank -> its param fingerprints, in order
+  NameTable whys_;
 };
 
 }  // namespace dsdiag::analyzers

@@ -235,7 +235,7 @@ class StragglerAnalyzer : public Analyzer {
   RunSites sites_;
   CollectiveWindow<Arrival> window_;
   std::vector<trace::Record::NumberMember> phase_members_;  // AddStep's scratch
-  PhaseNames phase_names_;                                  // what the ranks' PhaseSums name
+  NameTable phase_names_;                                   // what the ranks' PhaseSums name
   std::vector<Arrival> arrivals_;                           // Measure's scratch
   std::vector<double> behind_;                              // Measure's scratch
 };

@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "analyzers/kinds/common/name_table.h"
 #include "analyzers/kinds/straggler/bucket_counts.h"
-#include "analyzers/kinds/straggler/phase_names.h"
 #include "analyzers/kinds/straggler/straggler_windows.h"
 #include "trace/rank_clock.h"
 
@@ -49,6 +49,10 @@ double Median(std::vector<double> v);
 inline constexpr std::array<int64_t, 12> kLevelsNs = {
     1 * kMs,   2 * kMs,   5 * kMs,   10 * kMs,   20 * kMs,   50 * kMs,
     100 * kMs, 200 * kMs, 500 * kMs, 1000 * kMs, 2000 * kMs, 5000 * kMs};
+
+// A rank's sums per phase (their names interned in the analyzer's NameTable), in order of
+// first sight: a handful, searched linearly.
+using PhaseSums = std::vector<std::pair<InternedName, int64_t>>;
 
 struct Arrival {
   int rank = 0;
@@ -98,7 +102,7 @@ struct alignas(64) RankStats {
   // The sum of `phase`, added at 0 when new. `known`: how many phases the run has shown so
   // far: a rank's first sum makes room for as many (most ranks run the same phases), not
   // the doubling's 8 for 5.
-  static int64_t* NsOf(PhaseSums* per_phase, PhaseName phase, size_t known) {
+  static int64_t* NsOf(PhaseSums* per_phase, InternedName phase, size_t known) {
     for (auto& [name, ns] : *per_phase)
       if (name == phase.view()) return &ns;
     if (per_phase->empty()) per_phase->reserve(known);
