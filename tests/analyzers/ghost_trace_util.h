@@ -57,6 +57,10 @@ struct StepShape {
   bool sched = false;
   int64_t backward_runq = 0;
   int64_t backward_blocked = 0;
+  // Run-queue time the figures give the backward beyond its wall time (on a contended core
+  // the scheduler's accounting lags: CPU and run-queue times can add up to more).
+  int64_t backward_runq_overcount = 0;
+  double host_load = 0;  // the `step` record's `load`; 0: 1.5 with run-queue time, else 0.5
   // Device time (the `step` record's `dev`, of the step before), written when `device`: the
   // host phases' times, plus `device_forward` more in the forward.
   bool device = false;
@@ -181,8 +185,12 @@ inline void WriteRank(TestRun* run, const RankSpec& spec) {
         {phase::kOptimizer, shape.optimizer},
         {phase::kCheckpoint, ckpt}};
     const trace::records::PhaseTime runq[] = {
-        {phase::kData, 0}, {phase::kForward, 0},   {phase::kBackward, shape.backward_runq},
-        {phase::kSync, 0}, {phase::kOptimizer, 0}, {phase::kCheckpoint, 0}};
+        {phase::kData, 0},
+        {phase::kForward, 0},
+        {phase::kBackward, shape.backward_runq + shape.backward_runq_overcount},
+        {phase::kSync, 0},
+        {phase::kOptimizer, 0},
+        {phase::kCheckpoint, 0}};
     const trace::records::PhaseTime dev[] = {{phase::kForward, forward + shape.device_forward},
                                              {phase::kBackward, backward},
                                              {phase::kOptimizer, shape.optimizer}};
@@ -193,7 +201,7 @@ inline void WriteRank(TestRun* run, const RankSpec& spec) {
     if (shape.sched) {
       record.cpu = cpu;
       record.runq = runq;
-      record.load = shape.backward_runq > 0 ? 1.5 : 0.5;
+      record.load = shape.host_load > 0 ? shape.host_load : shape.backward_runq > 0 ? 1.5 : 0.5;
     }
     step.Write(w.get(), [&c](int64_t planned) { return c.Local(planned); });
   }
