@@ -227,16 +227,14 @@ struct Explanation {
 // On a quiet host every extra CPU-ns stays the rank's own.
 constexpr double kContendedCpuSlack = 0.25;
 constexpr double kContendedLoad = 2.0;
-//
+
 // There too the scheduler's figures lag: a thread's CPU and run-queue times are brought up to
 // date at ticks and switches, so on a contended core a span's two can add up to more than
 // its wall time (a clean job beside 2x CPU hogs: the on-time rank's forward 3.7 ms of wall
 // for 3.0 ms on a CPU and 4.0 ms waiting for one). `accounting_error_ns` is that over-count,
 // the larger of the two ranks'; a blocked remainder within it is the accounting's, and counts
 // as the host's. (That job's late rank had 0.8 ms of its 1.4 ms extra forward left
-// unexplained and was called blocked, a straggler warning.)
-
-// How much more a span's CPU and run-queue times say than its wall time.
+// unexplained and was called blocked, a straggler warning.) This function says how much:
 double OverCount(double cpu, double runq, double wall) { return std::max(0.0, cpu + runq - wall); }
 
 Cause Split(double cpu, double ref_cpu, double runq, double ref_runq, double extra_ns, double load,
