@@ -28,7 +28,7 @@ class InternedName {
 class NameTable {
  public:
   InternedName Intern(std::string_view name) {
-    auto it = names_.find(std::string(name));
+    auto it = names_.find(std::string(name));  // callers intern a name once, on first sight
     if (it == names_.end()) it = names_.emplace(name).first;  // nodes: the string stays put
     return InternedName(*it);
   }

@@ -104,8 +104,7 @@ class RankDiedAnalyzer : public Analyzer {
     } else if (type == trace::rec_id::kSignal) {
       const std::string_view name = records::SignalView(r).signal().value_or("signal");
       if (!t.signal && EndsProcess(name))
-        t.signal =
-            std::make_unique<RecordedSignal>(RecordedSignal{std::string(name), r.step(), r.ts()});
+        t.signal = Boxed(std::optional(RecordedSignal{std::string(name), r.step(), r.ts()}));
     } else if (type == trace::rec_id::kError && !t.error_collective) {
       t.error_collective = Boxed(NamedIn(r));
     } else if (type == trace::rec_id::kEnd) {

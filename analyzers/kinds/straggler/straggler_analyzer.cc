@@ -172,8 +172,7 @@ class StragglerAnalyzer : public Analyzer {
       if (device && (m.name == records::StepDevKeys::step.name() ||
                      m.name == records::StepDevKeys::coll.name()))
         continue;
-      *RankStats::NsOf(sums, phase_names_.Intern(m.name), phase_names_.size()) +=
-          std::max<int64_t>(0, m.int64);
+      *RankStats::NsOf(sums, m.name, &phase_names_) += std::max<int64_t>(0, m.int64);
     }
   }
 

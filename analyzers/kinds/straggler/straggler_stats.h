@@ -99,14 +99,15 @@ struct alignas(64) RankStats {
       if (name == phase) return steps == 0 ? 0 : double(ns) / steps;
     return 0;
   }
-  // The sum of `phase`, added at 0 when new. `known`: how many phases the run has shown so
-  // far: a rank's first sum makes room for as many (most ranks run the same phases), not
-  // the doubling's 8 for 5.
-  static int64_t* NsOf(PhaseSums* per_phase, InternedName phase, size_t known) {
+  // The sum of `phase`, added at 0 when new, its name interned in `names` then. A rank's
+  // first sum makes room for as many phases as the run has shown (most ranks run the same
+  // ones), not the doubling's 8 for 5.
+  static int64_t* NsOf(PhaseSums* per_phase, std::string_view phase, NameTable* names) {
     for (auto& [name, ns] : *per_phase)
-      if (name == phase.view()) return &ns;
-    if (per_phase->empty()) per_phase->reserve(known);
-    return &per_phase->emplace_back(phase, 0).second;
+      if (name == phase) return &ns;
+    const InternedName interned = names->Intern(phase);
+    if (per_phase->empty()) per_phase->reserve(names->size());
+    return &per_phase->emplace_back(interned, 0).second;
   }
   // Means per step; negative when the trace carries none (older traces, no schedstat).
   double MeanCpu(std::string_view phase) const {
