@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "probes/fingerprint.h"
@@ -149,7 +150,10 @@ void GradientProbe::AfterBackward() noexcept {
       }
     }
     records::GradRecord r;
-    r.norm = norm;
+    // A float32, as torch.nn.utils.clip_grad_norm_ returns it: the gradients are float32s,
+    // and the double sum's last nine digits are arithmetic, not measurement (written in
+    // full, they cost a compressed trace ~5 bytes a step). Past float32's range: as is.
+    r.norm = std::fabs(norm) <= std::numeric_limits<float>::max() ? double{float(norm)} : norm;
     r.n_missing = static_cast<int64_t>(missing_.size());
     // The list is written when it changes, not every step: MoE runs leave experts
     // unrouted for long stretches.

@@ -5,7 +5,7 @@
 namespace dsdiag::trace::records {
 
 void AppendFields(const GradRecord& r, JsonLine* line) {
-  line->Field(GradKeys::norm.name(), r.norm).Field(GradKeys::n_missing.name(), r.n_missing);
+  line->FloatField(GradKeys::norm.name(), r.norm).Field(GradKeys::n_missing.name(), r.n_missing);
   if (r.missing != nullptr) {
     line->BeginArray(GradKeys::missing.name());
     for (int i : *r.missing) line->Add(i);

@@ -28,7 +28,7 @@ struct GradKeys {
 
 struct GradRecord {
   static constexpr std::string_view kType = rec::kGradient;
-  double norm = 0;  // NaN or inf: written as null
+  double norm = 0;  // NaN or inf: written as null; a float32 value in its short form
   int64_t n_missing = 0;
   const std::vector<int>* missing = nullptr;    // written when set
   const std::vector<int>* nonfinite = nullptr;  // written when set and not empty

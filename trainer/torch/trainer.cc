@@ -354,9 +354,11 @@ bool Trainer::State::Sync(int64_t step, double loss, double* global_loss) {
     p.mutable_grad().mul_(1.5).add_(1e-3);
   }
 
-  torch::Tensor sum = torch::tensor({loss}, torch::kDouble);
+  // In float32, as a PyTorch job averages its loss (all_reduce of the loss tensor, then
+  // divided): the mean is a float32 again, which the step record writes in its short form.
+  torch::Tensor sum = torch::tensor({static_cast<float>(loss)}, torch::kFloat);
   comm.AllReduce(sum, c10d::ReduceOp::SUM, "loss");
-  *global_loss = sum.item<double>() / comm.world_size();
+  *global_loss = sum.item<float>() / static_cast<float>(comm.world_size());
 
   if (config.health_every > 0 && (step + 1) % config.health_every == 0) {
     torch::Tensor failed = torch::tensor({control.peer_failed() ? 1.0f : 0.0f});
