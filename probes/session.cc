@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -136,7 +137,7 @@ void Session::EndStep(const StepSummary& s) noexcept {
       runq[p - 1] = {name, phase_runq_ns_[p]};
     }
     trace::records::StepRecord step;
-    step.dur = now - step_start_ns_;
+    step.dur = trace::records::RoundUpToUs(now - step_start_ns_);
     step.epoch = epoch_;
     step.loss = s.loss;
     step.gloss = s.global_loss;
@@ -152,16 +153,19 @@ void Session::EndStep(const StepSummary& s) noexcept {
     step.coll.n = coll_.n;
     step.coll.bytes = coll_.bytes;
     step.coll.dur = coll_.dur_ns;
-    step.coll.wait = coll_.wait_ns;
+    step.coll.wait = trace::records::RoundUpToUs(coll_.wait_ns);
     const std::string owed = pre_step_repeats_.TakeOwed();
     step.pre_step_fp = owed;
-    step.probe_ns = probe_ns - probe_ns_at_last_step_;
+    // Rounded up to a µs; the excess counts against the next step, so that the steps' sum
+    // stays the run's total (the `end` record's).
+    step.probe_ns =
+        trace::records::RoundUpToUs(std::max<int64_t>(0, probe_ns - probe_ns_at_last_step_));
     if (cpu_known_) step.cpu = cpu;
     if (runq_known_) step.runq = runq;
     // Two decimals: a load average is no finer, and the line stays short.
     if (const double load = HostLoadPerCpu(); load >= 0) step.load = std::round(load * 100) / 100;
     step.dev = s.device;
-    probe_ns_at_last_step_ = probe_ns;
+    probe_ns_at_last_step_ += step.probe_ns;
     step.previous = &step_repeats_;  // trace v3: what did not change since is left out
     auto r = writer_->BeginAt(step.kType, step_start_ns_);
     AppendFields(step, &r.line());

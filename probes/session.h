@@ -145,7 +145,7 @@ class Session {
   std::unique_ptr<records::CollectiveSteps> collective_steps_;
   records::PreStepRepeats pre_step_repeats_;
   std::atomic<int64_t> probe_ns_{0};
-  int64_t probe_ns_at_last_step_ = 0;  // probe_ns_ when the last step record was written
+  int64_t probe_ns_at_last_step_ = 0;  // the probe ns the step records have counted so far
   std::atomic<bool> ended_{false};
 };
 

@@ -34,7 +34,7 @@ bool InStepOrder(const PhaseTime* times, size_t n, int64_t (*out)[phase::kStepOr
 }
 
 // Whole µs, a nonzero time rounded up: a phase that ran never reads 0 (left out).
-int64_t CeilUs(int64_t ns) { return ns > 0 ? (ns + 999) / 1000 : 0; }
+int64_t CeilUs(int64_t ns) { return ns > 0 ? RoundUpToUs(ns) / 1000 : 0; }
 
 // `phases` is always written (empty without phases); `cpu` and `runq` only when measured.
 // In step order as an array of µs under `array_key` (v4), else as an object of ns (v1).

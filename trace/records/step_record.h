@@ -129,6 +129,12 @@ struct StepRecord {
   const StepRepeats* previous = nullptr;
 };
 void AppendFields(const StepRecord& r, JsonLine* line);
+// A step time as the probes write it: ns rounded up to a whole µs (a nonzero time never
+// reads 0). The phases' times (v4's `phases_us`), and in ns units `dur`, `coll.wait` and
+// `probe_ns`: the three digits below a µs are scheduler noise that no analysis reads (the
+// straggler's thresholds are in ms) and that a compressor cannot take out (~5 bytes a
+// compressed rank-step for those three).
+inline int64_t RoundUpToUs(int64_t ns) { return ns > 0 ? (ns + 999) / 1000 * 1000 : ns; }
 // What the next step record may leave out after `r`.
 StepRepeats RepeatsOf(const StepRecord& r);
 
