@@ -45,8 +45,9 @@ bool IsCompressedName(std::string_view path);
 // be opened, is a directory, or is compressed in a build without libzstd.
 std::unique_ptr<ByteSource> OpenByteSource(const std::string& path, std::string* error);
 
-// Reads an open file descriptor; takes ownership of `fd`. With the file's `path` it can
-// Rewind, closing and reopening the file; without, it cannot.
+// Reads an open file descriptor; takes ownership of `fd`. With the file's `path` (a regular
+// file, `fd` at its start) it reads at offsets of its own and can Rewind, closing and
+// reopening the file; without, it reads on and cannot.
 std::unique_ptr<ByteSource> MakeFdByteSource(int fd, std::string path = {});
 
 // Decodes the zstd stream that `compressed` yields. Null and *error without libzstd.

@@ -98,6 +98,57 @@ TEST(FdByteSourceTest, MissingFileAndDirectoryAreErrorsNamingThePath) {
   EXPECT_NE(error.find("directory"), std::string::npos) << error;
 }
 
+// A suspended reader's file: rewound and closed, it reopens at its next read and reads on
+// from the offset asked for, however many times (by its name in the directory's fd).
+TEST(FdByteSourceTest, RewoundAndClosedItReadsOnFromTheOffset) {
+  TempDir dir;
+  const std::string text = Lines(0, 200);
+  WriteFile(dir.File("rank-00003.jsonl"), text);
+  std::string error;
+  auto source = OpenByteSource(dir.File("rank-00003.jsonl"), &error);
+  ASSERT_NE(source, nullptr) << error;
+  char buffer[64];
+  for (const size_t offset : {size_t{10}, size_t{0}, text.size() - 5, size_t{777}}) {
+    ASSERT_TRUE(source->Rewind(static_cast<int64_t>(offset), /*close_file=*/true));
+    const ssize_t n = source->Read(buffer, sizeof buffer);
+    ASSERT_GT(n, 0) << source->error();
+    EXPECT_EQ(std::string(buffer, static_cast<size_t>(n)), text.substr(offset, sizeof buffer));
+  }
+  ASSERT_TRUE(source->Rewind(50, /*close_file=*/false));  // kept open: read at the offset
+  EXPECT_EQ(Drain(source.get(), 100).bytes, text.substr(50));
+}
+
+// A trace named without a directory (compare run from inside the run directory).
+TEST(FdByteSourceTest, ABareNameReopensInTheWorkingDirectory) {
+  TempDir dir;
+  WriteFile(dir.File("rank-00000.jsonl"), Lines(0, 3));
+  char* cwd = getcwd(nullptr, 0);
+  ASSERT_EQ(chdir(dir.path().c_str()), 0);
+  std::string error;
+  auto source = OpenByteSource("rank-00000.jsonl", &error);
+  ASSERT_NE(source, nullptr) << error;
+  ASSERT_TRUE(source->Rewind(3, /*close_file=*/true));
+  const std::string read = Drain(source.get(), 16).bytes;
+  EXPECT_EQ(chdir(cwd), 0);
+  free(cwd);
+  EXPECT_EQ(read, Lines(0, 3).substr(3));
+}
+
+// Reopened by name: a file gone while closed is an error that names it, not a crash.
+TEST(FdByteSourceTest, AFileGoneWhileClosedIsAnErrorNamingIt) {
+  TempDir dir;
+  WriteFile(dir.File("rank-00001.jsonl"), Lines(0, 3));
+  std::string error;
+  auto source = OpenByteSource(dir.File("rank-00001.jsonl"), &error);
+  ASSERT_NE(source, nullptr) << error;
+  ASSERT_TRUE(source->Rewind(0, /*close_file=*/true));
+  ASSERT_EQ(unlink(dir.File("rank-00001.jsonl").c_str()), 0);
+  char c;
+  EXPECT_EQ(source->Read(&c, 1), -1);
+  EXPECT_NE(source->error().find("cannot reopen trace"), std::string::npos) << source->error();
+  EXPECT_NE(source->error().find("rank-00001.jsonl"), std::string::npos) << source->error();
+}
+
 TEST(RunFilesTest, CompressedRankNames) {
   EXPECT_EQ(RankTraceFileName(3, TraceCompression::kZstd), "rank-00003.jsonl.zst");
   EXPECT_EQ(RankTraceFileName(3), "rank-00003.jsonl");
