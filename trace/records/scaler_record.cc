@@ -11,7 +11,8 @@ void AppendFields(const ScalerRecord& r, JsonLine* line) {
       .Field(K::inf_global.name(), r.inf_global)
       .Field(K::skipped.name(), r.skipped);
   if (r.event != nullptr) line->Field(K::event.name(), r.event);
-  line->Field(K::norm_scaled.name(), r.norm_scaled).Field(K::norm.name(), r.norm);
+  // Norms read off float32 tensors in the float's shortest form (doubles stay whole).
+  line->FloatField(K::norm_scaled.name(), r.norm_scaled).FloatField(K::norm.name(), r.norm);
 }
 
 }  // namespace dsdiag::trace::records
