@@ -72,8 +72,9 @@ class FdByteSource : public ByteSource {
   bool Reopen() {
     if (name_at_ == std::string::npos) {
       const size_t slash = path_.rfind('/');
-      dir_fd_ = DirectoryFd(slash == std::string::npos ? "." : path_.substr(0, slash + 1));
-      name_at_ = dir_fd_ < 0 ? 0 : slash + 1;  // npos + 1 == 0: a bare name
+      const size_t name = slash == std::string::npos ? 0 : slash + 1;
+      dir_fd_ = DirectoryFd(name == 0 ? "." : path_.substr(0, name));
+      name_at_ = dir_fd_ < 0 ? 0 : name;
     }
     const char* name = path_.c_str() + name_at_;
     do {

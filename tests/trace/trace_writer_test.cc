@@ -36,7 +36,6 @@ int64_t FileSize(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 ? st.st_size : -1;
 }
 
-// Polls until the file holds at least `bytes`; false only if the deadline passes.
 // Polls `holds` until it does or kGenerousDeadline passes.
 template <typename Predicate>
 bool WaitUntil(Predicate holds) {
@@ -48,6 +47,7 @@ bool WaitUntil(Predicate holds) {
   return false;
 }
 
+// Polls until the file holds at least `bytes`; false only if the deadline passes.
 bool WaitForSize(const std::string& path, int64_t bytes) {
   return WaitUntil([&] { return FileSize(path) >= bytes; });
 }
