@@ -45,6 +45,7 @@ struct RankClockSpec {
 
 // The phases of one step, ns. A longer data, forward or backward delays every allreduce.
 struct StepShape {
+  int64_t before_data = 0;  // time at the step's start in no phase (no figure covers it)
   int64_t data = 1 * kMs;
   int64_t forward = 15 * kMs;
   int64_t backward = 22 * kMs;
@@ -151,7 +152,7 @@ inline void WriteRank(TestRun* run, const RankSpec& spec) {
     const int64_t ckpt = shape.checkpoint;
     namespace phase = trace::phase;
     test_support::StepTrace step(s, start);  // planned on the true time, written on the rank's
-    int64_t t = start;
+    int64_t t = start + shape.before_data;
     if (ckpt) {
       step.Phase(phase::kCheckpoint, t, ckpt);
       t += ckpt;
