@@ -263,7 +263,8 @@ int64_t RequestedWindow(const DriveOptions& options) {
 }
 
 int64_t AutoWindow(size_t ranks) {
-  return std::max<int64_t>(1, kRankStepBudget / std::max<int64_t>(1, static_cast<int64_t>(ranks)));
+  return std::clamp<int64_t>(kRankStepBudget / std::max<int64_t>(1, static_cast<int64_t>(ranks)), 1,
+                             kMaxAutoWindowSteps);
 }
 
 }  // namespace

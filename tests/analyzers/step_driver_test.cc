@@ -255,13 +255,14 @@ TEST(StepDriverTest, ABadStepWindowInTheEnvironmentIsAClearError) {
   ::unsetenv("DSDIAG_STEP_WINDOW");
 }
 
-TEST(StepDriverTest, TheAutomaticWindowComesFromTheRankStepBudget) {
+TEST(StepDriverTest, TheAutomaticWindowIsShortWhateverTheRankStepBudgetAllows) {
   TestRun run;
   run.WriteCleanRank(TestRun::Header(0, 2), 2);
   run.WriteCleanRank(TestRun::Header(1, 2), 1);
   DriveResult result;
   DriveWithJobs(run.dir(), {}, 1, &result);
-  EXPECT_EQ(result.step_window, kRankStepBudget / 2);
+  static_assert(kRankStepBudget / 2 > kMaxAutoWindowSteps);
+  EXPECT_EQ(result.step_window, kMaxAutoWindowSteps);
 }
 
 TEST(StepDriverTest, ReaderThreadsRunOnlyWhenJobsAllow) {
