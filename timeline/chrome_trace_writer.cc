@@ -11,7 +11,7 @@ ChromeTraceWriter::Event::~Event() {
 }
 
 ChromeTraceWriter::ChromeTraceWriter(std::ostream* out) : out_(out) {
-  buffer_.Room(kFlushBytes + 4096);
+  buffer_.Reserve(kBufferBytes);
   buffer_.Append("{\"traceEvents\":[\n");
 }
 
@@ -117,8 +117,7 @@ EventBuffer* ChromeTraceWriter::BeginEvent() {
 
 void ChromeTraceWriter::Committed() {
   if (buffer_.size() < kFlushBytes) return;
-  out_->write(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
-  buffer_.clear();
+  writes_.Hand(&buffer_);  // written on the writes' thread while the next one fills
 }
 
 void ChromeTraceWriter::Finish(const trace::JsonValue& other_data) {
@@ -127,8 +126,8 @@ void ChromeTraceWriter::Finish(const trace::JsonValue& other_data) {
   other_data.AppendJson(&tail);
   tail.append("}\n");
   buffer_.Append(tail);
-  out_->write(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
-  buffer_.clear();
+  writes_.Hand(&buffer_);
+  writes_.Wait();
   out_->flush();
 }
 

@@ -25,6 +25,7 @@
 #include <string>
 #include <string_view>
 
+#include "timeline/background_write.h"
 #include "timeline/event_buffer.h"
 #include "trace/json_value.h"
 
@@ -113,9 +114,11 @@ class ChromeTraceWriter {
   void Committed();
 
   static constexpr size_t kFlushBytes = size_t{1} << 20;
+  static constexpr size_t kBufferBytes = kFlushBytes + 4096;
   std::ostream* out_;
   EventBuffer buffer_;
   int64_t events_ = 0;
+  BackgroundWrite writes_{out_, kBufferBytes};  // last: gone (its write done) before buffer_
 };
 
 }  // namespace dsdiag::timeline

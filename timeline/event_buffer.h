@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace dsdiag::timeline {
 
@@ -67,6 +68,12 @@ class EventBuffer {
   EventBuffer() = default;
   EventBuffer(const EventBuffer&) = delete;
   EventBuffer& operator=(const EventBuffer&) = delete;
+  // Two buffers trade their memory and contents (background_write.h hands them over).
+  friend void swap(EventBuffer& a, EventBuffer& b) noexcept {
+    std::swap(a.data_, b.data_);
+    std::swap(a.size_, b.size_);
+    std::swap(a.capacity_, b.capacity_);
+  }
 
   const char* data() const { return data_.get(); }
   char* data() { return data_.get(); }
