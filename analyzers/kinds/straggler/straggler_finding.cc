@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -212,8 +213,8 @@ struct Explanation {
 // ("more-compute"); waiting beyond it is the host's ("cpu-starved"); the rest is time
 // neither running nor waiting for a core ("blocked": I/O, a lock, a sleep). Over a phase
 // that rest is measured (the phase's wall time less its CPU and run-queue time); over the
-// whole step (`outside_phases`) it includes the time between phases, which no figure covers:
-// there, a rank that waited for a core at least as long as it is late is taken to have lost
+// whole step (`step_typical_ns` given) it includes the time between phases, which no figure
+// covers: there, a rank that waited for a core at least as long as it is late is taken to have lost
 // the race for one there too (on a contended host, which of two ranks loses it is the
 // scheduler's choice), not to be blocked.
 //
@@ -237,15 +238,15 @@ constexpr double kContendedLoad = 2.0;
 // unexplained and was called blocked, a straggler warning.) This function says how much:
 double OverCount(double cpu, double runq, double wall) { return std::max(0.0, cpu + runq - wall); }
 
-// `typical_ns`: over the whole step, how late the rank is in a typical step (the median);
-// the race for a core is lost when the rank waited for one as long as that, even where a
-// few steps' stalls (a contended host's) raise its mean lateness above its wait. (A clean
-// 2-rank DDP tutorial job beside 3 CPU hogs, torch 1.13, one run in 8: its late rank waited
-// 2.9 ms a step for a core, was late 1.7 ms in a typical step but 3.7 ms on average, and
-// the 2.0 ms left over was called blocked: a straggler error. A sleep, a lock or I/O that
-// makes a rank late is there in its typical step too.)
+// `step_typical_ns`: over the whole step, how late the rank is in a typical step (the
+// median; none over a phase). The race for a core is lost when the rank waited for one as
+// long as that, even where a few steps' stalls (a contended host's) raise its mean lateness
+// above its wait. (A clean 2-rank DDP tutorial job beside 3 CPU hogs, torch 1.13, one run in
+// 8: its late rank waited 2.9 ms a step for a core, was late 1.7 ms in a typical step but
+// 3.7 ms on average, and the 2.0 ms left over was called blocked: a straggler error. A sleep, a
+// lock or I/O that makes a rank late is there in its typical step too.)
 Cause Split(double cpu, double ref_cpu, double runq, double ref_runq, double extra_ns, double load,
-            bool outside_phases, double accounting_error_ns, double typical_ns) {
+            double accounting_error_ns, std::optional<double> step_typical_ns) {
   Cause c;
   c.cpu_ns = cpu;
   c.reference_cpu_ns = ref_cpu;
@@ -269,7 +270,7 @@ Cause Split(double cpu, double ref_cpu, double runq, double ref_runq, double ext
   if (compute >= 0.5 * extra_ns || (compute >= starved_or_lagging && compute >= c.blocked_ns))
     c.name = "more-compute";  // its own work explains most of it
   else if (starved_or_lagging >= c.blocked_ns ||
-           (outside_phases && c.runq_ns >= std::min(extra_ns, typical_ns)))
+           (step_typical_ns && c.runq_ns >= std::min(extra_ns, *step_typical_ns)))
     c.name = "cpu-starved";
   else
     c.name = "blocked";
@@ -284,8 +285,8 @@ Cause PhaseCause(const RankStats& s, const RankStats& reference, const std::stri
   const double runq = s.MeanRunq(phase), ref_runq = reference.MeanRunq(phase);
   const double error = std::max(OverCount(cpu, runq, s.MeanPhase(phase)),
                                 OverCount(ref_cpu, ref_runq, reference.MeanPhase(phase)));
-  return Split(cpu, ref_cpu, runq, ref_runq, extra_wall_ns, s.MeanLoad(),
-               /*outside_phases=*/false, error, /*typical_ns=*/extra_wall_ns);
+  return Split(cpu, ref_cpu, runq, ref_runq, extra_wall_ns, s.MeanLoad(), error,
+               /*step_typical_ns=*/std::nullopt);
 }
 
 // Why the rank is late when no one phase explains it: over its whole step, the extra CPU and
@@ -300,8 +301,8 @@ Cause StepCause(const RankStats& s, const RankStats& reference, double mean_exce
   const auto wall = [](const RankStats& r) { return r.steps ? double(r.step_ns) / r.steps : 0; };
   const double error =
       std::max(OverCount(cpu, runq, wall(s)), OverCount(ref_cpu, ref_runq, wall(reference)));
-  return Split(cpu, ref_cpu, runq, ref_runq, mean_excess, s.MeanLoad(), /*outside_phases=*/true,
-               error, std::max(0.0, s.MedianStepExcess()));
+  return Split(cpu, ref_cpu, runq, ref_runq, mean_excess, s.MeanLoad(), error,
+               std::max(0.0, s.MedianStepExcess()));
 }
 
 // The phase (sync aside, where the others' waiting shows) whose mean time per step exceeds
