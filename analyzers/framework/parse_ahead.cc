@@ -95,17 +95,21 @@ class ChunkQueue {
     {
       std::lock_guard<std::mutex> lock(mu_);
       full_.push_back(c);
-      wake = driver_waits_;
+      last_pushed_ |= c->last;
+      wake = driver_waits_ && Enough();
     }
     if (wake) to_driver_.notify_one();
   }
 
-  // Driver thread: the next full chunk (waits for it).
+  // Driver thread: the next full chunk. When there is none it sleeps until kWakeChunks are
+  // full (or the last one is): the reading side is the longer thread, and a wake-up per
+  // chunk (a futex call on each side, 3% of compare's CPU at 1,024 ranks) buys nothing
+  // while the driver thread catches up on a few chunks at once anyway.
   Chunk* TakeFull() {
     std::unique_lock<std::mutex> lock(mu_);
     if (full_.empty()) {
       driver_waits_ = true;
-      to_driver_.wait(lock, [&] { return !full_.empty(); });
+      to_driver_.wait(lock, [&] { return Enough(); });
       driver_waits_ = false;
     }
     Chunk* c = full_.front();
@@ -128,6 +132,12 @@ class ChunkQueue {
   }
 
  private:
+  // Fewer than kChunksInFlight, or a reading thread out of free chunks would wait for a
+  // driver thread that waits for more full ones.
+  static constexpr size_t kWakeChunks = 4;
+  static_assert(kWakeChunks < kChunksInFlight);
+  bool Enough() const { return full_.size() >= kWakeChunks || (last_pushed_ && !full_.empty()); }
+
   std::unique_ptr<Chunk> chunks_[kChunksInFlight];
   std::mutex mu_;
   std::condition_variable to_reader_;
@@ -135,6 +145,7 @@ class ChunkQueue {
   std::deque<Chunk*> free_;
   std::deque<Chunk*> full_;
   bool driver_waits_ = false;  // the driver thread sleeps on to_driver_
+  bool last_pushed_ = false;   // the last chunk is among the full ones (or was)
   bool cancelled_ = false;
 };
 

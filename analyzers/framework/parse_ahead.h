@@ -19,16 +19,20 @@
 namespace dsdiag::analyzers {
 
 // How far the reading thread may run ahead: kChunksInFlight chunks of about kChunkBytes of
-// copied records each, 4 MiB whatever the run's size. Small chunks, because the driver
+// copied records each, 16 MiB whatever the run's size. Small chunks, because the driver
 // thread reads a chunk soon after it is filled (the reading side is the longer thread): a
 // chunk that fits the caches is read from them, a 4 MiB one from memory. Measured on 2 cores
 // (CPU of compare, 1,024 ranks x 100 steps, the binaries alternating): 16 x 4 MiB 0.74-0.92 s,
 // 32 x 1 MiB 0.74-0.78, 64 x 256 KiB 0.67-0.72, 16 x 128 KiB 0.65-0.67, 16 x 256 KiB
 // 0.58-0.68 (and 8,192 ranks x 25 steps: 1.38-1.51 s -> 1.30-1.35, peak RSS 220 -> 151 MB).
+// Many of them, because the driver thread falls behind in bursts (a window's steps done at
+// once, across every rank): at 1,024 ranks x 1,000 steps the reading thread waited for a free
+// chunk 395 ms of 4.6 s with 16 in flight, 236 with 32, 53-67 with 64, 52 with 128
+// (perf sched timehist), for 12 MB more at its peak (26 -> 39 MB).
 // Earlier, at 16,384 ranks x 100 steps by wall time: 16 x 4 MiB 7.8-8.1 s, 16 x 1 MiB
 // 8.5-10.0 s, 4 x 4 MiB 8.9-10.6 s, the serial drive 8.9-9.9 s.
 inline constexpr size_t kChunkBytes = size_t{256} << 10;
-inline constexpr size_t kChunksInFlight = 16;
+inline constexpr size_t kChunksInFlight = 64;
 
 // Runs `read` on a new thread, sending to a sink that queues; replays the queue to `to` on
 // this thread. Returns once `read` has returned and its last chunk was replayed; rethrows
