@@ -4,40 +4,62 @@
 
 #include <cstring>
 
+#include "trace/record_types.h"
+
 namespace dsdiag::trace {
 
-void FieldIndex::Build(const simdjson::dom::document& doc) {
-  words_ = doc.tape.get();
-  strings_ = doc.string_buf.get();
+void FieldIndex::Bind(const simdjson::dom::document& doc) {
+  Bind(doc.tape.get(), doc.string_buf.get());
+}
+
+FieldIndex::Common FieldIndex::LocateCommon() {
+  static constexpr FieldKey kType(kFieldType), kTs(kFieldTs), kStep(kFieldStep), kTid(kFieldTid);
+  // Short names: the head is the whole name, so a match of heads is a match of names.
+  static_assert(kFieldType.size() <= 4 && kFieldTs.size() <= 4 && kFieldStep.size() <= 4 &&
+                kFieldTid.size() <= 4);
+  Common found;
+  const uint32_t close = static_cast<uint32_t>(words_[1]) - 1;  // the object's '}'
+  uint32_t key = 0;
+  for (uint32_t i = 2; i < close; i = tape::After(words_, i + 1)) {
+    key = i;
+    const uint64_t head = tape::HeadOf(strings_, words_[i]);
+    // By length first: most members are none of the four, and one branch on the length
+    // (which the records of a type repeat) turns them away.
+    uint32_t* value = nullptr;
+    switch (static_cast<uint32_t>(head)) {
+      case 2:
+        if (head == kTs.head()) value = &found.ts;
+        break;
+      case 3:
+        if (head == kTid.head()) value = &found.tid;
+        break;
+      case 4:
+        if (head == kType.head()) {
+          value = &found.type;
+        } else if (head == kStep.head()) {
+          value = &found.step;
+        }
+        break;
+      default:
+        break;
+    }
+    if (value && *value == 0) *value = i + 1;
+  }
+  last_key_ = key;
+  return found;
+}
+
+void FieldIndex::List() const {
   std::memset(slots_, kEmpty, sizeof slots_);
   const uint32_t close = static_cast<uint32_t>(words_[1]) - 1;  // the object's '}'
   int count = 0;  // a local: the byte stores to slots_ would make a member be reloaded
   uint32_t i = 2;
   for (; i < close && count < kMaxFields; i = tape::After(words_, i + 1), ++count) {
-    List(count, tape::HeadOf(strings_, words_[i]), i + 1);
+    ListMember(count, tape::HeadOf(strings_, words_[i]), i + 1);
   }
   count_ = count;
   complete_ = i >= close;
-}
-
-void FieldIndex::Pack(uint64_t* out) const {
-  out[0] = static_cast<uint64_t>(count_) | uint64_t{complete_} << 32;
-  std::memcpy(out + 1, heads_, sizeof(uint64_t) * count_);
-  uint64_t* values = out + 1 + count_;     // two to a word
-  if (count_ % 2) values[count_ / 2] = 0;  // the last word's unused half
-  std::memcpy(values, values_, sizeof(uint32_t) * count_);
-}
-
-void FieldIndex::Unpack(const uint64_t* in, const uint64_t* words, const uint8_t* strings) {
-  words_ = words;
-  strings_ = strings;
-  std::memset(slots_, kEmpty, sizeof slots_);
-  const int count = static_cast<int>(in[0] & 0xFFFFFFFF);
-  uint32_t values[kMaxFields];
-  std::memcpy(values, in + 1 + count, sizeof(uint32_t) * count);
-  for (int i = 0; i < count; ++i) List(i, in[1 + i], values[i]);
-  count_ = count;
-  complete_ = (in[0] >> 32) != 0;
+  listed_ = true;
 }
 
 size_t FieldIndex::StringBytes() const {
@@ -46,8 +68,10 @@ size_t FieldIndex::StringBytes() const {
   // take two words, the second raw; brackets are one word here, since nested values are
   // walked, not skipped.
   const uint32_t close = static_cast<uint32_t>(words_[1]) - 1;
+  // From the last key a walk has found, or the last listed one, or the first.
+  const uint32_t from = last_key_ ? last_key_ : listed_ && count_ ? values_[count_ - 1] - 1 : 2;
   uint32_t last_string = 0;  // 0: none (the root word is no string)
-  for (uint32_t i = count_ ? values_[count_ - 1] - 1 : 2; i < close;) {
+  for (uint32_t i = from; i < close;) {
     const char type = tape::Type(words_[i]);
     if (type == '"') last_string = i;
     i += (type == 'l' || type == 'u' || type == 'd') ? 2 : 1;

@@ -1,11 +1,16 @@
-// FieldIndex: a record's members, listed by one pass over them as the reader reads it: each
-// key's head (FieldKey) and where its value sits on the tape (record_tape.h), plus a small
-// table from a head's slot (FieldKey::slot) to the member, so that most lookups compare one
-// word. A slot two members share (a clash, or a repeated key) sends its lookups down the
-// list, which keeps the first member of a name. Only the first kMaxFields members are listed;
-// a key not among them in a longer record is searched on the tape. Internal to the reader:
-// TraceReader builds one per record, Record's accessors look fields up in it, RecordBatch
-// copies it along with the record.
+// FieldIndex: a record's members, listed by one pass over them the first time a field is
+// looked up: each key's head (FieldKey) and where its value sits on the tape (record_tape.h),
+// plus a small table from a head's slot (FieldKey::slot) to the member, so that most lookups
+// compare one word. A slot two members share (a clash, or a repeated key) sends its lookups
+// down the list, which keeps the first member of a name. Only the first kMaxFields members
+// are listed; a key not among them in a longer record is searched on the tape. Internal to
+// the reader: TraceReader binds one to each record it parses, Record's accessors look fields
+// up in it, RecordBatch binds one to each copy it hands back.
+//
+// Listing waits for the first lookup because the reader's own checks need four fields only
+// (LocateCommon finds them on one walk that lists nothing), and when the step driver reads
+// ahead (parse_ahead.h) the lookups come on the analyzers' thread: the reading thread, the
+// longer of the two, then does not list members it never looks at.
 #pragma once
 
 #include <cstdint>
@@ -23,19 +28,23 @@ class FieldIndex {
  public:
   static constexpr int kMaxFields = 24;
 
-  // Lists the members of `doc`'s root object (a record).
-  void Build(const simdjson::dom::document& doc);
-  // The listing, copied along with a copy of the record's tape (record_batch.h): Pack writes
-  // PackedWords() words, Unpack lists them again for the copied tape and strings, without
-  // walking the tape (on the thread that reads the copy, the tape is not in cache yet).
-  size_t PackedWords() const { return PackedWords(static_cast<uint64_t>(count_)); }
-  // The same from a packed listing's first word.
-  static size_t PackedWords(uint64_t first) {
-    const size_t count = first & 0xFFFFFFFF;
-    return 1 + count + (count + 1) / 2;
+  // Points the index at a record: a parsed document's root object, or the tape and strings
+  // of a copy of one (record_batch.h). Lists nothing yet.
+  void Bind(const simdjson::dom::document& doc);
+  void Bind(const uint64_t* words, const uint8_t* strings) {
+    words_ = words;
+    strings_ = strings;
+    listed_ = false;
+    last_key_ = 0;
   }
-  void Pack(uint64_t* out) const;
-  void Unpack(const uint64_t* in, const uint64_t* words, const uint8_t* strings);
+
+  // The values of the fields every record carries (0: absent), the first member of each
+  // name, found by one walk over the members that lists none of them.
+  struct Common {
+    uint32_t type = 0, ts = 0, step = 0, tid = 0;
+  };
+  Common LocateCommon();
+
   // The words of the record's tape, both root words included.
   uint32_t TapeWords() const { return static_cast<uint32_t>(words_[0] & tape::kValueMask) + 1; }
   // The bytes of the string buffer the record's strings take (simdjson writes them in
@@ -46,6 +55,8 @@ class FieldIndex {
 
   // The tape index of the first member named `key`'s value; 0 when none.
   uint32_t Locate(const FieldKey& key) const {
+    if (!listed_) [[unlikely]]
+      List();
     const uint8_t slot = slots_[key.slot()];
     // A listed key would be in its slot: another key there (or none) means it is not listed.
     if (slot < kShared && Matches(slot, key)) return values_[slot];
@@ -62,24 +73,29 @@ class FieldIndex {
   bool Matches(int i, const FieldKey& key) const {
     return heads_[i] == key.head() && tape::TailIs(key, strings_, words_[values_[i] - 1]);
   }
-  // The slow way, out of line (field_index.cc) so that Locate inlines.
+  // The slow ways, out of line (field_index.cc) so that Locate inlines.
   __attribute__((noinline)) uint32_t Search(const FieldKey& key) const;
-
-  const uint64_t* words_ = nullptr;
-  const uint8_t* strings_ = nullptr;
+  __attribute__((noinline)) void List() const;
   // Lists member `count` (its head and value's index) in its slot.
-  void List(int count, uint64_t head, uint32_t value) {
+  void ListMember(int count, uint64_t head, uint32_t value) const {
     heads_[count] = head;
     values_[count] = value;
     uint8_t& slot = slots_[FieldKey::SlotOf(head)];
     slot = slot == kEmpty ? static_cast<uint8_t>(count) : kShared;
   }
 
-  int count_ = 0;
-  bool complete_ = true;
-  uint8_t slots_[FieldKey::kSlots];  // member index, kEmpty or kShared
-  uint64_t heads_[kMaxFields];
-  uint32_t values_[kMaxFields];
+  const uint64_t* words_ = nullptr;
+  const uint8_t* strings_ = nullptr;
+  // The last member's key, once a walk has found it (0: not yet).
+  uint32_t last_key_ = 0;
+  // The listing: made by the first lookup, which a const Record makes (a record and its
+  // index are read by one thread at a time).
+  mutable bool listed_ = false;
+  mutable int count_ = 0;
+  mutable bool complete_ = true;
+  mutable uint8_t slots_[FieldKey::kSlots];  // member index, kEmpty or kShared
+  mutable uint64_t heads_[kMaxFields];
+  mutable uint32_t values_[kMaxFields];
 };
 
 }  // namespace dsdiag::trace

@@ -25,7 +25,7 @@ class object;
 
 namespace dsdiag::trace {
 
-class FieldIndex;   // a record's members, listed by the reader (field_index.h)
+class FieldIndex;   // a record's members, listed at its first lookup (field_index.h)
 class TraceReader;  // trace_reader.h: fills records
 
 // A view of one parsed record, valid until the next TraceReader::Next().
@@ -90,9 +90,9 @@ class Record {
 
   std::string_view raw_;
   const simdjson::dom::object* object_ = nullptr;
-  // The record's members, listed while the reader checked the common ones: a lookup goes
-  // to the key's slot (FieldKey::slot) and compares one word for most keys, and
-  // Int/Str/... read the value straight off the parsed tape (no element built).
+  // The record's members, listed at the first lookup: a lookup goes to the key's slot
+  // (FieldKey::slot) and compares one word for most keys, and Int/Str/... read the value straight
+  // off the parsed tape (no element built).
   const FieldIndex* fields_ = nullptr;
 };
 

@@ -19,12 +19,9 @@ void RecordBatch::Append(const Record& record) {
                                            fields.strings());
   head.type_length = static_cast<uint32_t>(record.type_.size());
   const size_t string_words = (head.string_bytes + kStringSlack + 7) / 8;
-  const size_t index_words = fields.PackedWords();
-  uint64_t* out = Extend(kHeadWords + index_words + head.tape_words + string_words);
+  uint64_t* out = Extend(kHeadWords + head.tape_words + string_words);
   std::memcpy(out, &head, sizeof head);
   out += kHeadWords;
-  fields.Pack(out);
-  out += index_words;
   std::memcpy(out, fields.words(), head.tape_words * sizeof(uint64_t));
   out += head.tape_words;
   std::memcpy(out, fields.strings(), head.string_bytes);
@@ -59,12 +56,11 @@ bool RecordBatch::Next(Cursor* at, Record* out, FieldIndex* fields) const {
   const uint64_t* in = words_.get() + at->word;
   Head head;
   std::memcpy(&head, in, sizeof head);
-  const uint64_t* index = in + kHeadWords;
-  const uint64_t* tape = index + FieldIndex::PackedWords(index[0]);
+  const uint64_t* tape = in + kHeadWords;
   const uint8_t* strings = reinterpret_cast<const uint8_t*>(tape + head.tape_words);
   at->word = static_cast<size_t>(tape - words_.get()) + head.tape_words +
              (head.string_bytes + kStringSlack + 7) / 8;
-  fields->Unpack(index, tape, strings);
+  fields->Bind(tape, strings);
   out->type_ =
       std::string_view(reinterpret_cast<const char*>(strings) + head.type_offset, head.type_length);
   out->type_id_ = head.type_id;

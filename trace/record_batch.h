@@ -4,10 +4,11 @@
 // A record is its tape and the string bytes its strings take (record_tape.h), copied as they
 // are: every index on a record's tape counts from its own first word and every string offset
 // from its own first byte, so the copy reads exactly as the parsed document did, with no
-// relocation. The common fields come along, and so does the index of members (FieldIndex::
-// Pack), so that reading a record back walks nothing. A record read back has no raw line and
-// no simdjson object (Record::raw_line() is empty): its accessors read the tape, as they do
-// for any record.
+// relocation. The common fields come along; the index of members does not: a record read
+// back lists its members at its first lookup, on the thread that reads the copy (the
+// reading thread, the longer one, has not listed them: field_index.h). A record read back
+// has no raw line and no simdjson object (Record::raw_line() is empty): its accessors read
+// the tape, as they do for any record.
 //
 //   RecordBatch batch;  batch.Append(record);  ...
 //   RecordBatch::Cursor at;  Record r;  FieldIndex fields;
@@ -25,7 +26,7 @@ namespace dsdiag::trace {
 
 class RecordBatch {
  public:
-  // Copies `record` (one TraceReader handed out: its index of members is listed).
+  // Copies `record` (one TraceReader handed out, or one read back from a batch).
   void Append(const Record& record);
   // Makes room for `bytes` of copies at once: a batch filled to a known size (a parse-ahead
   // chunk) is then allocated once, not regrown and copied a dozen times from 8 KiB.

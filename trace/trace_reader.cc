@@ -247,13 +247,11 @@ bool TraceReader::State::ParseLine(const LineReader::Line& line, dom::document* 
 
 bool TraceReader::State::CheckCommonFields(const LineReader::Line& line, const dom::document& doc,
                                            CommonFields* common) {
-  // The members are listed once, for these checks and the record's lookups alike.
-  static constexpr FieldKey kType(kFieldType), kTs(kFieldTs), kStep(kFieldStep), kTid(kFieldTid);
-  index->Build(doc);
+  // One walk finds these four; the record's other members are listed at its first lookup.
+  index->Bind(doc);
   const uint64_t* words = doc.tape.get();
   const uint8_t* strings = doc.string_buf.get();
-  const uint32_t type = index->Locate(kType), ts = index->Locate(kTs), step = index->Locate(kStep),
-                 tid = index->Locate(kTid);  // 0: absent
+  const auto [type, ts, step, tid] = index->LocateCommon();  // 0: absent
   const auto bad = [&](bool present, const char* kind, std::string_view key) {
     if (!present) {
       AddIssue(line.number, 1, FieldExpected(kind, key), "a record without it");

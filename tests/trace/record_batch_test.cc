@@ -113,6 +113,49 @@ TEST(RecordBatchTest, ACopiedRecordReadsAsTheReaderReadIt) {
   EXPECT_NE(copied[7].find("name: str after all"), std::string::npos) << copied[7];
 }
 
+// The step driver's reading thread copies a record without looking a field up (its members
+// are listed on the thread that reads the copy): the copy must still take every string
+// byte, whatever holds the last string, and read back as the record does.
+TEST(RecordBatchTest, ARecordCopiedBeforeAnyLookupReadsAsTheReaderReadIt) {
+  TempDir dir;
+  const std::vector<std::string> lines = {
+      kHeader,
+      R"({"type":"x","ts":1,"step":0,"seq":4})",  // the last string is a key
+      R"({"type":"x","ts":2,"step":0,"name":"last string is a value"})",
+      R"({"type":"x","ts":3,"step":0,"strs":["a","bc"],"seq":5})",  // a string, then a number
+      R"({"type":"x","ts":4,"step":1,"nest":[[],{},[{"z":"end of the strings"}]]})",
+      R"({"type":"x","ts":5,"step":1,"hashes":["00000000000000ff"]})",
+      ManyMembers(30),
+  };
+  std::string text;
+  for (const std::string& l : lines) text += l + "\n";
+  std::vector<std::string> read;
+  RecordBatch batch;
+  {
+    auto reader = testing::OpenTraceText(dir, text);
+    ASSERT_TRUE(reader);
+    Record r;
+    while (reader->Next(&r)) batch.Append(r);  // no lookup first
+  }
+  {
+    auto reader = testing::OpenTraceText(dir, text);
+    Record r;
+    while (reader->Next(&r)) read.push_back(Describe(r));
+  }
+  ASSERT_EQ(read.size(), lines.size() - 1);
+  RecordBatch::Cursor at;
+  FieldIndex fields;
+  Record r;
+  size_t i = 0;
+  for (; batch.Next(&at, &r, &fields); ++i) {
+    ASSERT_LT(i, read.size());
+    EXPECT_EQ(Describe(r), read[i]) << "line " << i + 2;
+  }
+  EXPECT_EQ(i, read.size());
+  EXPECT_NE(read[3].find(R"(value [[],{},[{"z":"end of the strings"}]])"), std::string::npos)
+      << read[3];
+}
+
 TEST(RecordBatchTest, ClearKeepsNothingButTheMemory) {
   TempDir dir;
   auto reader = testing::OpenTraceText(

@@ -386,5 +386,34 @@ TEST_F(BlockReadTest, NumberMembersReadAlikeOffTheTapeAndThroughTheObject) {
   }
 }
 
+// The common fields come from one walk over the members that lists none: wherever they
+// stand, the first of a repeated name, and no other key that starts like one of them.
+TEST_F(BlockReadTest, TheCommonFieldsAreTheFirstOfTheirNameWhereverTheyStand) {
+  auto reader = OpenLines({
+      R"({"typ":"no","types":"no","tsx":9,"ts":7,"steps":9,"step":3,"tidy":9,"type":"x"})",
+      R"({"type":"x","ts":1,"step":2,"step":9,"seq":1,"tid":4,"tid":"ignored"})",
+      R"({"step":5,"name":"z","tid":6,"ts":8,"type":"y","ts":"ignored"})",
+  });
+  ASSERT_NE(reader, nullptr);
+  Record r;
+  ASSERT_TRUE(reader->Next(&r));
+  EXPECT_EQ(r.type(), "x");
+  EXPECT_EQ(r.ts(), 7);
+  EXPECT_EQ(r.step(), 3);
+  EXPECT_EQ(r.tid(), 0);
+  ASSERT_TRUE(reader->Next(&r));
+  EXPECT_EQ(r.step(), 2);
+  EXPECT_EQ(r.tid(), 4);
+  EXPECT_EQ(r.Int("seq"), 1);
+  ASSERT_TRUE(reader->Next(&r));
+  EXPECT_EQ(r.type(), "y");
+  EXPECT_EQ(r.ts(), 8);
+  EXPECT_EQ(r.step(), 5);
+  EXPECT_EQ(r.tid(), 6);
+  EXPECT_EQ(r.Str("name"), "z");
+  EXPECT_FALSE(reader->Next(&r));
+  EXPECT_TRUE(reader->issues().empty()) << reader->issues()[0].ToString();
+}
+
 }  // namespace
 }  // namespace dsdiag::trace
