@@ -25,19 +25,27 @@ class DriveSink {
   virtual void Progress(const DriveProgress& progress) = 0;
 };
 
-// Calls the analyzers (through `dispatch`) and fills the result's ends and steps_done.
+// Calls the analyzers (through `dispatch`) and fills the result's ends and steps_done: what
+// each record says about its rank's end is noted here (ObserveRecord), on the thread that
+// calls the analyzers, where the record's fields are looked up anyway; the reading side's
+// RankEnd brings what the reader went through (TakeReaderEnd).
 class DispatchSink final : public DriveSink {
  public:
   DispatchSink(const RunContext& run, const Dispatch& dispatch, const DriveOptions& options,
                DriveResult* result)
-      : run_(run), dispatch_(dispatch), options_(options), result_(result) {}
+      : run_(run), dispatch_(dispatch), options_(options), result_(result) {
+    result_->ends.assign(run.ranks.size(), RankEnd{});
+    for (RankEnd& end : result_->ends) end.records = 1;  // the header, read by the loader
+  }
 
   void Record(size_t rank, const trace::Record& record) override {
     dispatch_.Record(run_.ranks[rank], record);
+    ObserveRecord(record, &result_->ends[rank]);
   }
-  void RankEnded(size_t rank, const RankEnd& end) override {
-    result_->ends[rank] = end;
-    dispatch_.RankEnded(run_.ranks[rank], result_->ends[rank]);
+  void RankEnded(size_t rank, const RankEnd& reader_end) override {
+    RankEnd& end = result_->ends[rank];
+    AddReaderEnd(reader_end, &end);
+    dispatch_.RankEnded(run_.ranks[rank], end);
   }
   void StepDone(int64_t step) override {
     dispatch_.StepDone(step);

@@ -51,4 +51,12 @@ void TakeReaderEnd(const trace::TraceReader& reader, RankEnd* end) {
   end->truncated_tail = reader.saw_truncated_tail();
 }
 
+void AddReaderEnd(const RankEnd& reader_end, RankEnd* end) {
+  end->lines_read = reader_end.lines_read;
+  end->bytes_read = reader_end.bytes_read;
+  end->issues = reader_end.issues;
+  end->issue_count = reader_end.issue_count;
+  end->truncated_tail = reader_end.truncated_tail;
+}
+
 }  // namespace dsdiag::analyzers

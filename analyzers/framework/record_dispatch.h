@@ -23,6 +23,9 @@ void ObserveRecord(const trace::Record& r, RankEnd* end);
 
 // What the reader went through, once its file has run out.
 void TakeReaderEnd(const trace::TraceReader& reader, RankEnd* end);
+// The same, from a RankEnd the reading side filled with TakeReaderEnd, into the one the
+// analyzers' side observed the rank's records into (ObserveRecord).
+void AddReaderEnd(const RankEnd& reader_end, RankEnd* end);
 
 // Hands each record to the analyzers that take its type (Analyzer::record_types), in the
 // analyzers' order.

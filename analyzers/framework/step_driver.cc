@@ -49,7 +49,6 @@ class RankStream {
     keep_open_ = keep_open;
     reader_->Resume(pool);
     reader_->SkipHeader(info_->header);
-    end_.records = 1;  // the header, read by the loader already
     Advance();
   }
   bool opened() const { return reader_ != nullptr || ended_; }
@@ -67,7 +66,6 @@ class RankStream {
     const bool higher = !any_step_ || record_.step() > highest_step_;
     if (higher) highest_step_ = record_.step();
     any_step_ = true;
-    ObserveRecord(record_, &end_);
     Advance();
     return higher;
   }
@@ -83,7 +81,8 @@ class RankStream {
     Advance();  // the looked-ahead record, once more
   }
 
-  // Closes the file; the rank's RankEnd is final.
+  // Closes the file; the RankEnd says what the reader went through (TakeReaderEnd: what
+  // the records say is noted where they are delivered, DispatchSink).
   const RankEnd& Close() {
     TakeReaderEnd(*reader_, &end_);
     reader_.reset();
@@ -274,7 +273,7 @@ DriveResult DriveRun(const RunContext& run, const std::vector<std::unique_ptr<An
   const int64_t requested = RequestedWindow(options);
   for (const auto& a : analyzers) a->Begin(run);
   DriveResult result;
-  result.ends.resize(run.ranks.size());
+  result.ends.resize(run.ranks.size());  // DispatchSink and the threaded lockstep fill them
   std::vector<RankStream> streams;
   streams.reserve(run.ranks.size());
   for (const auto& rank : run.ranks) streams.emplace_back(&rank);

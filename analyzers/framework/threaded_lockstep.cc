@@ -242,12 +242,7 @@ void DeliverQueued(RankQueue* q, int64_t step, const Dispatch& dispatch, ReaderP
     }
     q->bytes_read = seg.bytes_read;
     if (seg.last) {
-      const RankEnd& reader_end = seg.reader_end;
-      q->end.lines_read = reader_end.lines_read;
-      q->end.bytes_read = reader_end.bytes_read;
-      q->end.issues = reader_end.issues;
-      q->end.issue_count = reader_end.issue_count;
-      q->end.truncated_tail = reader_end.truncated_tail;
+      AddReaderEnd(seg.reader_end, &q->end);
       q->ended = true;
     }
     pool->Pop(q);
