@@ -15,28 +15,31 @@ void FieldIndex::Bind(const simdjson::dom::document& doc) {
 FieldIndex::Common FieldIndex::LocateCommon() {
   static constexpr FieldKey kType(kFieldType), kTs(kFieldTs), kStep(kFieldStep), kTid(kFieldTid);
   // Short names: the head is the whole name, so a match of heads is a match of names.
-  static_assert(kFieldType.size() <= 4 && kFieldTs.size() <= 4 && kFieldStep.size() <= 4 &&
-                kFieldTid.size() <= 4);
+  static_assert(kFieldType.size() == 4 && kFieldTs.size() == 2 && kFieldStep.size() == 4 &&
+                kFieldTid.size() == 3);
   Common found;
   const uint32_t close = static_cast<uint32_t>(words_[1]) - 1;  // the object's '}'
   uint32_t key = 0;
   for (uint32_t i = 2; i < close; i = tape::After(words_, i + 1)) {
     key = i;
-    const uint64_t head = tape::HeadOf(strings_, words_[i]);
+    // The key's length and the 8 bytes from its start, unmasked (tape::HeadOf masks off what
+    // follows a short key): each case below masks for its own length, a constant.
+    uint64_t word;
+    std::memcpy(&word, strings_ + (words_[i] & tape::kValueMask), sizeof word);
     // By length first: most members are none of the four, and one branch on the length
     // (which the records of a type repeat) turns them away.
     uint32_t* value = nullptr;
-    switch (static_cast<uint32_t>(head)) {
+    switch (static_cast<uint32_t>(word)) {
       case 2:
-        if (head == kTs.head()) value = &found.ts;
+        if ((word & tape::ShortHeadMask(2)) == kTs.head()) value = &found.ts;
         break;
       case 3:
-        if (head == kTid.head()) value = &found.tid;
+        if ((word & tape::ShortHeadMask(3)) == kTid.head()) value = &found.tid;
         break;
       case 4:
-        if (head == kType.head()) {
+        if (word == kType.head()) {
           value = &found.type;
-        } else if (head == kStep.head()) {
+        } else if (word == kStep.head()) {
           value = &found.step;
         }
         break;

@@ -60,11 +60,13 @@ inline uint32_t After(const uint64_t* words, uint32_t i) {
 // The head of the key `word` points at, as FieldKey::head() gives it: its length, then its
 // first bytes, up to 4. The buffer has room past every string (SIMDJSON_PADDING), so one
 // load reads them.
+// The bits of the loaded word a head keeps for a key of `length` < 4: its length and bytes.
+constexpr uint64_t ShortHeadMask(uint32_t length) { return (uint64_t{1} << (32 + 8 * length)) - 1; }
 inline uint64_t HeadOf(const uint8_t* strings, uint64_t word) {
   uint64_t head;
   std::memcpy(&head, strings + (word & kValueMask), sizeof head);
   const uint32_t length = static_cast<uint32_t>(head);
-  return length >= 4 ? head : head & ((uint64_t{1} << (32 + 8 * length)) - 1);
+  return length >= 4 ? head : head & ShortHeadMask(length);
 }
 
 // Whether the key `word` points at, whose head matched `key`'s, is `key`: the bytes past
