@@ -32,8 +32,12 @@ class TraceReader;  // trace_reader.h: fills records
 class Record {
  public:
   std::string_view type() const { return type_; }
-  // RecordTypeId(type()) (record_types.h), computed once by the reader.
-  int type_id() const { return type_id_; }
+  // RecordTypeId(type()) (record_types.h), computed at the first call: on the thread that
+  // dispatches the record, not on the step driver's reading thread (parse_ahead.h).
+  int type_id() const {
+    if (type_id_ == kTypeIdNotYet) type_id_ = RecordTypeId(type_);
+    return type_id_;
+  }
   int64_t ts() const { return ts_; }
   int64_t step() const { return step_; }
   int tid() const { return tid_; }
@@ -75,8 +79,9 @@ class Record {
  private:
   friend class TraceReader;
   friend class RecordBatch;  // copies records and reads them back (record_batch.h)
+  static constexpr int kTypeIdNotYet = -1;
   std::string_view type_;
-  int type_id_ = kOtherRecordType;
+  mutable int type_id_ = kOtherRecordType;
   int64_t ts_ = 0;
   int64_t step_ = 0;
   int tid_ = 0;

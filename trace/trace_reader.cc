@@ -390,7 +390,7 @@ bool TraceReader::State::NextRecord(dom::document* doc, dom::object* out, FieldI
 void TraceReader::State::FillRecord(const CommonFields& common, const LineReader::Line& line,
                                     FieldIndex* fields, Record* record) {
   record->type_ = common.type;
-  record->type_id_ = RecordTypeId(common.type);
+  record->type_id_ = Record::kTypeIdNotYet;
   record->ts_ = common.ts;
   record->step_ = common.step;
   record->tid_ = static_cast<int>(common.tid);
