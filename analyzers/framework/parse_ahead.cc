@@ -80,10 +80,17 @@ class ChunkQueue {
     }
   }
 
-  // Reading thread: a chunk to fill (waits while every chunk is in flight).
+  // Reading thread: a chunk to fill. While every chunk is in flight it sleeps until
+  // kWakeChunks are free again, for the reason the driver thread does (TakeFull): when the
+  // analyzers are the slower side, a wake-up per chunk replayed had the two threads
+  // trading the lock and a futex call for each chunk.
   Chunk* TakeFree() {
     std::unique_lock<std::mutex> lock(mu_);
-    to_reader_.wait(lock, [&] { return !free_.empty() || cancelled_; });
+    if (free_.empty()) {
+      reader_waits_ = true;
+      to_reader_.wait(lock, [&] { return free_.size() >= kWakeChunks || cancelled_; });
+      reader_waits_ = false;
+    }
     if (cancelled_) throw Cancelled{};
     Chunk* c = free_.front();
     free_.pop_front();
@@ -117,11 +124,13 @@ class ChunkQueue {
     return c;
   }
   void GiveBack(Chunk* c) {
+    bool wake;
     {
       std::lock_guard<std::mutex> lock(mu_);
       free_.push_back(c);
+      wake = reader_waits_ && free_.size() >= kWakeChunks;
     }
-    to_reader_.notify_one();
+    if (wake) to_reader_.notify_one();
   }
   void Cancel() {
     {
@@ -132,10 +141,11 @@ class ChunkQueue {
   }
 
  private:
-  // Fewer than kChunksInFlight, or a reading thread out of free chunks would wait for a
-  // driver thread that waits for more full ones.
+  // Each side sleeps until this many chunks are ready for it. At most a quarter of those in
+  // flight, so that both cannot wait at once: the two waits need 2 x kWakeChunks of them
+  // between the full and free lists, and all but the two in hand are there.
   static constexpr size_t kWakeChunks = 4;
-  static_assert(kWakeChunks < kChunksInFlight);
+  static_assert(2 * kWakeChunks + 2 <= kChunksInFlight);
   bool Enough() const { return full_.size() >= kWakeChunks || (last_pushed_ && !full_.empty()); }
 
   std::unique_ptr<Chunk> chunks_[kChunksInFlight];
@@ -145,6 +155,7 @@ class ChunkQueue {
   std::deque<Chunk*> free_;
   std::deque<Chunk*> full_;
   bool driver_waits_ = false;  // the driver thread sleeps on to_driver_
+  bool reader_waits_ = false;  // the reading thread sleeps on to_reader_
   bool last_pushed_ = false;   // the last chunk is among the full ones (or was)
   bool cancelled_ = false;
 };
