@@ -9,14 +9,17 @@
 // what a collective backend pairs. Ranks whose (op, dtype, n) differ at one (pg, seq) paired
 // unrelated work; the backend then hangs, fails, or combines the wrong tensors in silence.
 // The ranks are grouped by signature and judged by split_verdict.h: the largest group is
-// the reference and the others are odd; a tie (two ranks, 2 against 2) has no majority and
-// names every rank of the split. Error. A rank that never completed the collective is
-// still counted with the signature its flight dump's pending entry holds. One finding per process
-// group: its first mismatch (lowest seq) in full, plus how many later collectives of the group
-// differ too — after one extra or missing collective every later seq is shifted, so the first is
-// the one that matters. The tag (what the op is for) is shown but not compared: two buckets of
-// equal size may legitimately swap order between runs, never between ranks, but that is not visible
-// here.
+// the reference and the others are odd. A tie (two ranks, 2 against 2; or four ranks of
+// which the launcher stopped two before they got there) goes to the group's history, as
+// torch_fr/fr_mismatch.h does for dumps: of two sides, the one issuing a signature every
+// rank agreed on at an earlier seq of the group keeps its word and the one issuing
+// something new is odd. Else every rank of the split is named. Error. A rank that never completed
+// the collective is still counted with the signature its flight dump's pending entry holds. One
+// finding per process group: its first mismatch (lowest seq) in full, plus how many later
+// collectives of the group differ too — after one extra or missing collective every later seq is
+// shifted, so the first is the one that matters. The tag (what the op is for) is shown but not
+// compared: two buckets of equal size may legitimately swap order between runs, never between
+// ranks, but that is not visible here.
 //
 // An all-to-all with per-peer sizes (`send`/`recv` on the record or dump entry) is compared on
 // op and dtype only — its total legitimately differs by rank — and then pair by pair: rank
@@ -116,10 +119,15 @@ struct PgCountMismatch {
   std::vector<Issued> issued;
 };
 
+// Which rule chose the reference group of a mismatch (docs/findings.md, `basis`).
+enum class Basis { kMajority, kHistory, kNone };
+
 // The first mismatch of a process group, and how many followed.
 struct PgMismatch {
   CollectiveKey key;
   int64_t step = 0;
+  Basis basis = Basis::kMajority;
+  int64_t agreed_seq = 0;                    // kHistory: where every rank issued the reference
   std::vector<RankGroup<int>> groups;        // by signature id, reference first
   std::vector<std::vector<int>> group_tags;  // tag ids per group
   int64_t count = 0;
@@ -254,7 +262,8 @@ class CollectiveMismatchAnalyzer : public Analyzer {
     for (const PendingEntry& p : pending_) dumps.Add(p.key, p.issued.step, p.issued);
     dumps.FlushAll(
         [this](const CollectiveKey& k, const CollectiveSlot<Issued>& s) { Check(k, s, true); });
-    for (const auto& [pg, m] : mismatches_) {
+    for (auto& [pg, m] : mismatches_) {
+      ChooseReference(&m);  // now that every agreed collective of the group is known
       findings->push_back(MakeFinding(m));
       if (auto p = parting_.Of(pg); p && p->seq <= m.key.seq) AddParting(*p, &findings->back());
     }
@@ -300,6 +309,7 @@ class CollectiveMismatchAnalyzer : public Analyzer {
     for (const Issued& i : issued) values.emplace_back(i.rank, i.signature);
     std::vector<RankGroup<int>> groups = GroupRanks(values);
     if (groups.size() < 2) {
+      NoteAgreed(key, groups.front().value);
       CheckPeerCounts(key, std::move(issued), from_dump);
       return;
     }
@@ -321,6 +331,37 @@ class CollectiveMismatchAnalyzer : public Analyzer {
       }
     }
     m.groups = std::move(groups);
+  }
+
+  // Every rank of `key` issued `signature`: it is one the group knows from there on.
+  void NoteAgreed(const CollectiveKey& key, int signature) {
+    auto [it, fresh] = agreed_[key.pg].try_emplace(signature, key.seq);
+    if (!fresh) it->second = std::min(it->second, key.seq);
+  }
+
+  // Sets `m->basis`, and puts the reference group first when history chose it.
+  void ChooseReference(PgMismatch* m) const {
+    if (JudgeSplit(m->groups).majority) {
+      m->basis = Basis::kMajority;
+      return;
+    }
+    m->basis = Basis::kNone;
+    auto group = agreed_.find(m->key.pg);
+    if (m->groups.size() != 2 || group == agreed_.end()) return;
+    // The seq at which every rank agreed on side i's signature, before this one.
+    auto agreed_at = [&](size_t i) -> std::optional<int64_t> {
+      auto it = group->second.find(m->groups[i].value);
+      if (it == group->second.end() || it->second >= m->key.seq) return std::nullopt;
+      return it->second;
+    };
+    const std::optional<int64_t> first = agreed_at(0), second = agreed_at(1);
+    if (first.has_value() == second.has_value()) return;
+    if (second) {
+      std::swap(m->groups[0], m->groups[1]);
+      std::swap(m->group_tags[0], m->group_tags[1]);
+    }
+    m->basis = Basis::kHistory;
+    m->agreed_seq = first ? *first : *second;
   }
 
   // The same op and dtype on every rank: now what each sends to each peer against what that
@@ -415,6 +456,30 @@ class CollectiveMismatchAnalyzer : public Analyzer {
     return f;
   }
 
+  static const char* BasisName(Basis b) {
+    switch (b) {
+      case Basis::kMajority:
+        return "majority";
+      case Basis::kHistory:
+        return "history";
+      case Basis::kNone:
+        break;
+    }
+    return "none";
+  }
+
+  // ", as every rank did at pg 0 seq 16 (the ranks split 1 against 1, and rank 1's call is
+  // one the group never issued before)", for a summary.
+  std::string HistoryText(const PgMismatch& m) const {
+    const std::vector<int>& odd = m.groups.back().ranks;
+    return ", as every rank did at pg " + std::to_string(m.key.pg) + " seq " +
+           std::to_string(m.agreed_seq) + " (the ranks split " +
+           std::to_string(m.groups.front().ranks.size()) + " against " +
+           std::to_string(odd.size()) + ", and " + OnRanks(odd) +
+           (odd.size() == 1 ? "'s call is one" : "' call is one") +
+           " the group never issued before)";
+  }
+
   std::string SignatureText(int id, const std::vector<int>& tags) const {
     const Signature& s = sigs_[id];
     std::string text = (s.op.empty() ? "(no op)" : s.op) + (s.dtype.empty() ? "" : " " + s.dtype) +
@@ -430,7 +495,8 @@ class CollectiveMismatchAnalyzer : public Analyzer {
     Finding f;
     f.kind = std::string(kind::kCollectiveMismatch);
     f.severity = Severity::kError;
-    const SplitVerdict verdict = JudgeSplit(m.groups);
+    SplitVerdict verdict = JudgeSplit(m.groups);
+    if (m.basis == Basis::kHistory) verdict = {OddRanks(m.groups), m.groups.front().ranks, true};
     f.ranks = verdict.named;
     f.step = m.step;
     f.subject = "pg " + std::to_string(m.key.pg) + " seq " + std::to_string(m.key.seq);
@@ -444,7 +510,7 @@ class CollectiveMismatchAnalyzer : public Analyzer {
     if (m.groups.size() > 3) odd += ", and " + std::to_string(m.groups.size() - 3) + " more";
     f.summary = "at " + *f.subject + " (step " + std::to_string(m.step) + ") " + odd + " where " +
                 OnRanks(ref.ranks) + " issued " + SignatureText(ref.value, m.group_tags[0]) +
-                NoMajorityText(m.groups, verdict);
+                (m.basis == Basis::kHistory ? HistoryText(m) : NoMajorityText(m.groups, verdict));
     if (m.count > 1) {
       f.summary += "; " + std::to_string(m.count - 1) + " later collective" +
                    (m.count > 2 ? "s" : "") + " of pg " + std::to_string(m.key.pg) + " differ too";
@@ -475,6 +541,8 @@ class CollectiveMismatchAnalyzer : public Analyzer {
     e.Set("last_mismatched_seq", m.last_seq);
     e.Set("source", m.from_dump ? "flight-dump" : "trace");
     e.Set("majority", verdict.majority);
+    e.Set("basis", BasisName(m.basis));
+    if (m.basis == Basis::kHistory) e.Set("agreed_seq", m.agreed_seq);
     f.hint =
         "The ranks' code paths diverged before this collective: a data-dependent branch or an "
         "`if rank == ...` issued a collective on some ranks only, or tensors of different "
@@ -604,6 +672,8 @@ class CollectiveMismatchAnalyzer : public Analyzer {
   std::map<CollectiveKey, std::vector<Issued>> records_of_pending_;
   std::map<int, PgMismatch> mismatches_;
   std::map<int, PgCountMismatch> count_mismatches_;
+  // pg -> signature -> the first seq at which every rank that recorded it issued it.
+  std::map<int, std::map<int, int64_t>> agreed_;
   P2PMessages messages_;
 };
 

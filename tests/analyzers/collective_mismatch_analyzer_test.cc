@@ -125,6 +125,70 @@ TEST(CollectiveMismatchAnalyzerTest, AnExtraCollectiveShiftsTheRestOnlyTheFirstI
       << f.summary;
 }
 
+// Two ranks split 1 against 1: the rank whose call the group never issued before is odd,
+// whichever rank it is (a vote, or rank order, would blame the healthy one half the time).
+TEST(CollectiveMismatchAnalyzerTest, ATieIsDecidedByWhatEveryRankIssuedBefore) {
+  for (int odd = 0; odd < 2; ++odd) {
+    TestRun run;
+    for (int r = 0; r < 2; ++r) {
+      WriteRank(&run, r, 2, 5, [r, odd](int64_t step, std::vector<Call>* calls) {
+        if (r == odd && step == 3) (*calls)[1].n = 777;
+      });
+    }
+    const auto findings = Analyze(run);
+    ASSERT_EQ(findings.size(), 1u) << odd;
+    const Finding& f = findings[0];
+    EXPECT_EQ(f.ranks, std::vector<int>{odd});
+    EXPECT_EQ(f.subject, "pg 0 seq 10");
+    const std::string other = std::to_string(1 - odd), me = std::to_string(odd);
+    EXPECT_EQ(f.summary, "at pg 0 seq 10 (step 3) rank " + me +
+                             " issued allreduce f32 n=777 (grad-bucket-1) where rank " + other +
+                             " issued allreduce f32 n=2000 (grad-bucket-1), as every rank did at "
+                             "pg 0 seq 1 (the ranks split 1 against 1, and rank " +
+                             me + "'s call is one the group never issued before)");
+    EXPECT_EQ(Evidence(f, "majority"), "true");
+    EXPECT_EQ(Evidence(f, "basis"), "\"history\"");
+    EXPECT_EQ(Evidence(f, "agreed_seq"), "1");
+  }
+}
+
+// Four ranks, two of which the launcher stopped before they reached the mismatch (the
+// backend failed the two that did at once): the two that recorded it split 1 against 1,
+// and the group's history still names the one that changed its call.
+TEST(CollectiveMismatchAnalyzerTest, RanksStoppedBeforeTheMismatchLeaveItToHistory) {
+  TestRun run;
+  for (int r = 0; r < 4; ++r) {
+    const bool stopped_early = r == 0 || r == 3;
+    WriteRank(&run, r, 4, stopped_early ? 3 : 4, [r](int64_t step, std::vector<Call>* calls) {
+      if (r == 2 && step == 3) (*calls)[0].n = 1001;
+    });
+  }
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].ranks, std::vector<int>{2});
+  EXPECT_EQ(findings[0].subject, "pg 0 seq 9");
+  EXPECT_EQ(Evidence(findings[0], "basis"), "\"history\"");
+}
+
+// Both sides issue a size the group never saw (a new shape on every rank, each its own):
+// history cannot tell them apart, and both are named.
+TEST(CollectiveMismatchAnalyzerTest, TwoNewCallsInATieNameBothRanks) {
+  TestRun run;
+  for (int r = 0; r < 2; ++r) {
+    WriteRank(&run, r, 2, 5, [r](int64_t step, std::vector<Call>* calls) {
+      if (step == 3) (*calls)[1].n = r == 0 ? 555 : 777;
+    });
+  }
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].ranks, (std::vector<int>{0, 1}));
+  EXPECT_EQ(Evidence(findings[0], "majority"), "false");
+  EXPECT_EQ(Evidence(findings[0], "basis"), "\"none\"");
+  EXPECT_NE(findings[0].summary.find("(no majority: the ranks split 1 against 1"),
+            std::string::npos)
+      << findings[0].summary;
+}
+
 TEST(CollectiveMismatchAnalyzerTest, DtypeAndOpDifferencesCount) {
   TestRun run;
   for (int r = 0; r < 2; ++r) {
@@ -134,9 +198,11 @@ TEST(CollectiveMismatchAnalyzerTest, DtypeAndOpDifferencesCount) {
     });
   }
   const auto findings = Analyze(run);
-  ASSERT_EQ(findings.size(), 1u);                          // one per process group
-  EXPECT_EQ(findings[0].ranks, (std::vector<int>{0, 1}));  // two ranks: no majority, both
+  ASSERT_EQ(findings.size(), 1u);  // one per process group
+  // Two ranks, and no history before step 0: no majority, both named.
+  EXPECT_EQ(findings[0].ranks, (std::vector<int>{0, 1}));
   EXPECT_EQ(Evidence(findings[0], "majority"), "false");
+  EXPECT_EQ(Evidence(findings[0], "basis"), "\"none\"");
   EXPECT_EQ(findings[0].subject, "pg 0 seq 0");
   EXPECT_EQ(Evidence(findings[0], "mismatched_collectives"), "2");
 }

@@ -58,7 +58,9 @@ class Collectives(JobTestCase):
         findings = compare(run)
         self.assertEqual({"collective-mismatch/error"}, {k for k in serious(findings)}, findings)
         f = find(findings, "collective-mismatch")
-        self.assertEqual((f["ranks"], f["step"]), ([0, 1], 3), f)
+        # No vote at two ranks, but steps 0-2 issued n=4 on both: rank 1 changed its call.
+        self.assertEqual((f["ranks"], f["step"]), ([1], 3), f)
+        self.assertEqual(f["evidence"]["basis"], "history", f)
         self.assertIn("rank 1 issued allreduce f32 n=5", f["summary"])
         deaths = [d for d in findings if d["kind"] == "rank-died"]
         self.assertTrue(deaths, findings)
