@@ -257,14 +257,14 @@ TEST(GhostFindings, ACollectiveMismatchOnFourRanksIsOneError) {
   }
 }
 
-// Ranks 0 and 3 slowed by 400 ms a step: ranks 1 and 2 reach the mismatched allreduce first,
+// Ranks 0 and 3 slowed by 1 s a step: ranks 1 and 2 reach the mismatched allreduce first,
 // Gloo fails rank 1 at once and the launcher stops the rest before 0 and 3 issue it. The two
 // records left split 1 against 1; every earlier step issued rank 1's size, so rank 2 is named.
 TEST(GhostFindings, AMismatchOnlyTwoOfFourRanksReachedIsToldByTheGroupsHistory) {
   TempDir dir("ghosts-mismatch-history");
   EXPECT_NE(Train(dir, "run", 4, 10,
                   {"--timeout", "10", "--inject", "collective-mismatch:rank=2,step=4", "--inject",
-                   "straggler:rank=0,ms=400", "--inject", "straggler:rank=3,ms=400"}),
+                   "straggler:rank=0,ms=1000", "--inject", "straggler:rank=3,ms=1000"}),
             0);
   const auto findings = CompareRun(dir / "run");
   EXPECT_EQ(Serious(findings), Set{"collective-mismatch/error"});
