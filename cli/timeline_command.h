@@ -13,6 +13,7 @@
 
 #include "cli/subcommand.h"
 #include "timeline/selection.h"
+#include "timeline/timeline_format.h"
 
 namespace dsdiag::cli {
 
@@ -20,6 +21,8 @@ struct TimelineArgs {
   std::string run_dir;
   std::string output;  // "-": stdout
   timeline::Selection selection;
+  // --format, else by the output's name: .pftrace / .perfetto-trace are Perfetto's.
+  timeline::TimelineFormat format = timeline::TimelineFormat::kJson;
 };
 
 // Parses and checks the arguments after `timeline` without reading or writing anything;

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "timeline/json_rank_out.h"
+#include "timeline/perfetto_rank_out.h"
 #include "trace/record_types.h"
 #include "trace/records/coll_record.h"
 #include "trace/records/end_record.h"
@@ -71,17 +73,17 @@ constexpr std::string_view kCounterNames[kCounterTracks] = {
 // The heads of one category of spans by (name, tid), made on first use: a rank has a
 // handful of phase names, and of collective ops per lane. Past kMax (a trace with names
 // without end) spans are written with their head in full.
+template <class Out>
 class SpanHeads {
  public:
-  SpanHeads(std::string_view category, int pid) : category_(category), pid_(pid) {}
+  explicit SpanHeads(std::string_view category) : category_(category) {}
 
-  RankSpool::Event Span(RankSpool* out, std::string_view name, int64_t tid, int64_t ts,
-                        int64_t dur) {
+  typename Out::Event Span(Out* out, std::string_view name, int64_t tid, int64_t ts, int64_t dur) {
     for (const Slot& s : slots_)
-      if (s.tid == tid && s.name == name) return out->Complete(s.head, ts, dur);
-    if (slots_.size() == kMax) return out->Complete(name, category_, pid_, tid, ts, dur);
-    slots_.push_back(Slot{std::string(name), tid, out->CompleteHead(name, category_, pid_, tid)});
-    return out->Complete(slots_.back().head, ts, dur);
+      if (s.tid == tid && s.name == name) return out->Span(s.head, ts, dur);
+    if (slots_.size() == kMax) return out->Span(name, category_, tid, ts, dur);
+    slots_.push_back(Slot{std::string(name), tid, out->SpanHead(name, category_, tid)});
+    return out->Span(slots_.back().head, ts, dur);
   }
 
  private:
@@ -89,10 +91,9 @@ class SpanHeads {
   struct Slot {
     std::string name;
     int64_t tid = 0;
-    RankSpool::Head head = 0;
+    typename Out::Head head = 0;
   };
   const std::string_view category_;
-  const int pid_;
   std::vector<Slot> slots_;
 };
 
@@ -112,15 +113,30 @@ std::string FormatOffset(const trace::ClockReference& clock) {
 
 }  // namespace
 
-class RankEventWriter {
+// What RankEvents drives: a RankEventWriter for one output format.
+class RankEventSink {
  public:
-  RankEventWriter(const analyzers::RankInfo& info, const StepRange& steps, RankSpool* out)
-      : info_(info), pid_(info.rank), steps_(steps), out_(out) {
+  virtual ~RankEventSink() = default;
+  virtual void OnRecord(const trace::Record& r, int64_t t) = 0;
+  virtual void CloseUnfinishedStep() = 0;
+};
+
+namespace {
+
+// The mapping of records to events, once for both formats: `Out` is JsonRankOut or
+// PerfettoRankOut, which take the same calls.
+template <class Out>
+class RankEventWriter : public RankEventSink {
+ public:
+  // `out_args`: Out's constructor's.
+  template <class... OutArgs>
+  RankEventWriter(const analyzers::RankInfo& info, const StepRange& steps, OutArgs... out_args)
+      : info_(info), steps_(steps), out_(out_args...) {
     ProcessMetadata();
   }
 
   // `t`: the record's ts on rank 0's clock.
-  void OnRecord(const trace::Record& r, int64_t t) {
+  void OnRecord(const trace::Record& r, int64_t t) override {
     const int type = r.type_id();
     if (type == rec_id::kClock) return;  // the caller's clock took it
     if (type == rec_id::kThread) {
@@ -131,6 +147,7 @@ class RankEventWriter {
     if (!MakesEvent(type) || !steps_.Contains(r.step())) return;
     if (type == rec_id::kStepBegin) {
       CloseUnfinishedStep();
+      out_.StepBegin(StepName(r.step()).view(), r.step(), r.tid(), t);
       open_ = OpenStep{r.step(), t, r.tid()};
       last_end_ = t;
       return;
@@ -141,7 +158,7 @@ class RankEventWriter {
       Step(r, t, dur);
     } else if (type == rec_id::kPhase) {
       const auto name = records::PhaseView(r).name();
-      auto e = phases_.Span(out_, name ? *name : "phase", r.tid(), t, dur);
+      auto e = phases_.Span(&out_, name ? *name : "phase", r.tid(), t, dur);
       e.Args().Field("step", r.step());
       e.EndArgs();
     } else if (type == rec_id::kCollective) {
@@ -156,10 +173,10 @@ class RankEventWriter {
   }
 
   // A step begun and never closed: the rank died, hung or was stopped in it.
-  void CloseUnfinishedStep() {
+  void CloseUnfinishedStep() override {
     if (!open_) return;
-    auto e = out_->Complete(StepName(open_->step, " (unfinished)").view(), "step", pid_, open_->tid,
-                            open_->begin, std::max<int64_t>(0, last_end_ - open_->begin));
+    auto e = out_.Step(StepName(open_->step, " (unfinished)").view(), open_->step, open_->tid,
+                       open_->begin, std::max<int64_t>(0, last_end_ - open_->begin));
     e.Args().Field("step", open_->step).Field("unfinished", true);
     e.EndArgs();
     open_.reset();
@@ -174,34 +191,12 @@ class RankEventWriter {
 
   void ProcessMetadata() {
     const trace::TraceHeader& h = info_.header;
-    {
-      auto e = out_->Metadata("process_name", pid_, 0);
-      e.Args().Field("name", "rank " + std::to_string(info_.rank) + " (" + h.host + ")");
-      e.EndArgs();
-    }
-    {
-      auto e = out_->Metadata("process_sort_index", pid_, 0);
-      e.Args().Field("sort_index", info_.rank);
-      e.EndArgs();
-    }
-    {
-      auto e = out_->Metadata("process_labels", pid_, 0);
-      e.Args().Field("labels", FormatOffset(h.clock));
-      e.EndArgs();
-    }
+    out_.Process("rank " + std::to_string(info_.rank) + " (" + h.host + ")", FormatOffset(h.clock));
     NameThread(0, "main");
   }
 
   void NameThread(int64_t tid, std::string_view name) {
-    if (!named_.insert(tid).second) return;
-    {
-      auto e = out_->Metadata("thread_name", pid_, tid);
-      e.Args().Field("name", name);
-      e.EndArgs();
-    }
-    auto e = out_->Metadata("thread_sort_index", pid_, tid);
-    e.Args().Field("sort_index", tid);
-    e.EndArgs();
+    if (named_.insert(tid).second) out_.NameThread(tid, name);
   }
 
   void Step(const trace::Record& r, int64_t t, int64_t dur) {
@@ -214,7 +209,7 @@ class RankEventWriter {
     const CollectiveTotals coll = StepCollectives(r);
     const auto probe_ns = step.probe_ns();
     {
-      auto e = out_->Complete(StepName(r.step()).view(), "step", pid_, r.tid(), t, dur);
+      auto e = out_.Step(StepName(r.step()).view(), r.step(), r.tid(), t, dur);
       auto& a = e.Args().Field("step", r.step());
       if (auto epoch = step.epoch()) a.Field("epoch", *epoch);
       if (loss) a.Field("loss", *loss);
@@ -230,7 +225,7 @@ class RankEventWriter {
     if (coll.dur_ns) MillisCounter(kCollectivesMs, t, *coll.dur_ns);
     if (coll.wait_ns) MillisCounter(kCollectiveWaitMs, t, *coll.wait_ns);
     // What the probes themselves took (periodic fingerprints show as spikes).
-    if (probe_ns) out_->CounterMillis(CounterHead(kProbesMs), t, *probe_ns);
+    if (probe_ns) out_.CounterMillis(CounterHead(kProbesMs), t, *probe_ns);
     if (loss) Counter(kLoss, t, *loss);
     if (gloss) Counter(kGloss, t, *gloss);
     if (lr) Counter(kLr, t, *lr);
@@ -263,7 +258,7 @@ class RankEventWriter {
     const auto op = coll.op();
     const auto pg = coll.pg();
     const auto seq = coll.seq();
-    auto e = collectives_.Span(out_, op ? *op : "collective", Lane(t, t + dur), t, dur);
+    auto e = collectives_.Span(&out_, op ? *op : "collective", Lane(t, t + dur), t, dur);
     auto& a = e.Args();
     if (pg) a.Field("pg", *pg);
     if (seq) a.Field("seq", *seq);
@@ -278,10 +273,14 @@ class RankEventWriter {
   }
 
   // The first lane free at `start`; records come in completion order, so a lane is free
-  // when everything on it ended by `start`.
+  // when everything on it ended by `start` — before it, where Out writes a collective's
+  // end after the events that follow it (kCollectiveEndsLate).
   int64_t Lane(int64_t start, int64_t end) {
+    auto busy = [&](int64_t lane_end) {
+      return Out::kCollectiveEndsLate ? lane_end >= start : lane_end > start;
+    };
     size_t lane = 0;
-    while (lane < lane_ends_.size() && lane_ends_[lane] > start) ++lane;
+    while (lane < lane_ends_.size() && busy(lane_ends_[lane])) ++lane;
     if (lane == lane_ends_.size()) {
       if (lane_ends_.size() < kMaxLanes) {
         lane_ends_.push_back(start);
@@ -298,19 +297,19 @@ class RankEventWriter {
   }
 
   void Counter(CounterTrack track, int64_t t, double value) {
-    out_->Counter(CounterHead(track), t, value);
+    out_.Counter(CounterHead(track), t, value);
   }
   // Made at the track's first sample: a run that never has the counter pays nothing.
-  RankSpool::Head CounterHead(CounterTrack track) {
-    std::optional<RankSpool::Head>& head = counters_[track];
-    if (!head) head = out_->CounterHead(kCounterNames[track], pid_);
+  typename Out::Head CounterHead(CounterTrack track) {
+    std::optional<typename Out::Head>& head = counters_[track];
+    if (!head) head = out_.CounterHead(kCounterNames[track]);
     return *head;
   }
 
   // A time in ns as ms: integers exactly, without formatting a double.
   void MillisCounter(CounterTrack track, int64_t t, const trace::Record::NumberMember& ns) {
     if (ns.is_int64) {
-      out_->CounterMillis(CounterHead(track), t, ns.int64);
+      out_.CounterMillis(CounterHead(track), t, ns.int64);
     } else {
       Counter(track, t, ns.value / 1e6);
     }
@@ -326,7 +325,7 @@ class RankEventWriter {
     if (type == rec::kSignal) append(records::SignalKeys::signal, " ", "");
     if (type == rec::kMark) append(records::MarkKeys::name, ": ", "");
     if (type == rec::kEnd) append(records::EndKeys::reason, ": ", "");
-    auto e = out_->Instant(name, type, 'p', pid_, r.tid(), t);
+    auto e = out_.Instant(name, type, r.tid(), t);
     auto& a = e.Args().Field("step", r.step());
     // The instant records' fields, whichever this one has (error, signal, mark, end).
     static constexpr trace::FieldKey kInstantFields[] = {
@@ -344,18 +343,19 @@ class RankEventWriter {
   }
 
   const analyzers::RankInfo& info_;
-  const int pid_;
   const StepRange& steps_;
-  RankSpool* out_;
+  Out out_;
   std::set<int64_t> named_;         // tids with a thread_name
   std::vector<int64_t> lane_ends_;  // per collective lane, the latest end on it
   std::optional<OpenStep> open_;
   std::vector<trace::Record::NumberMember> coll_members_;  // reused from step to step
-  std::optional<RankSpool::Head> counters_[kCounterTracks];
-  SpanHeads phases_{"phase", pid_};
-  SpanHeads collectives_{"coll", pid_};
+  std::optional<typename Out::Head> counters_[kCounterTracks];
+  SpanHeads<Out> phases_{"phase"};
+  SpanHeads<Out> collectives_{"coll"};
   int64_t last_end_ = 0;  // the latest event end since open_ began
 };
+
+}  // namespace
 
 bool MakesEvent(int type_id) {
   switch (type_id) {
@@ -376,7 +376,10 @@ bool MakesEvent(int type_id) {
 }
 
 RankEvents::RankEvents(const analyzers::RankInfo& rank, const StepRange& steps, RankSpool* out)
-    : writer_(std::make_unique<RankEventWriter>(rank, steps, out)) {}
+    : writer_(std::make_unique<RankEventWriter<JsonRankOut>>(rank, steps, out, rank.rank)) {}
+RankEvents::RankEvents(const analyzers::RankInfo& rank, const StepRange& steps,
+                       PerfettoTraceWriter* out)
+    : writer_(std::make_unique<RankEventWriter<PerfettoRankOut>>(rank, steps, out, rank.rank)) {}
 RankEvents::~RankEvents() = default;
 RankEvents::RankEvents(RankEvents&&) noexcept = default;
 void RankEvents::OnRecord(const trace::Record& r, int64_t t_rank0) {

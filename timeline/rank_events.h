@@ -3,7 +3,8 @@
 // the events go to the rank's spool (event_spool.h), which writes them once the origin and
 // the collectives' last enters are known.
 //
-// How records map to events (all times on rank 0's clock, minus the timeline's origin):
+// How records map to events (all times on rank 0's clock, minus the timeline's origin; in
+// the Perfetto format, tracks instead of pids and tids: perfetto_trace_writer.h):
 //
 //   header             process_name "rank R (host)", process_sort_index R, process_labels
 //                      (clock offset), thread_name "main" for tid 0
@@ -49,12 +50,15 @@ bool MakesEvent(int type_id);
 // tids of the collective lanes: kLaneTidBase + lane, above any writer thread's index.
 inline constexpr int64_t kLaneTidBase = 1000000;
 
-class RankEventWriter;  // rank_events.cc
+class RankEventSink;  // rank_events.cc
+class PerfettoTraceWriter;
 
 class RankEvents {
  public:
-  // Writes the process's metadata events at once.
+  // Writes the process's metadata events at once: Chrome Trace JSON into the rank's spool,
+  // or Perfetto packets straight into the trace (perfetto_trace_writer.h).
   RankEvents(const analyzers::RankInfo& rank, const StepRange& steps, RankSpool* out);
+  RankEvents(const analyzers::RankInfo& rank, const StepRange& steps, PerfettoTraceWriter* out);
   ~RankEvents();
   RankEvents(RankEvents&&) noexcept;
 
@@ -64,7 +68,7 @@ class RankEvents {
   void End();
 
  private:
-  std::unique_ptr<RankEventWriter> writer_;
+  std::unique_ptr<RankEventSink> writer_;
 };
 
 }  // namespace dsdiag::timeline

@@ -20,12 +20,13 @@ std::string SpoolDir(const TimelineOptions& options) {
 TimelineResult WriteTimeline(const analyzers::RunContext& run, const TimelineOptions& options,
                              std::ostream& out) {
   std::vector<std::unique_ptr<analyzers::Analyzer>> analyzers = analyzers::CreateAllAnalyzers();
-  auto owned = std::make_unique<TimelineCollector>(options.selection, SpoolDir(options));
+  auto owned = std::make_unique<TimelineCollector>(options.selection, SpoolDir(options),
+                                                   options.format, &out);
   TimelineCollector& collector = *owned;
   analyzers.push_back(std::move(owned));
   TimelineResult result;
   result.compare = analyzers::RunCompareOn(run, analyzers, options.drive);
-  result.stats = collector.Write(run, result.compare.findings, options.progress, out);
+  result.stats = collector.Write(run, result.compare.findings, options.progress);
   return result;
 }
 
@@ -33,11 +34,12 @@ TimelineStats WriteTimeline(const analyzers::RunContext& run,
                             const std::vector<analyzers::Finding>& findings,
                             const TimelineOptions& options, std::ostream& out) {
   std::vector<std::unique_ptr<analyzers::Analyzer>> analyzers;
-  auto owned = std::make_unique<TimelineCollector>(options.selection, SpoolDir(options));
+  auto owned = std::make_unique<TimelineCollector>(options.selection, SpoolDir(options),
+                                                   options.format, &out);
   TimelineCollector& collector = *owned;
   analyzers.push_back(std::move(owned));
   analyzers::DriveRun(run, analyzers, options.drive);
-  return collector.Write(run, findings, options.progress, out);
+  return collector.Write(run, findings, options.progress);
 }
 
 }  // namespace dsdiag::timeline

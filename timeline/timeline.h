@@ -33,8 +33,9 @@ namespace dsdiag::timeline {
 
 struct TimelineOptions {
   Selection selection;
-  // Where the pass keeps events until the origin is known (an unlinked temporary file);
-  // empty: $TMPDIR, else /tmp.
+  TimelineFormat format = TimelineFormat::kJson;
+  // Where the pass keeps events until the origin is known (JSON), or collectives until
+  // their waits are (Perfetto): an unlinked temporary file; empty: $TMPDIR, else /tmp.
   std::string spool_dir;
   analyzers::DriveOptions drive;
   // Called after each rank written: ranks done, ranks in all.

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "timeline/chrome_trace_writer.h"
+#include "timeline/perfetto_findings.h"
 #include "trace/record_types.h"
 #include "trace/records/coll_record.h"
 
@@ -80,8 +81,12 @@ trace::JsonValue OtherData(const analyzers::RunContext& run, const Selection& se
 
 }  // namespace
 
-TimelineCollector::TimelineCollector(Selection selection, std::string spool_dir)
-    : selection_(std::move(selection)), spool_dir_(std::move(spool_dir)) {}
+TimelineCollector::TimelineCollector(Selection selection, std::string spool_dir,
+                                     TimelineFormat format, std::ostream* out)
+    : selection_(std::move(selection)),
+      spool_dir_(std::move(spool_dir)),
+      format_(format),
+      out_(out) {}
 
 TimelineCollector::~TimelineCollector() = default;
 
@@ -102,12 +107,20 @@ void TimelineCollector::Begin(const analyzers::RunContext& run) {
     s.keeps_step_begins = s.selected || i == 0;
     if (s.selected) s.spool = static_cast<int>(selected++);
   }
-  spool_ = std::make_unique<SpoolFile>(spool_dir_, selected);
+  if (format_ == TimelineFormat::kPerfetto) {
+    perfetto_ = std::make_unique<PerfettoTraceWriter>(out_, spool_dir_);
+  } else {
+    spool_ = std::make_unique<SpoolFile>(spool_dir_, selected);
+  }
   for (size_t i = 0; i < run.ranks.size(); ++i) {
     RankState& s = ranks_[i];
-    if (s.selected)
+    if (!s.selected) continue;
+    if (perfetto_) {
+      s.events = std::make_unique<RankEvents>(run.ranks[i], selection_.steps, perfetto_.get());
+    } else {
       s.events = std::make_unique<RankEvents>(run.ranks[i], selection_.steps,
                                               spool_->rank(static_cast<size_t>(s.spool)));
+    }
   }
 }
 
@@ -148,8 +161,7 @@ void TimelineCollector::OnRankEnd(const analyzers::RankInfo& rank, const analyze
 
 TimelineStats TimelineCollector::Write(const analyzers::RunContext& run,
                                        const std::vector<Finding>& findings,
-                                       const std::function<void(int, int)>& progress,
-                                       std::ostream& out) {
+                                       const std::function<void(int, int)>& progress) {
   const std::vector<PlacedFinding> placed = PlaceFindings(findings, run, selection_, placement_);
   TimelineStats stats;
   std::optional<int64_t> origin = earliest_;
@@ -157,25 +169,47 @@ TimelineStats TimelineCollector::Write(const analyzers::RunContext& run,
     if (p.has_time) origin = std::min(origin.value_or(p.ts_ns), p.ts_ns);
   stats.origin_unix_ns = origin.value_or(0);
   stats.collectives = collectives_.size();
+  stats.findings = static_cast<int64_t>(placed.size());
+  for (size_t i = 0; i < ranks_.size(); ++i)
+    if (ranks_[i].selected) ++stats.ranks;
+  if (perfetto_) return WritePerfetto(run, placed, stats, progress);
+  return WriteJson(run, placed, stats, progress);
+}
 
-  ChromeTraceWriter writer(&out);
+TimelineStats TimelineCollector::WriteJson(const analyzers::RunContext& run,
+                                           const std::vector<PlacedFinding>& placed,
+                                           TimelineStats stats,
+                                           const std::function<void(int, int)>& progress) {
+  ChromeTraceWriter writer(out_);
   std::set<int> written;
-  int selected_total = 0;
-  for (const RankState& s : ranks_) selected_total += s.selected ? 1 : 0;
   for (size_t i = 0; i < ranks_.size(); ++i) {
     if (!ranks_[i].selected) continue;
     spool_->Replay(static_cast<size_t>(ranks_[i].spool), collectives_, stats.origin_unix_ns,
                    &writer);
     written.insert(run.ranks[i].rank);
-    if (progress) progress(static_cast<int>(written.size()), selected_total);
+    if (progress) progress(static_cast<int>(written.size()), stats.ranks);
   }
   NameTracelessRanks(placed, written, &writer);
   for (const auto& p : placed) WriteFinding(p, stats.origin_unix_ns, &writer);
 
-  stats.ranks = static_cast<int>(written.size());
-  stats.findings = static_cast<int64_t>(placed.size());
   stats.events = writer.events();
   writer.Finish(OtherData(run, selection_, stats));
+  return stats;
+}
+
+// Every rank's events went out during the pass but its collectives, which go now.
+TimelineStats TimelineCollector::WritePerfetto(const analyzers::RunContext& run,
+                                               const std::vector<PlacedFinding>& placed,
+                                               TimelineStats stats,
+                                               const std::function<void(int, int)>& progress) {
+  perfetto_->WriteDeferred(collectives_);
+  std::set<int> written;
+  for (size_t i = 0; i < ranks_.size(); ++i)
+    if (ranks_[i].selected) written.insert(run.ranks[i].rank);
+  WritePerfettoFindings(placed, written, stats.origin_unix_ns, perfetto_.get());
+  perfetto_->Finish();
+  stats.events = perfetto_->packets();
+  if (progress) progress(stats.ranks, stats.ranks);
   return stats;
 }
 

@@ -25,15 +25,17 @@
 #include "timeline/collective_index.h"
 #include "timeline/event_spool.h"
 #include "timeline/finding_placement.h"
+#include "timeline/perfetto_trace_writer.h"
 #include "timeline/rank_events.h"
 #include "timeline/selection.h"
+#include "timeline/timeline_format.h"
 #include "trace/rank_clock.h"
 
 namespace dsdiag::timeline {
 
 struct TimelineStats {
   int ranks = 0;               // processes written
-  int64_t events = 0;          // trace events written, metadata included
+  int64_t events = 0;          // trace events written, metadata included (Perfetto: packets)
   int64_t collectives = 0;     // distinct (pg, seq) indexed for `wait`
   int64_t findings = 0;        // findings written as instants
   int64_t origin_unix_ns = 0;  // rank 0's wall clock at ts 0
@@ -41,8 +43,10 @@ struct TimelineStats {
 
 class TimelineCollector : public analyzers::Analyzer {
  public:
-  // The spool's temporary file goes in `spool_dir`.
-  TimelineCollector(Selection selection, std::string spool_dir);
+  // The timeline goes to `out` in `format`; temporary files (the JSON's spool, Perfetto's
+  // deferred collectives) go in `spool_dir`.
+  TimelineCollector(Selection selection, std::string spool_dir, TimelineFormat format,
+                    std::ostream* out);
   ~TimelineCollector() override;
 
   std::string_view name() const override { return "timeline"; }
@@ -51,11 +55,12 @@ class TimelineCollector : public analyzers::Analyzer {
   void OnRankEnd(const analyzers::RankInfo& rank, const analyzers::RankEnd& end) override;
   void Finish(const analyzers::RunContext&, std::vector<analyzers::Finding>*) override {}
 
-  // After the pass: the whole timeline, with `findings` as instants. `progress(done, total)`
-  // after each rank written (may be empty). Check `out` afterwards for write errors.
+  // After the pass: the rest of the timeline, with `findings` as instants.
+  // `progress(done, total)` after each rank written (may be empty). Check the stream
+  // afterwards for write errors.
   TimelineStats Write(const analyzers::RunContext& run,
                       const std::vector<analyzers::Finding>& findings,
-                      const std::function<void(int, int)>& progress, std::ostream& out);
+                      const std::function<void(int, int)>& progress);
 
  private:
   struct RankState {
@@ -66,12 +71,22 @@ class TimelineCollector : public analyzers::Analyzer {
     std::unique_ptr<RankEvents> events;
   };
 
+  TimelineStats WriteJson(const analyzers::RunContext& run,
+                          const std::vector<PlacedFinding>& placed, TimelineStats stats,
+                          const std::function<void(int, int)>& progress);
+  TimelineStats WritePerfetto(const analyzers::RunContext& run,
+                              const std::vector<PlacedFinding>& placed, TimelineStats stats,
+                              const std::function<void(int, int)>& progress);
+
   const Selection selection_;
   const std::string spool_dir_;
+  const TimelineFormat format_;
+  std::ostream* const out_;
   std::vector<int> index_of_rank_;        // rank number -> index in run.ranks, -1 when not analysed
   std::vector<RankState> ranks_;          // aligned with run.ranks
   std::vector<RankPlacement> placement_;  // aligned with run.ranks
-  std::unique_ptr<SpoolFile> spool_;
+  std::unique_ptr<SpoolFile> spool_;      // JSON
+  std::unique_ptr<PerfettoTraceWriter> perfetto_;  // Perfetto
   CollectiveIndex collectives_;
   std::optional<int64_t> earliest_;  // over the selected ranks' events
 };

@@ -81,11 +81,38 @@ TEST_F(TimelineCliTest, BadUsageExitsTwoNamingTheProblem) {
            Case{"timeline " + run + " -o x.json --steps abc", "--steps"},
            Case{"timeline " + run + " -o x.json --ranks 1-a", "--ranks"},
            Case{"timeline " + run + " -o x.json --bogus", "bogus"},
+           Case{"timeline " + run + " -o x.json --format xml", "--format must be json or perfetto"},
        }) {
     const CommandResult r = Dsdiag(c.args);
     EXPECT_EQ(r.status, 2) << c.args;
     EXPECT_TRUE(Contains(r.err, c.message)) << c.args << ": " << r.err;
     EXPECT_EQ(r.out, "") << c.args;
+  }
+}
+
+// The output's name picks the format unless --format says otherwise. A Perfetto trace is a
+// protobuf Trace: its first byte is packet's tag (field 1, length-delimited); the decoding
+// itself is perfetto_decode_test.py's, with Perfetto's own protos.
+TEST_F(TimelineCliTest, FormatFollowsTheFileNameUnlessGiven) {
+  const std::string run = Synth("run", "--ranks 2 --steps 2");
+  struct Case {
+    std::string file, extra;
+    bool perfetto;
+  };
+  for (const Case& c :
+       {Case{"t.json", "", false}, Case{"t.pftrace", "", true}, Case{"t.perfetto-trace", "", true},
+        Case{"t.trace", "", false}, Case{"u.json", "--format perfetto", true},
+        Case{"u.pftrace", "--format json", false}}) {
+    const std::string out = tmp_ / c.file;
+    const CommandResult r = Dsdiag("timeline " + Quote(run) + " -o " + Quote(out) + " " + c.extra);
+    ASSERT_EQ(r.status, 0) << c.file << " " << c.extra << ": " << r.err;
+    const std::string text = ReadFile(out);
+    ASSERT_FALSE(text.empty()) << c.file;
+    if (c.perfetto) {
+      EXPECT_EQ(text[0], '\x0a') << c.file << " " << c.extra;
+    } else {
+      EXPECT_TRUE(Timeline(text).valid()) << c.file << " " << c.extra;
+    }
   }
 }
 

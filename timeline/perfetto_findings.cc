@@ -1,0 +1,78 @@
+#include "timeline/perfetto_findings.h"
+
+#include <string>
+#include <string_view>
+
+#include "analyzers/framework/finding.h"
+#include "timeline/perfetto_fields.h"
+#include "timeline/perfetto_rank_out.h"
+
+namespace dsdiag::timeline {
+
+namespace pf = perfetto_fields;
+namespace {
+
+constexpr uint64_t kGlobalFindingsTrack = 1;  // below every rank's uuid
+
+// One annotation with its name inline (the findings' sequence interns nothing).
+template <typename Write>
+void Annotation(ProtoEncoder* pb, std::string_view name, Write write) {
+  const size_t a = pb->Begin(pf::kEventDebugAnnotations);
+  pb->String(pf::kAnnotationName, name);
+  write(pb);
+  pb->End(a);
+}
+
+void StringAnnotation(ProtoEncoder* pb, std::string_view name, std::string_view value) {
+  Annotation(pb, name, [&](ProtoEncoder* p) { p->String(pf::kAnnotationString, value); });
+}
+
+void WriteFinding(const PlacedFinding& p, uint64_t track, int64_t ts_ns,
+                  PerfettoTraceWriter* out) {
+  const analyzers::Finding& f = *p.finding;
+  const std::string_view severity = analyzers::SeverityName(f.severity);
+  ProtoEncoder pb = out->BeginPacket(PerfettoTraceWriter::kFindingsSequence, ts_ns);
+  const size_t event = pb.Begin(pf::kTrackEvent);
+  pb.Varint(pf::kEventType, pf::kTypeInstant);
+  pb.Varint(pf::kEventTrackUuid, track);
+  pb.String(pf::kEventName, std::string(severity) + ": " + f.kind);
+  pb.String(pf::kEventCategories, "finding");
+  StringAnnotation(&pb, "kind", f.kind);
+  StringAnnotation(&pb, "severity", severity);
+  StringAnnotation(&pb, "summary", f.summary);
+  if (f.subject) StringAnnotation(&pb, "subject", *f.subject);
+  if (f.step) {
+    Annotation(&pb, "step", [&](ProtoEncoder* e) { e->Int(pf::kAnnotationInt, *f.step); });
+  }
+  StringAnnotation(&pb, "ranks", analyzers::FormatRankRanges(f.ranks));
+  if (!f.hint.empty()) StringAnnotation(&pb, "hint", f.hint);
+  pb.End(event);
+  out->EndPacket();
+}
+
+}  // namespace
+
+void WritePerfettoFindings(const std::vector<PlacedFinding>& placed, const std::set<int>& written,
+                           int64_t start_ns, PerfettoTraceWriter* out) {
+  std::set<int> tracked;  // ranks whose "findings" track is out
+  bool global = false;
+  for (const PlacedFinding& p : placed) {
+    uint64_t track = kGlobalFindingsTrack;
+    if (p.scope == 'g') {
+      if (!global) out->Track(kGlobalFindingsTrack, 0, "findings", -1);
+      global = true;
+    } else {
+      track = PerfettoRankOut::FindingsTrack(p.pid);
+      if (tracked.insert(p.pid).second) {
+        if (!written.count(p.pid)) {
+          out->Track(PerfettoRankOut::RootTrack(p.pid), 0,
+                     "rank " + std::to_string(p.pid) + " (no usable trace)", p.pid);
+        }
+        out->Track(track, PerfettoRankOut::RootTrack(p.pid), "findings", -2);
+      }
+    }
+    WriteFinding(p, track, p.has_time ? p.ts_ns : start_ns, out);
+  }
+}
+
+}  // namespace dsdiag::timeline
