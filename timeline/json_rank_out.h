@@ -45,8 +45,7 @@ class JsonRankOut {
     return spool_->Complete(name, category, pid_, tid, ts_ns, dur_ns);
   }
   void StepBegin(std::string_view, int64_t, int64_t, int64_t) {}  // the step's "X" says it all
-  Event Step(std::string_view name, int64_t /*step*/, int64_t tid, int64_t ts_ns,
-             int64_t dur_ns) {
+  Event Step(std::string_view name, int64_t /*step*/, int64_t tid, int64_t ts_ns, int64_t dur_ns) {
     return spool_->Complete(name, "step", pid_, tid, ts_ns, dur_ns);
   }
   // Process-scoped ("s":"p").

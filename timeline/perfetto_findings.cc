@@ -27,8 +27,7 @@ void StringAnnotation(ProtoEncoder* pb, std::string_view name, std::string_view 
   Annotation(pb, name, [&](ProtoEncoder* p) { p->String(pf::kAnnotationString, value); });
 }
 
-void WriteFinding(const PlacedFinding& p, uint64_t track, int64_t ts_ns,
-                  PerfettoTraceWriter* out) {
+void WriteFinding(const PlacedFinding& p, uint64_t track, int64_t ts_ns, PerfettoTraceWriter* out) {
   const analyzers::Finding& f = *p.finding;
   const std::string_view severity = analyzers::SeverityName(f.severity);
   ProtoEncoder pb = out->BeginPacket(PerfettoTraceWriter::kFindingsSequence, ts_ns);

@@ -35,7 +35,8 @@ PerfettoRankOut::Annotations& PerfettoRankOut::Annotations::Field(std::string_vi
   return *this;
 }
 
-PerfettoRankOut::Annotations& PerfettoRankOut::Annotations::Field(std::string_view key, uint64_t v) {
+PerfettoRankOut::Annotations& PerfettoRankOut::Annotations::Field(std::string_view key,
+                                                                  uint64_t v) {
   const size_t a = Begin(key);
   pb_.Varint(pf::kAnnotationUint, v);
   pb_.End(a);
@@ -56,7 +57,8 @@ PerfettoRankOut::Annotations& PerfettoRankOut::Annotations::Field(std::string_vi
   return *this;
 }
 
-PerfettoRankOut::Annotations& PerfettoRankOut::Annotations::Field(std::string_view key, std::string_view v) {
+PerfettoRankOut::Annotations& PerfettoRankOut::Annotations::Field(std::string_view key,
+                                                                  std::string_view v) {
   const size_t a = Begin(key);
   pb_.String(pf::kAnnotationString, v);
   pb_.End(a);
@@ -209,8 +211,7 @@ PerfettoRankOut::Event PerfettoRankOut::Span(std::string_view name, std::string_
   return Event(this, pb, Event::End{track, ts_ns, dur_ns});
 }
 
-void PerfettoRankOut::StepBegin(std::string_view name, int64_t step, int64_t tid,
-                                int64_t ts_ns) {
+void PerfettoRankOut::StepBegin(std::string_view name, int64_t step, int64_t tid, int64_t ts_ns) {
   const uint64_t track = ThreadTrack(tid);
   const uint32_t category = InternCategory("step");
   ProtoEncoder pb = BeginEvent(ts_ns, pf::kTypeSliceBegin, track);

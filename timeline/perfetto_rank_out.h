@@ -40,7 +40,9 @@ class PerfettoRankOut {
     Annotations& Field(std::string_view key, double v);
     Annotations& Field(std::string_view key, bool v);
     Annotations& Field(std::string_view key, std::string_view v);
-    Annotations& Field(std::string_view key, const char* v) { return Field(key, std::string_view(v)); }
+    Annotations& Field(std::string_view key, const char* v) {
+      return Field(key, std::string_view(v));
+    }
     Annotations& Field(std::string_view key, const std::string& v) {
       return Field(key, std::string_view(v));
     }
@@ -80,7 +82,7 @@ class PerfettoRankOut {
         : out_(out), args_(out, pb), end_(end) {}
     PerfettoRankOut* out_;  // null once moved from
     Annotations args_;
-    std::optional<End> end_;  // a span's: its SLICE_END follows
+    std::optional<End> end_;                           // a span's: its SLICE_END follows
     std::optional<std::pair<int64_t, int64_t>> wait_;  // (pg, seq) when deferred
   };
 
@@ -130,13 +132,13 @@ class PerfettoRankOut {
   const uint64_t root_;
   uint32_t next_child_ = 1;
   size_t track_event_ = 0;  // where the event being built has its TrackEvent
-  std::vector<std::pair<int64_t, uint64_t>> threads_;  // tid -> track
+  std::vector<std::pair<int64_t, uint64_t>> threads_;       // tid -> track
   std::vector<std::pair<std::string, uint64_t>> children_;  // named child tracks
   std::vector<SpanHeadIds> heads_;
-  std::vector<uint64_t> counters_;                  // Head -> counter track
-  std::vector<std::string> categories_;             // iid - 1 -> category
-  std::vector<bool> annotation_defined_;            // by the writer's iid
-  EventBuffer interned_;  // definitions for the packet being built
+  std::vector<uint64_t> counters_;        // Head -> counter track
+  std::vector<std::string> categories_;   // iid - 1 -> category
+  std::vector<bool> annotation_defined_;  // by the writer's iid
+  EventBuffer interned_;                  // definitions for the packet being built
   struct OpenStep {
     int64_t step = 0;
     uint64_t track = 0;

@@ -22,7 +22,9 @@ constexpr size_t kOutputBlock = size_t{1} << 20;
 constexpr size_t kDeferredFields = 6;
 constexpr size_t kMaxDeferredEntry = 1 + kDeferredFields * ProtoEncoder::kMaxVarint;
 
-uint64_t ZigZag(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
+uint64_t ZigZag(int64_t v) {
+  return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
+}
 int64_t UnZigZag(uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1); }
 
 }  // namespace
@@ -67,8 +69,8 @@ void PerfettoTraceWriter::EndPacket(std::string_view interned_data) {
 void PerfettoTraceWriter::DeferEnd(const DeferredEnd& end) {
   char* start = deferred_.Room(kMaxDeferredEntry);
   char* p = start + 1;
-  for (const uint64_t v : {uint64_t{end.sequence}, end.track, ZigZag(end.ts_ns),
-                           ZigZag(end.dur_ns), ZigZag(end.pg), ZigZag(end.seq)}) {
+  for (const uint64_t v : {uint64_t{end.sequence}, end.track, ZigZag(end.ts_ns), ZigZag(end.dur_ns),
+                           ZigZag(end.pg), ZigZag(end.seq)}) {
     p = ProtoEncoder::PutVarint(p, v);
   }
   *start = static_cast<char>(p - start - 1);
@@ -107,7 +109,7 @@ void PerfettoTraceWriter::WriteDeferred(const CollectiveIndex& collectives) {
     // The file holds a budget's worth of entries at a time: read it back in pieces, carrying
     // a piece's unfinished last entry over to the next. What is still in memory came last.
     EventBuffer chunk;
-    const size_t piece = std::max<size_t>(deferred_budget_, size_t{1} << 20);
+    const size_t piece = std::max(deferred_budget_, kMaxDeferredEntry);
     for (uint64_t offset = 0; offset < deferred_file_size_;) {
       const size_t want =
           static_cast<size_t>(std::min<uint64_t>(piece, deferred_file_size_ - offset));
@@ -150,8 +152,8 @@ size_t PerfettoTraceWriter::ReplayDeferred(std::string_view entries,
     if (q != next) throw std::runtime_error("the timeline's temporary file holds a bad entry");
     p = next;
     const int64_t ts = UnZigZag(f[2]), dur = UnZigZag(f[3]);
-    ProtoEncoder pb = BeginPacket(static_cast<uint32_t>(f[0]), ts + dur,
-                                  pf::kSeqNeedsIncrementalState);
+    ProtoEncoder pb =
+        BeginPacket(static_cast<uint32_t>(f[0]), ts + dur, pf::kSeqNeedsIncrementalState);
     const size_t event = pb.Begin(pf::kTrackEvent);
     pb.Varint(pf::kEventType, pf::kTypeSliceEnd);
     pb.Varint(pf::kEventTrackUuid, f[1]);
@@ -196,8 +198,9 @@ uint32_t PerfettoTraceWriter::AnnotationIid(std::string_view key) {
   auto it = annotation_iids_.find(key);
   if (it == annotation_iids_.end()) {
     annotation_names_.emplace_back(key);
-    it = annotation_iids_.emplace(annotation_names_.back(),
-                                  static_cast<uint32_t>(annotation_names_.size())).first;
+    it = annotation_iids_
+             .emplace(annotation_names_.back(), static_cast<uint32_t>(annotation_names_.size()))
+             .first;
   }
   cached = it->second;
   return cached;

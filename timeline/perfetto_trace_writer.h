@@ -83,8 +83,8 @@ class PerfettoTraceWriter {
   // A track descriptor packet: `parent` 0 for a top-level track. `order`: its rank among
   // its siblings; `counter`: a counter track.
   void Track(uint64_t uuid, uint64_t parent, std::string_view name, int64_t order,
-             std::string_view description = {}, bool counter = false,
-             uint32_t sequence = 0, uint64_t sequence_flags = 0);
+             std::string_view description = {}, bool counter = false, uint32_t sequence = 0,
+             uint64_t sequence_flags = 0);
 
   // Annotation names are interned per sequence but numbered once for the whole file: the
   // iid of `key` (>= 1), which a sequence defines the first time it uses it.

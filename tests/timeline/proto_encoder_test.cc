@@ -24,10 +24,10 @@ TEST(ProtoEncoderTest, ScalarsAsTheWireFormatSpellsThem) {
   pb.Int(2, -1);      // an int64's -1 is ten bytes
   pb.String(3, "hi");
   pb.Double(4, 1.0);
-  EXPECT_EQ(out.view(), Bytes({0x08, 0x96, 0x01,                                          //
+  EXPECT_EQ(out.view(), Bytes({0x08, 0x96, 0x01,                                                  //
                                0x10, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01,  //
-                               0x1a, 0x02, 'h', 'i',                                      //
-                               0x21, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f}));
+                               0x1a, 0x02, 'h',  'i',                                             //
+                               0x21, 0,    0,    0,    0,    0,    0,    0xf0, 0x3f}));
 }
 
 TEST(ProtoEncoderTest, FieldNumbersPastFifteenTakeTwoTagBytes) {
@@ -60,8 +60,8 @@ TEST(ProtoEncoderTest, NestedMessageLengthsOfOneAndTwoBytes) {
 }
 
 TEST(ProtoEncoderTest, GetVarintReadsBackWhatPutVarintWrote) {
-  for (const uint64_t v : {uint64_t{0}, uint64_t{127}, uint64_t{128}, uint64_t{1} << 35,
-                           ~uint64_t{0}}) {
+  for (const uint64_t v :
+       {uint64_t{0}, uint64_t{127}, uint64_t{128}, uint64_t{1} << 35, ~uint64_t{0}}) {
     char bytes[ProtoEncoder::kMaxVarint];
     const char* end = ProtoEncoder::PutVarint(bytes, v);
     uint64_t back = 1;
