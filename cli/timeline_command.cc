@@ -153,15 +153,10 @@ int TimelineCommand::Run(const std::vector<std::string>& args) {
   try {
     // A run of Flight Recorder dumps alone: its own timeline (timeline/torch_fr_timeline.h).
     if (const auto fr = analyzers::LoadFrOnlyRun(parsed.run_dir)) {
-      if (parsed.format != timeline::TimelineFormat::kJson) {
-        throw UsageError("'" + parsed.run_dir +
-                         "' holds Flight Recorder dumps alone, whose timeline is written as JSON "
-                         "only: use -o FILE.json");
-      }
       OutputFile output(parsed.output);
       const analyzers::CompareResult compare = analyzers::CompareFrRun(*fr);
       const timeline::TimelineStats stats =
-          timeline::WriteTorchFrTimeline(*fr, compare.findings, output.stream());
+          timeline::WriteTorchFrTimeline(*fr, compare.findings, output.stream(), parsed.format);
       output.Commit();
       if (StderrIsTerminal())
         std::fprintf(stderr,

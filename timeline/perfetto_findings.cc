@@ -5,6 +5,7 @@
 
 #include "analyzers/framework/finding.h"
 #include "timeline/perfetto_fields.h"
+#include "timeline/perfetto_inline_args.h"
 #include "timeline/perfetto_rank_out.h"
 
 namespace dsdiag::timeline {
@@ -14,37 +15,21 @@ namespace {
 
 constexpr uint64_t kGlobalFindingsTrack = 1;  // below every rank's uuid
 
-// One annotation with its name inline (the findings' sequence interns nothing).
-template <typename Write>
-void Annotation(ProtoEncoder* pb, std::string_view name, Write write) {
-  const size_t a = pb->Begin(pf::kEventDebugAnnotations);
-  pb->String(pf::kAnnotationName, name);
-  write(pb);
-  pb->End(a);
-}
-
-void StringAnnotation(ProtoEncoder* pb, std::string_view name, std::string_view value) {
-  Annotation(pb, name, [&](ProtoEncoder* p) { p->String(pf::kAnnotationString, value); });
-}
-
 void WriteFinding(const PlacedFinding& p, uint64_t track, int64_t ts_ns, PerfettoTraceWriter* out) {
   const analyzers::Finding& f = *p.finding;
   const std::string_view severity = analyzers::SeverityName(f.severity);
-  ProtoEncoder pb = out->BeginPacket(PerfettoTraceWriter::kFindingsSequence, ts_ns);
+  ProtoEncoder pb = out->BeginPacket(PerfettoTraceWriter::kInlineNamesSequence, ts_ns);
   const size_t event = pb.Begin(pf::kTrackEvent);
   pb.Varint(pf::kEventType, pf::kTypeInstant);
   pb.Varint(pf::kEventTrackUuid, track);
   pb.String(pf::kEventName, std::string(severity) + ": " + f.kind);
   pb.String(pf::kEventCategories, "finding");
-  StringAnnotation(&pb, "kind", f.kind);
-  StringAnnotation(&pb, "severity", severity);
-  StringAnnotation(&pb, "summary", f.summary);
-  if (f.subject) StringAnnotation(&pb, "subject", *f.subject);
-  if (f.step) {
-    Annotation(&pb, "step", [&](ProtoEncoder* e) { e->Int(pf::kAnnotationInt, *f.step); });
-  }
-  StringAnnotation(&pb, "ranks", analyzers::FormatRankRanges(f.ranks));
-  if (!f.hint.empty()) StringAnnotation(&pb, "hint", f.hint);
+  PerfettoInlineArgs a(pb);
+  a.Field("kind", f.kind).Field("severity", severity).Field("summary", f.summary);
+  if (f.subject) a.Field("subject", *f.subject);
+  if (f.step) a.Field("step", *f.step);
+  a.Field("ranks", analyzers::FormatRankRanges(f.ranks));
+  if (!f.hint.empty()) a.Field("hint", f.hint);
   pb.End(event);
   out->EndPacket();
 }

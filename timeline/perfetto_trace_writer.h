@@ -100,8 +100,9 @@ class PerfettoTraceWriter {
   static constexpr std::string_view kWaitAnnotation = "wait", kLastAnnotation = "last",
                                     kRanksAnnotation = "ranks";
 
-  // Sequence 1 carries the findings; rank R uses R + 2.
-  static constexpr uint32_t kFindingsSequence = 1;
+  // Sequence 1 carries the events whose names are inline (findings, a Flight Recorder
+  // run's timeline); rank R uses R + 2.
+  static constexpr uint32_t kInlineNamesSequence = 1;
   static uint32_t RankSequence(int rank) { return static_cast<uint32_t>(rank) + 2; }
 
  private:

@@ -4,7 +4,8 @@
 // marked pending — and the findings as instants on the collective they name. Times are the
 // dumps' wall clocks (ns since the epoch), from the earliest entry of the run: Flight Recorder
 // dumps carry no offset between hosts, so spans of different hosts compare to the accuracy of
-// their clocks (NTP: about a millisecond).
+// their clocks (NTP: about a millisecond). As Chrome Trace JSON or as a Perfetto trace, the
+// latter with a lane per overlap within a group (a track's slices must nest there).
 #pragma once
 
 #include <ostream>
@@ -13,11 +14,13 @@
 #include "analyzers/framework/finding.h"
 #include "analyzers/torch_fr/fr_run.h"
 #include "timeline/timeline_collector.h"
+#include "timeline/timeline_format.h"
 
 namespace dsdiag::timeline {
 
 TimelineStats WriteTorchFrTimeline(const analyzers::torch_fr::FrRun& run,
                                    const std::vector<analyzers::Finding>& findings,
-                                   std::ostream& out);
+                                   std::ostream& out,
+                                   TimelineFormat format = TimelineFormat::kJson);
 
 }  // namespace dsdiag::timeline

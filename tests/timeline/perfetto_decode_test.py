@@ -19,6 +19,7 @@ from __future__ import annotations
 import collections
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -145,6 +146,17 @@ def decode(path: str) -> Decoded:
     return out
 
 
+def json_time(t_ns: int, origin: int) -> int:
+    """The JSON timeline's time for `t_ns` (timeline/chrome_trace_writer.h): ns from its
+    origin, on a 125 ns grid."""
+    return (t_ns - origin + 62) // 125 * 125
+
+
+def group_of_lane(track_name: str) -> str:
+    """A Flight Recorder timeline's process group, from its track or lane ("<group>, lane 2")."""
+    return re.sub(r", lane [0-9]+$", "", track_name)
+
+
 def dsdiag(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([DSDIAG, *args], capture_output=True, text=True, check=False)
 
@@ -218,9 +230,7 @@ class PerfettoTimeline(unittest.TestCase):
             return round(us * 1000)
 
         def grid(t_ns: int) -> int:
-            """The JSON's time for `t_ns` (chrome_trace_writer.h): from the origin, on a
-            125 ns grid."""
-            return (t_ns - origin + 62) // 125 * 125
+            return json_time(t_ns, origin)
 
         json_spans: collections.Counter = collections.Counter()
         json_counters: collections.Counter = collections.Counter()
@@ -302,6 +312,47 @@ class PerfettoTimeline(unittest.TestCase):
             self.assertEqual((s.ts - (wall + s.args["seq"] * dur), s.dur), (0, dur), s)
             self.assertEqual(s.args["tag"], f"bucket-{s.args['seq']}")
             self.assertIn("wait", s.args)
+
+    def test_flight_recorder_dumps_alone_as_in_the_json(self):
+        """A run of Flight Recorder dumps alone (real ones from fixtures/torch_fr, a synth
+        one): the JSON's spans, one for one, a group's overlapping collectives on lanes."""
+        fixtures = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "fixtures", "torch_fr")
+        synth = self.synth("fr", "--ranks", "4", "--steps", "5", "--torch-fr", "--inject",
+                           "hang:rank=1,step=3")
+        for run in (*(os.path.join(fixtures, name) for name in ("cuda_hang", "nccl_stall",
+                                                                "subgroup")), synth):
+            with self.subTest(run=os.path.basename(run)):
+                out = os.path.join(self.tmp.name, os.path.basename(run))
+                self.draw(run, out + ".pftrace")
+                self.draw(run, out + ".json")
+                t = decode(out + ".pftrace")
+                with open(out + ".json", encoding="utf-8") as f:
+                    doc = json.load(f)
+                origin = doc["otherData"]["origin_unix_ns"]
+                names = {}
+                for e in doc["traceEvents"]:
+                    if e["ph"] == "M":
+                        names[(e["pid"], e.get("tid", 0), e["name"])] = e["args"]["name"]
+                json_spans = collections.Counter(
+                    (names[(e["pid"], 0, "process_name")],
+                     names[(e["pid"], e["tid"], "thread_name")], e["name"],
+                     round(e["ts"] * 1000), round(e["dur"] * 1000),
+                     json.dumps(e["args"], sort_keys=True))
+                    for e in doc["traceEvents"] if e["ph"] == "X")
+                self.assertTrue(json_spans)
+
+                pf_spans = collections.Counter(
+                    (t.rank_of(s.track), group_of_lane(t.tracks[s.track].name), s.name,
+                     json_time(s.ts, origin),
+                     json_time(s.ts + s.dur, origin) - json_time(s.ts, origin),
+                     json.dumps(s.args, sort_keys=True)) for s in t.slices)
+                self.assertEqual(pf_spans, json_spans)
+                json_findings = sorted(e["args"]["summary"] for e in doc["traceEvents"]
+                                       if e.get("cat") == "finding")
+                pf_findings = sorted(i.args["summary"] for i in t.instants
+                                     if i.category == "finding")
+                self.assertEqual(pf_findings, json_findings)
 
     def test_decoder_rejects_an_end_that_closes_nothing(self):
         """The checks above can fail: an END on a track with no open slice is reported."""
