@@ -54,7 +54,7 @@ class PerfettoTraceWriter {
   PerfettoTraceWriter(const PerfettoTraceWriter&) = delete;
   PerfettoTraceWriter& operator=(const PerfettoTraceWriter&) = delete;
 
-  static constexpr size_t kDefaultDeferredBudget = size_t{16} << 20;
+  static constexpr size_t kDefaultDeferredBudget = size_t{4} << 20;
 
   // ---- Packets: each is built in place in the output buffer, one at a time ----
   // Starts a packet on `sequence` (0: none) at `ts_ns` (< 0: no timestamp); returns the
