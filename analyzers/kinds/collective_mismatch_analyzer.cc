@@ -120,13 +120,12 @@ struct PgCountMismatch {
 };
 
 // Which rule chose the reference group of a mismatch (docs/findings.md, `basis`).
-enum class Basis { kMajority, kHistory, kNone };
-
 // The first mismatch of a process group, and how many followed.
 struct PgMismatch {
   CollectiveKey key;
   int64_t step = 0;
-  Basis basis = Basis::kMajority;
+  SplitBasis basis = SplitBasis::kMajority;
+  SplitVerdict verdict;                      // whom the finding names, by `basis`
   int64_t agreed_seq = 0;                    // kHistory: where every rank issued the reference
   std::vector<RankGroup<int>> groups;        // by signature id, reference first
   std::vector<std::vector<int>> group_tags;  // tag ids per group
@@ -339,13 +338,15 @@ class CollectiveMismatchAnalyzer : public Analyzer {
     if (!fresh) it->second = std::min(it->second, key.seq);
   }
 
-  // Sets `m->basis`, and puts the reference group first when history chose it.
+  // Sets `m->basis` and `m->verdict`, and puts the reference group first when history
+  // chose it.
   void ChooseReference(PgMismatch* m) const {
-    if (JudgeSplit(m->groups).majority) {
-      m->basis = Basis::kMajority;
+    m->verdict = JudgeSplit(m->groups);
+    if (m->verdict.majority) {
+      m->basis = SplitBasis::kMajority;
       return;
     }
-    m->basis = Basis::kNone;
+    m->basis = SplitBasis::kNone;
     auto group = agreed_.find(m->key.pg);
     if (m->groups.size() != 2 || group == agreed_.end()) return;
     // The seq at which every rank agreed on side i's signature, before this one.
@@ -354,14 +355,17 @@ class CollectiveMismatchAnalyzer : public Analyzer {
       if (it == group->second.end() || it->second >= m->key.seq) return std::nullopt;
       return it->second;
     };
-    const std::optional<int64_t> first = agreed_at(0), second = agreed_at(1);
-    if (first.has_value() == second.has_value()) return;
-    if (second) {
+    const std::optional<int64_t> agreed[] = {agreed_at(0), agreed_at(1)};
+    const std::optional<size_t> side =
+        SideHistoryVouchesFor({agreed[0].has_value(), agreed[1].has_value()});
+    if (!side) return;
+    if (*side == 1) {
       std::swap(m->groups[0], m->groups[1]);
       std::swap(m->group_tags[0], m->group_tags[1]);
     }
-    m->basis = Basis::kHistory;
-    m->agreed_seq = first ? *first : *second;
+    m->basis = SplitBasis::kHistory;
+    m->verdict = {OddRanks(m->groups), m->groups.front().ranks, true};
+    m->agreed_seq = *agreed[*side];
   }
 
   // The same op and dtype on every rank: now what each sends to each peer against what that
@@ -456,28 +460,18 @@ class CollectiveMismatchAnalyzer : public Analyzer {
     return f;
   }
 
-  static const char* BasisName(Basis b) {
-    switch (b) {
-      case Basis::kMajority:
-        return "majority";
-      case Basis::kHistory:
-        return "history";
-      case Basis::kNone:
-        break;
-    }
-    return "none";
-  }
-
   // ", as every rank did at pg 0 seq 16 (the ranks split 1 against 1, and rank 1's call is
-  // one the group never issued before)", for a summary.
+  // one the group never issued before)", for a summary; "the call of ranks 2,3 is one" when
+  // the odd side has more than one rank.
   std::string HistoryText(const PgMismatch& m) const {
     const std::vector<int>& odd = m.groups.back().ranks;
+    const std::string whose_call =
+        odd.size() == 1 ? OnRanks(odd) + "'s call" : "the call of " + OnRanks(odd);
     return ", as every rank did at pg " + std::to_string(m.key.pg) + " seq " +
            std::to_string(m.agreed_seq) + " (the ranks split " +
            std::to_string(m.groups.front().ranks.size()) + " against " +
-           std::to_string(odd.size()) + ", and " + OnRanks(odd) +
-           (odd.size() == 1 ? "'s call is one" : "' call is one") +
-           " the group never issued before)";
+           std::to_string(odd.size()) + ", and " + whose_call +
+           " is one the group never issued before)";
   }
 
   std::string SignatureText(int id, const std::vector<int>& tags) const {
@@ -495,9 +489,7 @@ class CollectiveMismatchAnalyzer : public Analyzer {
     Finding f;
     f.kind = std::string(kind::kCollectiveMismatch);
     f.severity = Severity::kError;
-    SplitVerdict verdict = JudgeSplit(m.groups);
-    if (m.basis == Basis::kHistory) verdict = {OddRanks(m.groups), m.groups.front().ranks, true};
-    f.ranks = verdict.named;
+    f.ranks = m.verdict.named;
     f.step = m.step;
     f.subject = "pg " + std::to_string(m.key.pg) + " seq " + std::to_string(m.key.seq);
 
@@ -508,9 +500,10 @@ class CollectiveMismatchAnalyzer : public Analyzer {
              SignatureText(m.groups[g].value, m.group_tags[g]);
     }
     if (m.groups.size() > 3) odd += ", and " + std::to_string(m.groups.size() - 3) + " more";
-    f.summary = "at " + *f.subject + " (step " + std::to_string(m.step) + ") " + odd + " where " +
-                OnRanks(ref.ranks) + " issued " + SignatureText(ref.value, m.group_tags[0]) +
-                (m.basis == Basis::kHistory ? HistoryText(m) : NoMajorityText(m.groups, verdict));
+    f.summary =
+        "at " + *f.subject + " (step " + std::to_string(m.step) + ") " + odd + " where " +
+        OnRanks(ref.ranks) + " issued " + SignatureText(ref.value, m.group_tags[0]) +
+        (m.basis == SplitBasis::kHistory ? HistoryText(m) : NoMajorityText(m.groups, m.verdict));
     if (m.count > 1) {
       f.summary += "; " + std::to_string(m.count - 1) + " later collective" +
                    (m.count > 2 ? "s" : "") + " of pg " + std::to_string(m.key.pg) + " differ too";
@@ -540,9 +533,9 @@ class CollectiveMismatchAnalyzer : public Analyzer {
     e.Set("mismatched_collectives", m.count);
     e.Set("last_mismatched_seq", m.last_seq);
     e.Set("source", m.from_dump ? "flight-dump" : "trace");
-    e.Set("majority", verdict.majority);
-    e.Set("basis", BasisName(m.basis));
-    if (m.basis == Basis::kHistory) e.Set("agreed_seq", m.agreed_seq);
+    e.Set("majority", m.verdict.majority);
+    e.Set("basis", SplitBasisName(m.basis));
+    if (m.basis == SplitBasis::kHistory) e.Set("agreed_seq", m.agreed_seq);
     f.hint =
         "The ranks' code paths diverged before this collective: a data-dependent branch or an "
         "`if rank == ...` issued a collective on some ranks only, or tensors of different "

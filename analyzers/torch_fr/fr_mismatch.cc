@@ -6,8 +6,12 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "analyzers/framework/finding_kinds.h"
+#include "analyzers/kinds/common/rank_groups.h"
+#include "analyzers/kinds/common/split_verdict.h"
 
 namespace dsdiag::analyzers::torch_fr {
 namespace {
@@ -92,39 +96,30 @@ bool Agree(const AtSeq& a) {
 
 struct Verdict {
   std::vector<int> odd;
-  std::string basis;  // "majority", "history", "none"
-  std::string expected;
+  SplitBasis basis = SplitBasis::kNone;
+  std::string expected;  // the reference side's call, where there is one
 };
 
+// As over traces (split_verdict.h): the largest side when it is larger than every other,
+// else of two sides the one the group's history vouches for, else every rank is named.
 Verdict Judge(const FrRun& run, const AtSeq& a, const std::set<Signature>& agreed_before) {
-  std::map<Signature, std::vector<int>> ranks_by;
-  for (const auto& [rank, s] : a.by_rank) ranks_by[s].push_back(rank);
+  const std::vector<RankGroup<Signature>> groups =
+      GroupRanks(std::vector<std::pair<int, Signature>>(a.by_rank.begin(), a.by_rank.end()));
+  const SplitVerdict split = JudgeSplit(groups);
   Verdict v;
-  for (const auto& [s, ranks] : ranks_by) {
-    if (2 * ranks.size() > a.by_rank.size()) {
-      v.basis = "majority";
-      v.expected = SignatureText(run, s);
-      for (const auto& [other, other_ranks] : ranks_by)
-        if (!(other == s)) v.odd.insert(v.odd.end(), other_ranks.begin(), other_ranks.end());
-      return v;
-    }
-  }
-  // No majority: the ranks sending what the group has sent before keep their word.
-  std::vector<int> seen, unseen;
-  std::string seen_text;
-  for (const auto& [s, ranks] : ranks_by) {
-    const bool known = agreed_before.count(s) > 0;
-    (known ? seen : unseen).insert((known ? seen : unseen).end(), ranks.begin(), ranks.end());
-    if (known) seen_text = SignatureText(run, s);
-  }
-  if (!seen.empty() && !unseen.empty() && ranks_by.size() == 2) {
-    v.basis = "history";
-    v.expected = seen_text;
-    v.odd = unseen;
+  v.odd = split.named;
+  if (split.majority) {
+    v.basis = SplitBasis::kMajority;
+    v.expected = SignatureText(run, groups.front().value);
     return v;
   }
-  v.basis = "none";
-  for (const auto& [rank, s] : a.by_rank) v.odd.push_back(rank);
+  std::vector<bool> known;
+  for (const RankGroup<Signature>& g : groups) known.push_back(agreed_before.count(g.value) > 0);
+  if (const std::optional<size_t> side = SideHistoryVouchesFor(known)) {
+    v.basis = SplitBasis::kHistory;
+    v.expected = SignatureText(run, groups[*side].value);
+    v.odd = groups[1 - *side].ranks;
+  }
   return v;
 }
 
@@ -158,7 +153,7 @@ Finding MakeFinding(const FrRun& run, const FrGroup& g, const AtSeq& a, const Ve
   const int first_odd = v.odd.front();
   const Signature& odd_sig = a.by_rank.at(first_odd);
   const std::string where = ShortWhere(run.Str(a.entries.at(first_odd)->where));
-  if (v.basis == "none") {
+  if (v.basis == SplitBasis::kNone) {
     f.summary = "the ranks disagree at " + what + " and neither a majority nor the group's " +
                 "history says which is right: ";
     bool first = true;
@@ -170,15 +165,15 @@ Finding MakeFinding(const FrRun& run, const FrGroup& g, const AtSeq& a, const Ve
   } else {
     f.summary = "rank" + std::string(v.odd.size() > 1 ? "s " : " ") + FormatRankRanges(v.odd) +
                 " issued " + SignatureText(run, odd_sig) + " at " + what + " where the " +
-                (v.basis == "majority" ? "others issued " : "group's history says ") + v.expected +
-                (where.empty() ? "" : " (" + where + ")");
+                (v.basis == SplitBasis::kMajority ? "others issued " : "group's history says ") +
+                v.expected + (where.empty() ? "" : " (" + where + ")");
   }
   JsonValue ev = JsonValue::Object();
   ev.Set("source", "torch-flight-recorder");
   ev.Set("group", g.name());
   ev.Set("group_desc", g.desc());
   ev.Set("seq", a.seq);
-  ev.Set("basis", v.basis);
+  ev.Set("basis", SplitBasisName(v.basis));
   if (!v.expected.empty()) ev.Set("expected", v.expected);
   JsonValue rows = JsonValue::Array();
   for (const auto& [rank, s] : a.by_rank) rows.Push(RankRow(rank, *a.entries.at(rank), run));

@@ -152,6 +152,26 @@ TEST(CollectiveMismatchAnalyzerTest, ATieIsDecidedByWhatEveryRankIssuedBefore) {
   }
 }
 
+// Two against two: the odd side's call is named in the plural.
+TEST(CollectiveMismatchAnalyzerTest, AnEvenSplitNamesTheSideWithTheNewCall) {
+  TestRun run;
+  for (int r = 0; r < 4; ++r) {
+    WriteRank(&run, r, 4, 5, [r](int64_t step, std::vector<Call>* calls) {
+      if (r >= 2 && step == 3) (*calls)[1].n = 777;
+    });
+  }
+  const auto findings = Analyze(run);
+  ASSERT_EQ(findings.size(), 1u);
+  const Finding& f = findings[0];
+  EXPECT_EQ(f.ranks, (std::vector<int>{2, 3}));
+  EXPECT_EQ(Evidence(f, "basis"), "\"history\"");
+  EXPECT_NE(f.summary.find("(the ranks split 2 against 2, and the call of ranks 2"),
+            std::string::npos)
+      << f.summary;
+  EXPECT_NE(f.summary.find(" is one the group never issued before)"), std::string::npos)
+      << f.summary;
+}
+
 // Four ranks, two of which the launcher stopped before they reached the mismatch (the
 // backend failed the two that did at once): the two that recorded it split 1 against 1,
 // and the group's history still names the one that changed its call.

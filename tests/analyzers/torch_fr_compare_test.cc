@@ -175,6 +175,20 @@ TEST(TorchFrCompare, AMismatchOnRankZeroIsNamedByTheMajority) {
   EXPECT_EQ(Evidence(*mismatches[0], "basis"), "majority");
 }
 
+// 2 against 1 against 1: the largest side is the reference, as over traces (split_verdict.h),
+// though it holds no more than half of the ranks.
+TEST(TorchFrCompare, APluralityIsAMajorityAsOverTraces) {
+  testing::TestRun run;
+  const int numel[] = {5, 5, 6, 7};
+  for (int r = 0; r < 4; ++r)
+    run.WriteFile("nccl_trace_rank_" + std::to_string(r), JsonDump(3, true, numel[r]));
+  const CompareResult result = RunCompare(run.dir());
+  const auto mismatches = OfKind(result, kind::kCollectiveMismatch);
+  ASSERT_EQ(mismatches.size(), 1u);
+  EXPECT_EQ(mismatches[0]->ranks, (std::vector<int>{2, 3}));
+  EXPECT_EQ(Evidence(*mismatches[0], "basis"), "majority");
+}
+
 TEST(TorchFrCompare, ARankWithoutADumpIsRankDiedWithWhatItsPeersWaitFor) {
   testing::TestRun run;
   for (int r = 0; r < 3; ++r)

@@ -10,7 +10,9 @@
 // this is what is left when they do not.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analyzers/kinds/common/rank_groups.h"
@@ -50,6 +52,33 @@ std::string NoMajorityClause(const std::vector<RankGroup<T>>& groups) {
   }
   return "no majority: the ranks split " + sizes +
          ", and nothing in the traces says which side is right";
+}
+
+// Why a split's reference is the side it is (a finding's evidence.basis): the largest
+// group (JudgeSplit's majority); the group's history — of two sides without a majority, the
+// one whose value every rank agreed on earlier, when the other's value is new (a rank that
+// changed its call is odd; the one that kept it is not); or nothing, and every rank of the
+// split is named. collective-mismatch uses it over traces and over Flight Recorder dumps.
+enum class SplitBasis { kMajority, kHistory, kNone };
+
+inline std::string_view SplitBasisName(SplitBasis b) {
+  switch (b) {
+    case SplitBasis::kMajority:
+      return "majority";
+    case SplitBasis::kHistory:
+      return "history";
+    case SplitBasis::kNone:
+      break;
+  }
+  return "none";
+}
+
+// The history rule for a split without a majority: `known[i]` says whether side i's value is
+// one every rank agreed on earlier. The side history vouches for, or nullopt when it does not
+// tell (not two sides, both known, neither known).
+inline std::optional<size_t> SideHistoryVouchesFor(const std::vector<bool>& known) {
+  if (known.size() != 2 || known[0] == known[1]) return std::nullopt;
+  return known[0] ? 0 : 1;
 }
 
 // The clause in parentheses after a summary, or nothing when there is a majority.
