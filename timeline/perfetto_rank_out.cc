@@ -151,11 +151,22 @@ void PerfettoRankOut::AddInterned(uint32_t field, uint32_t iid, std::string_view
 }
 
 uint32_t PerfettoRankOut::InternAnnotation(std::string_view key) {
+  // Keys are literals and FieldKey names: the same key comes at the same address, which
+  // picks where its slot is looked for (open addressing); the text decides.
+  constexpr size_t kSlots = std::size(decltype(known_keys_){});
+  const uint64_t address = reinterpret_cast<uintptr_t>(key.data());
+  size_t slot = (address * 0x9e3779b97f4a7c15u) >> (64 - kKnownKeyBits);
+  for (; known_keys_[slot].iid != 0; slot = (slot + 1) % kSlots)
+    if (known_keys_[slot].name == key) return known_keys_[slot].iid;
   const uint32_t iid = trace_->AnnotationIid(key);
   if (annotation_defined_.size() <= iid) annotation_defined_.resize(iid + 1);
   if (!annotation_defined_[iid]) {
     annotation_defined_[iid] = true;
     AddInterned(pf::kInternedAnnotationNames, iid, key);
+  }
+  if (known_count_ < kSlots / 2) {  // half full at most, so that misses end soon
+    known_keys_[slot] = KnownKey{trace_->AnnotationName(iid), iid};
+    ++known_count_;
   }
   return iid;
 }

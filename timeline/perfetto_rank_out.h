@@ -12,6 +12,7 @@
 // so the step's BEGIN precedes the BEGINs of its phases, which start at the same time.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -138,7 +139,14 @@ class PerfettoRankOut {
   std::vector<uint64_t> counters_;        // Head -> counter track
   std::vector<std::string> categories_;   // iid - 1 -> category
   std::vector<bool> annotation_defined_;  // by the writer's iid
-  EventBuffer interned_;                  // definitions for the packet being built
+  struct KnownKey {
+    std::string_view name;  // the writer's copy
+    uint32_t iid = 0;
+  };
+  static constexpr int kKnownKeyBits = 6;
+  std::array<KnownKey, 1 << kKnownKeyBits> known_keys_;  // names defined, by key address
+  size_t known_count_ = 0;
+  EventBuffer interned_;  // definitions for the packet being built
   struct OpenStep {
     int64_t step = 0;
     uint64_t track = 0;

@@ -55,6 +55,10 @@ class ProtoEncoder {
   }
   void End(size_t mark) {
     const size_t size = out_->size() - mark;
+    if (size < 0x80) {  // the byte Begin left
+      out_->data()[mark - 1] = static_cast<char>(size);
+      return;
+    }
     char length[kMaxVarint];
     const size_t n = static_cast<size_t>(PutVarint(length, size) - length);
     if (n > 1) {  // make room: the message moves n - 1 bytes along
@@ -78,6 +82,10 @@ class ProtoEncoder {
   }
 
   static char* PutVarint(char* p, uint64_t v) {
+    if (v < 0x80) {  // tags, types, most ids and small values: one byte
+      *p = static_cast<char>(v);
+      return p + 1;
+    }
     while (v >= 0x80) {
       *p++ = static_cast<char>(v | 0x80);
       v >>= 7;
