@@ -198,10 +198,9 @@ void PerfettoRankOut::CloseEvent(ProtoEncoder pb) {
 }
 
 ProtoEncoder PerfettoRankOut::BeginEvent(int64_t ts_ns, uint64_t type, uint64_t track) {
-  ProtoEncoder pb = trace_->BeginPacket(sequence_, ts_ns, pf::kSeqNeedsIncrementalState);
-  track_event_ = pb.Begin(pf::kTrackEvent);
-  pb.Varint(pf::kEventType, type);
-  pb.Varint(pf::kEventTrackUuid, track);
+  auto [pb, track_event] =
+      trace_->BeginTrackEvent(sequence_, ts_ns, pf::kSeqNeedsIncrementalState, type, track);
+  track_event_ = track_event;
   return pb;
 }
 

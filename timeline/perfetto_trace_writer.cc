@@ -45,12 +45,27 @@ ProtoEncoder PerfettoTraceWriter::BeginPacket(uint32_t sequence, int64_t ts_ns,
                                               uint64_t sequence_flags) {
   if (packet_open_) throw std::logic_error("a Perfetto packet begun inside another");
   packet_open_ = true;
-  ProtoEncoder pb(&output_);
-  packet_mark_ = pb.Begin(pf::kTracePacket);
-  if (ts_ns >= 0) pb.Varint(pf::kTimestamp, static_cast<uint64_t>(ts_ns));
-  if (sequence != 0) pb.Varint(pf::kTrustedPacketSequenceId, sequence);
-  if (sequence_flags != 0) pb.Varint(pf::kSequenceFlags, sequence_flags);
-  return pb;
+  // The head through one Room: it is written for every event.
+  char* p = ProtoEncoder::StartMessage(output_.Room(kMaxPacketHead), pf::kTracePacket);
+  packet_mark_ = static_cast<size_t>(p - output_.data());
+  if (ts_ns >= 0) p = ProtoEncoder::PutVarintField(p, pf::kTimestamp, static_cast<uint64_t>(ts_ns));
+  if (sequence != 0) p = ProtoEncoder::PutVarintField(p, pf::kTrustedPacketSequenceId, sequence);
+  if (sequence_flags != 0) p = ProtoEncoder::PutVarintField(p, pf::kSequenceFlags, sequence_flags);
+  output_.Commit(p);
+  return ProtoEncoder(&output_);
+}
+
+PerfettoTraceWriter::OpenEvent PerfettoTraceWriter::BeginTrackEvent(uint32_t sequence,
+                                                                    int64_t ts_ns,
+                                                                    uint64_t sequence_flags,
+                                                                    uint64_t type, uint64_t track) {
+  ProtoEncoder pb = BeginPacket(sequence, ts_ns, sequence_flags);
+  char* p = ProtoEncoder::StartMessage(output_.Room(kMaxEventHead), pf::kTrackEvent);
+  const auto mark = static_cast<size_t>(p - output_.data());
+  p = ProtoEncoder::PutVarintField(p, pf::kEventType, type);
+  p = ProtoEncoder::PutVarintField(p, pf::kEventTrackUuid, track);
+  output_.Commit(p);
+  return OpenEvent{pb, mark};
 }
 
 void PerfettoTraceWriter::EndPacket(std::string_view interned_data) {
@@ -152,11 +167,8 @@ size_t PerfettoTraceWriter::ReplayDeferred(std::string_view entries,
     if (q != next) throw std::runtime_error("the timeline's temporary file holds a bad entry");
     p = next;
     const int64_t ts = UnZigZag(f[2]), dur = UnZigZag(f[3]);
-    ProtoEncoder pb =
-        BeginPacket(static_cast<uint32_t>(f[0]), ts + dur, pf::kSeqNeedsIncrementalState);
-    const size_t event = pb.Begin(pf::kTrackEvent);
-    pb.Varint(pf::kEventType, pf::kTypeSliceEnd);
-    pb.Varint(pf::kEventTrackUuid, f[1]);
+    auto [pb, event] = BeginTrackEvent(static_cast<uint32_t>(f[0]), ts + dur,
+                                       pf::kSeqNeedsIncrementalState, pf::kTypeSliceEnd, f[1]);
     if (const CollectiveIndex::Entry* c = collectives.Find(UnZigZag(f[4]), UnZigZag(f[5]))) {
       // As the JSON's: the last enter minus this rank's, clamped to [0, dur].
       const int64_t values[] = {std::clamp(c->last_enter - ts, int64_t{0}, dur), c->last_rank,

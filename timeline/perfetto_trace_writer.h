@@ -61,6 +61,14 @@ class PerfettoTraceWriter {
   // encoder writing into it. The caller closes nested messages it opens, and makes no other
   // packet (a track) before EndPacket.
   ProtoEncoder BeginPacket(uint32_t sequence, int64_t ts_ns, uint64_t sequence_flags = 0);
+  // A packet with a TrackEvent of `type` on `track` begun in it: the caller adds the
+  // event's fields, then ends the TrackEvent (pb.End(track_event)) and the packet.
+  struct OpenEvent {
+    ProtoEncoder pb;
+    size_t track_event;  // the TrackEvent's mark
+  };
+  OpenEvent BeginTrackEvent(uint32_t sequence, int64_t ts_ns, uint64_t sequence_flags,
+                            uint64_t type, uint64_t track);
   // Closes the packet begun last, with `interned_data` (InternedData's fields: the names
   // its sequence defines in it) as its interned_data, which readers take before its event.
   void EndPacket(std::string_view interned_data = {});
@@ -114,6 +122,10 @@ class PerfettoTraceWriter {
   std::ostream* out_;
   const std::string scratch_dir_;
   const size_t deferred_budget_;
+  static constexpr size_t kMaxPacketHead =
+      ProtoEncoder::kMaxVarint + 1 + 3 * ProtoEncoder::kMaxVarintField;
+  static constexpr size_t kMaxEventHead =
+      ProtoEncoder::kMaxVarint + 1 + 2 * ProtoEncoder::kMaxVarintField;
   EventBuffer output_;  // whole packets for the file, and the one being built
   size_t packet_mark_ = 0;
   bool packet_open_ = false;

@@ -70,6 +70,17 @@ class ProtoEncoder {
     std::memcpy(out_->data() + mark - 1, length, n);
   }
 
+  // A message's fixed head written through one Room() (`kMaxVarintField` bytes a field):
+  // its varint fields, and nested messages begun there (StartMessage returns the cursor past
+  // the byte left for the length; the mark for End is that cursor's offset in the buffer).
+  static constexpr size_t kMaxVarintField = 2 * kMaxVarint;
+  static char* PutVarintField(char* p, uint32_t field, uint64_t v) {
+    return PutVarint(PutVarint(p, Tag(field, kVarint)), v);
+  }
+  static char* StartMessage(char* p, uint32_t field) {
+    return PutVarint(p, Tag(field, kLengthDelimited)) + 1;
+  }
+
   // Reads back a varint PutVarint wrote at `p`, of bytes before `end`; null when it is cut.
   static const char* GetVarint(const char* p, const char* end, uint64_t* v) {
     *v = 0;

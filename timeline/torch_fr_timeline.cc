@@ -158,10 +158,9 @@ class FrPerfettoOut {
   }
 
   ProtoEncoder Packet(int64_t ts, uint64_t type, uint64_t track) {
-    ProtoEncoder pb = writer_.BeginPacket(PerfettoTraceWriter::kInlineNamesSequence, ts);
-    track_event_ = pb.Begin(pf::kTrackEvent);
-    pb.Varint(pf::kEventType, type);
-    pb.Varint(pf::kEventTrackUuid, track);
+    auto [pb, track_event] = writer_.BeginTrackEvent(PerfettoTraceWriter::kInlineNamesSequence, ts,
+                                                     /*sequence_flags=*/0, type, track);
+    track_event_ = track_event;
     return pb;
   }
 
