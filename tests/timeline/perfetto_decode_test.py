@@ -354,40 +354,32 @@ class PerfettoTimeline(unittest.TestCase):
                                      if i.category == "finding")
                 self.assertEqual(pf_findings, json_findings)
 
+    def one_event_trace(self, event_type: int, name_iid: int = 0) -> str:
+        """A trace of one track and one event on it, written for the decoder to judge."""
+        trace = pb.Trace()
+        p = trace.packet.add()
+        p.track_descriptor.uuid = 7
+        p.track_descriptor.name = "t"
+        p = trace.packet.add()
+        p.timestamp = 5
+        p.trusted_packet_sequence_id = 2
+        p.track_event.type = event_type
+        p.track_event.track_uuid = 7
+        if name_iid:
+            p.track_event.name_iid = name_iid
+        path = os.path.join(self.tmp.name, "bad.pftrace")
+        with open(path, "wb") as f:
+            f.write(trace.SerializeToString())
+        return path
+
     def test_decoder_rejects_an_end_that_closes_nothing(self):
         """The checks above can fail: an END on a track with no open slice is reported."""
-        trace = pb.Trace()
-        p = trace.packet.add()
-        p.track_descriptor.uuid = 7
-        p.track_descriptor.name = "t"
-        p = trace.packet.add()
-        p.timestamp = 5
-        p.trusted_packet_sequence_id = 2
-        p.track_event.type = SLICE_END
-        p.track_event.track_uuid = 7
-        path = os.path.join(self.tmp.name, "bad.pftrace")
-        with open(path, "wb") as f:
-            f.write(trace.SerializeToString())
         with self.assertRaisesRegex(AssertionError, "closes nothing"):
-            decode(path)
+            decode(self.one_event_trace(SLICE_END))
 
     def test_decoder_rejects_a_name_used_before_it_is_interned(self):
-        trace = pb.Trace()
-        p = trace.packet.add()
-        p.track_descriptor.uuid = 7
-        p.track_descriptor.name = "t"
-        p = trace.packet.add()
-        p.timestamp = 5
-        p.trusted_packet_sequence_id = 2
-        p.track_event.type = INSTANT
-        p.track_event.track_uuid = 7
-        p.track_event.name_iid = 1
-        path = os.path.join(self.tmp.name, "bad.pftrace")
-        with open(path, "wb") as f:
-            f.write(trace.SerializeToString())
         with self.assertRaisesRegex(AssertionError, "before sequence 2 defines it"):
-            decode(path)
-
+            decode(self.one_event_trace(INSTANT, name_iid=1))
 
 if __name__ == "__main__":
     DSDIAG = sys.argv.pop(1)
