@@ -1,7 +1,7 @@
 // The field numbers of Perfetto's trace format (protos/perfetto/trace/*.proto) that
 // `dsdiag timeline --format perfetto` writes, each spelled once. The names are the protos'
 // own, so that a reader can look each one up there; the tests decode our output with
-// Perfetto's own perfetto_trace_pb2 (tests/timeline/perfetto_decode.py).
+// Perfetto's own perfetto_trace_pb2 (tests/timeline/perfetto_decode_test.py).
 #pragma once
 
 #include <cstdint>
