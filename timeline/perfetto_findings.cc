@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "analyzers/framework/finding.h"
+#include "timeline/finding_args.h"
 #include "timeline/perfetto_fields.h"
 #include "timeline/perfetto_inline_args.h"
 #include "timeline/perfetto_rank_out.h"
@@ -16,20 +17,14 @@ namespace {
 constexpr uint64_t kGlobalFindingsTrack = 1;  // below every rank's uuid
 
 void WriteFinding(const PlacedFinding& p, uint64_t track, int64_t ts_ns, PerfettoTraceWriter* out) {
-  const analyzers::Finding& f = *p.finding;
-  const std::string_view severity = analyzers::SeverityName(f.severity);
   ProtoEncoder pb = out->BeginPacket(PerfettoTraceWriter::kInlineNamesSequence, ts_ns);
   const size_t event = pb.Begin(pf::kTrackEvent);
   pb.Varint(pf::kEventType, pf::kTypeInstant);
   pb.Varint(pf::kEventTrackUuid, track);
-  pb.String(pf::kEventName, std::string(severity) + ": " + f.kind);
+  pb.String(pf::kEventName, FindingEventName(*p.finding));
   pb.String(pf::kEventCategories, "finding");
-  PerfettoInlineArgs a(pb);
-  a.Field("kind", f.kind).Field("severity", severity).Field("summary", f.summary);
-  if (f.subject) a.Field("subject", *f.subject);
-  if (f.step) a.Field("step", *f.step);
-  a.Field("ranks", analyzers::FormatRankRanges(f.ranks));
-  if (!f.hint.empty()) a.Field("hint", f.hint);
+  PerfettoInlineArgs args(pb);
+  AddFindingArgs(*p.finding, &args);
   pb.End(event);
   out->EndPacket();
 }

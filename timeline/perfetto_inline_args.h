@@ -33,6 +33,7 @@ class PerfettoInlineArgs {
   PerfettoInlineArgs& Field(std::string_view key, const std::string& v) {
     return Field(key, std::string_view(v));
   }
+  PerfettoInlineArgs& Null(std::string_view) { return *this; }  // absent: no annotation
 
  private:
   template <typename WriteValue>

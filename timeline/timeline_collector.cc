@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "timeline/chrome_trace_writer.h"
+#include "timeline/finding_args.h"
 #include "timeline/perfetto_findings.h"
 #include "trace/record_types.h"
 #include "trace/records/coll_record.h"
@@ -24,24 +25,9 @@ std::string StepsText(const StepRange& steps) {
 }
 
 void WriteFinding(const PlacedFinding& p, int64_t origin, ChromeTraceWriter* out) {
-  const Finding& f = *p.finding;
-  const std::string_view severity = analyzers::SeverityName(f.severity);
-  auto e = out->Instant(std::string(severity) + ": " + f.kind, "finding", p.scope, p.pid, 0,
+  auto e = out->Instant(FindingEventName(*p.finding), "finding", p.scope, p.pid, 0,
                         p.has_time ? p.ts_ns - origin : 0);
-  auto& a = e.Args();
-  a.Field("kind", f.kind).Field("severity", severity).Field("summary", f.summary);
-  if (f.subject) {
-    a.Field("subject", *f.subject);
-  } else {
-    a.Null("subject");
-  }
-  if (f.step) {
-    a.Field("step", *f.step);
-  } else {
-    a.Null("step");
-  }
-  a.Field("ranks", analyzers::FormatRankRanges(f.ranks));
-  if (!f.hint.empty()) a.Field("hint", f.hint);
+  AddFindingArgs(*p.finding, &e.Args());
   e.EndArgs();
 }
 

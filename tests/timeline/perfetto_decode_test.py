@@ -177,6 +177,19 @@ class PerfettoTimeline(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stderr, "")
 
+    def draw_both(self, run: str, out: str):
+        """`run` drawn as out.pftrace and out.json: the decoded trace, the JSON's events, its
+        origin, and its names by (pid, tid, "process_name" | "thread_name")."""
+        self.draw(run, out + ".pftrace")
+        self.draw(run, out + ".json")
+        with open(out + ".json", encoding="utf-8") as f:
+            doc = json.load(f)
+        names = {(e["pid"], e.get("tid", 0), e["name"]): e["args"]["name"]
+                 for e in doc["traceEvents"]
+                 if e["ph"] == "M" and e["name"] in ("process_name", "thread_name")}
+        origin = doc["otherData"]["origin_unix_ns"]
+        return decode(out + ".pftrace"), doc["traceEvents"], origin, names
+
     def test_clean_run_has_every_rank_thread_span_and_counter(self):
         run = self.synth("clean", "--ranks", "4", "--steps", "6")
         out = run + ".pftrace"
@@ -215,16 +228,7 @@ class PerfettoTimeline(unittest.TestCase):
         JSON's rounded to its grid) with the same args."""
         run = self.synth("straggler", "--ranks", "3", "--steps", "5", "--inject",
                          "straggler:rank=1,ms=30")
-        self.draw(run, run + ".pftrace")
-        self.draw(run, run + ".json")
-        t = decode(run + ".pftrace")
-        with open(run + ".json", encoding="utf-8") as f:
-            doc = json.load(f)
-        origin = doc["otherData"]["origin_unix_ns"]
-        names = {}  # (pid, tid) -> (process name, thread name)
-        for e in doc["traceEvents"]:
-            if e["ph"] == "M" and e["name"] in ("process_name", "thread_name"):
-                names.setdefault((e["pid"], e.get("tid", 0)), {})[e["name"]] = e["args"]["name"]
+        t, events, origin, names = self.draw_both(run, run)
 
         def ns(us: float) -> int:
             return round(us * 1000)
@@ -235,12 +239,12 @@ class PerfettoTimeline(unittest.TestCase):
         json_spans: collections.Counter = collections.Counter()
         json_counters: collections.Counter = collections.Counter()
         json_instants: collections.Counter = collections.Counter()
-        for e in doc["traceEvents"]:
-            if e.get("cat") == "finding":
+        for e in events:
+            if e.get("cat") == "finding" or e["ph"] == "M":
                 continue
-            process = names[(e["pid"], 0)]["process_name"]
+            process = names[(e["pid"], 0, "process_name")]
             if e["ph"] == "X":
-                thread = names[(e["pid"], e["tid"])]["thread_name"]
+                thread = names[(e["pid"], e["tid"], "thread_name")]
                 args = {k: v for k, v in e["args"].items() if v is not None}
                 json_spans[(process, thread, e["name"], ns(e["ts"]), round(e["dur"] * 1000),
                             json.dumps(args, sort_keys=True))] += 1
@@ -324,22 +328,13 @@ class PerfettoTimeline(unittest.TestCase):
                                                                 "subgroup")), synth):
             with self.subTest(run=os.path.basename(run)):
                 out = os.path.join(self.tmp.name, os.path.basename(run))
-                self.draw(run, out + ".pftrace")
-                self.draw(run, out + ".json")
-                t = decode(out + ".pftrace")
-                with open(out + ".json", encoding="utf-8") as f:
-                    doc = json.load(f)
-                origin = doc["otherData"]["origin_unix_ns"]
-                names = {}
-                for e in doc["traceEvents"]:
-                    if e["ph"] == "M":
-                        names[(e["pid"], e.get("tid", 0), e["name"])] = e["args"]["name"]
+                t, events, origin, names = self.draw_both(run, out)
                 json_spans = collections.Counter(
                     (names[(e["pid"], 0, "process_name")],
                      names[(e["pid"], e["tid"], "thread_name")], e["name"],
                      round(e["ts"] * 1000), round(e["dur"] * 1000),
                      json.dumps(e["args"], sort_keys=True))
-                    for e in doc["traceEvents"] if e["ph"] == "X")
+                    for e in events if e["ph"] == "X")
                 self.assertTrue(json_spans)
 
                 pf_spans = collections.Counter(
@@ -348,7 +343,7 @@ class PerfettoTimeline(unittest.TestCase):
                      json_time(s.ts + s.dur, origin) - json_time(s.ts, origin),
                      json.dumps(s.args, sort_keys=True)) for s in t.slices)
                 self.assertEqual(pf_spans, json_spans)
-                json_findings = sorted(e["args"]["summary"] for e in doc["traceEvents"]
+                json_findings = sorted(e["args"]["summary"] for e in events
                                        if e.get("cat") == "finding")
                 pf_findings = sorted(i.args["summary"] for i in t.instants
                                      if i.category == "finding")
