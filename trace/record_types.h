@@ -15,9 +15,11 @@ namespace dsdiag::trace {
 // its step's after-sync one as a flag on the after-sync record. v3 ("Version 3"): a step's
 // per-phase times as arrays in phase::kStepOrder, a `colls` record's issue times as gaps.
 // v4 ("Version 4"): those arrays in whole µs (`phases_us`, `cpu_us`, `runq_us`).
-// Readers read 1 to 4.
-inline constexpr std::string_view kSchema = "dsdiag.trace/4";
-inline constexpr int kSchemaMajor = 4;
+// v5 ("Version 5"): `group` and `mesh` records, and a record's `pg` is the group's identity
+// (records/group_record.h: GroupNumber of torch's group name), no longer a rank's own count.
+// Readers read 1 to 5.
+inline constexpr std::string_view kSchema = "dsdiag.trace/5";
+inline constexpr int kSchemaMajor = 5;
 inline constexpr int kOldestSchemaMajor = 1;
 // v1, which every reader reads: `dsdiag synth` writes it (its records are v1's, one per
 // phase and op, the shape compare's speed figures have always been measured on).
@@ -60,6 +62,10 @@ inline constexpr std::string_view kP2P = "p2p";
 // A call site, once per rank, named by `coll` and `p2p` records' `site` id
 // (records/site_record.h). Added within v2.
 inline constexpr std::string_view kSite = "site";
+// v5: a process group the rank belongs to, and a device mesh it sits on
+// (records/group_record.h).
+inline constexpr std::string_view kGroup = "group";
+inline constexpr std::string_view kMesh = "mesh";
 }  // namespace rec
 
 // The record types above as small integers, for tables indexed by type (the step driver
@@ -70,7 +76,7 @@ inline constexpr std::string_view kRecordTypes[] = {
     rec::kStep,       rec::kPhase,   rec::kCollective, rec::kGradient, rec::kFingerprint,
     rec::kRng,        rec::kSampler, rec::kLoader,     rec::kScaler,   rec::kClip,
     rec::kCheckpoint, rec::kSignal,  rec::kError,      rec::kClock,    rec::kMark,
-    rec::kCustom,     rec::kP2P,     rec::kSite};
+    rec::kCustom,     rec::kP2P,     rec::kSite,       rec::kGroup,    rec::kMesh};
 inline constexpr int kRecordTypeCount = sizeof(kRecordTypes) / sizeof(kRecordTypes[0]);
 inline constexpr int kOtherRecordType = kRecordTypeCount;
 
@@ -78,8 +84,8 @@ inline constexpr int kOtherRecordType = kRecordTypeCount;
 // compared only with those of its length and first letter. constexpr, so that analyzers
 // name ids at compile time (rec_id below) and compare ints rather than strings per record.
 constexpr int RecordTypeId(std::string_view type) {
-  constexpr int kByFrequency[] = {6,  7,  5,  4, 9, 8, 12, 13, 3,  10, 11, 21,
-                                  14, 15, 18, 1, 2, 0, 16, 17, 19, 20, 22};
+  constexpr int kByFrequency[] = {6,  7,  5, 4, 9, 8,  12, 13, 3,  10, 11, 21, 14,
+                                  15, 18, 1, 2, 0, 16, 17, 19, 20, 22, 23, 24};
   static_assert(sizeof(kByFrequency) / sizeof(kByFrequency[0]) == kRecordTypeCount);
   for (int id : kByFrequency) {
     const std::string_view name = kRecordTypes[id];
@@ -113,7 +119,9 @@ inline constexpr int kMark = RecordTypeId(rec::kMark);
 inline constexpr int kCustom = RecordTypeId(rec::kCustom);
 inline constexpr int kP2P = RecordTypeId(rec::kP2P);
 inline constexpr int kSite = RecordTypeId(rec::kSite);
-static_assert(kSite == kRecordTypeCount - 1 && kHeader == 0);
+inline constexpr int kGroup = RecordTypeId(rec::kGroup);
+inline constexpr int kMesh = RecordTypeId(rec::kMesh);
+static_assert(kMesh == kRecordTypeCount - 1 && kHeader == 0);
 }  // namespace rec_id
 
 }  // namespace dsdiag::trace

@@ -40,7 +40,7 @@ bool IsHeaderField(std::string_view key);
 // The major version of a trace schema, "dsdiag.trace/<major>[.<minor>]" → major; -1 when
 // `schema` is not a dsdiag trace schema.
 int TraceSchemaMajor(std::string_view schema);
-// Whether this reader reads `schema`: majors kOldestSchemaMajor to kSchemaMajor (1 to 4).
+// Whether this reader reads `schema`: majors kOldestSchemaMajor to kSchemaMajor (1 to 5).
 bool IsReadableSchema(std::string_view schema);
 
 // Appends the header as one JSON line (with "type":"header", "ts", "step":0).

@@ -100,7 +100,7 @@ TEST(BadFixtures, WrongSchema) {
   ASSERT_EQ(c.issue_count, 1);
   EXPECT_EQ(c.issues[0].line, 1);
   EXPECT_EQ(c.issues[0].column, 46);  // the value of "schema"
-  EXPECT_EQ(c.issues[0].expected, "schema \"dsdiag.trace/4\" (major version 1 to 4)");
+  EXPECT_EQ(c.issues[0].expected, "schema \"dsdiag.trace/5\" (major version 1 to 5)");
   EXPECT_EQ(c.issues[0].found, "'\"dsdiag.trace/9\"'");
 }
 

@@ -42,7 +42,7 @@ TEST(TraceHeader, WritesTheDocumentedShape) {
   std::string out;
   AppendHeaderRecord(h, 1200, &out);
   EXPECT_EQ(
-      out, R"({"type":"header","ts":1200,"step":0,"schema":"dsdiag.trace/4",)"
+      out, R"({"type":"header","ts":1200,"step":0,"schema":"dsdiag.trace/5",)"
            R"("run_id":"20261130-081500-4f2a","rank":1,"world_size":4,"local_rank":1,)"
            R"("host":"node7","pid":4242,"versions":{"dsdiag":"0.1.0","libtorch":"1.13.1"},)"
            R"("env":{"MASTER_ADDR":"127.0.0.1","OMP_NUM_THREADS":"1"},)"

@@ -332,7 +332,7 @@ TEST_F(ReaderTest, HeaderWithAnotherSchemaMajor) {
   EXPECT_EQ(res.types.size(), 1u) << "records still read from line 2";
   ASSERT_EQ(res.issue_count, 1);
   ExpectIssue(res.issues[0], 1, int64_t(header.find("\"dsdiag.trace/9\"")) + 1,
-              "schema \"dsdiag.trace/4\" (major version 1 to 4)", "'\"dsdiag.trace/9\"'");
+              "schema \"dsdiag.trace/5\" (major version 1 to 5)", "'\"dsdiag.trace/9\"'");
 }
 
 TEST_F(ReaderTest, HeaderWithANewerMinorIsAccepted) {
@@ -385,7 +385,7 @@ TEST_F(ReaderTest, HeaderFieldsMissingOrMistyped) {
        "integer members \"mono\", \"wall\", \"offset\", \"offset_err\" in \"clock\"",
        "'{\"mono\":\"x\"}'", "clock"},
       {R"({"type":"header","ts":1,"step":0,"schema":"trace/1","run_id":"r","rank":0,"world_size":2})",
-       "schema \"dsdiag.trace/4\" (major version 1 to 4)", "'\"trace/1\"'", "schema"},
+       "schema \"dsdiag.trace/5\" (major version 1 to 5)", "'\"trace/1\"'", "schema"},
   };
   for (const Case& c : cases) {
     const auto res = Read(c.line + "\n");

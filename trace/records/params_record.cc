@@ -1,5 +1,7 @@
 #include "trace/records/params_record.h"
 
+#include <algorithm>
+
 #include "trace/json_line.h"
 #include "trace/json_value.h"
 
@@ -45,6 +47,10 @@ std::optional<ParamTable> ParamTable::Read(const Record& record) {
   if (record.Has(K::buffers) && !record.StrArray(K::buffers, &table.buffers)) return std::nullopt;
   ReadShapes(record, &table.shapes);
   if (record.Has(K::dtypes)) record.StrArray(K::dtypes, &table.dtypes);
+  std::vector<int64_t> replicas;
+  if (record.Has(K::replicas) && !record.IntArray(K::replicas, &replicas)) return std::nullopt;
+  table.replicas.assign(replicas.begin(), replicas.end());
+  std::sort(table.replicas.begin(), table.replicas.end());
   return table;
 }
 
@@ -93,6 +99,11 @@ void AppendFields(const ParamTable& t, JsonLine* line) {
   if (!t.buffers.empty()) {
     line->BeginArray(K::buffers.name());
     for (const std::string& n : t.buffers) line->Add(n);
+    line->EndArray();
+  }
+  if (!t.replicas.empty()) {
+    line->BeginArray(K::replicas.name());
+    for (int r : t.replicas) line->Add(r);
     line->EndArray();
   }
 }

@@ -29,6 +29,9 @@ struct ParamsKeys {
   static constexpr FieldKey dtypes{"dtypes"};    // "f32", "bf16", ...
   static constexpr FieldKey buckets{"buckets"};  // parameter indices per bucket, allreduce order
   static constexpr FieldKey buffers{"buffers"};  // optional: the buffers, by qualified name
+  // optional (v5): the global ranks that hold these same parameters (the replica set: DDP's
+  // process_group); absent: every rank of the run.
+  static constexpr FieldKey replicas{"replicas"};
 };
 
 struct ParamTable {
@@ -40,6 +43,9 @@ struct ParamTable {
   // The module's buffers (BatchNorm's running_mean, ...) in the order of `fp` records with
   // what "buffer"; written only when there are some.
   std::vector<std::string> buffers;
+  // The global ranks whose parameters must equal these (DDP's process group), ascending;
+  // empty: every rank of the run. Written only when not empty.
+  std::vector<int> replicas;
 
   // Reads a `params` record; nullopt when `names`, `buckets` or `buffers` is malformed
   // (`shapes` and `dtypes` are for people: a reader that lacks them still names things).
