@@ -20,6 +20,35 @@ void NvtxName(std::string_view op, int64_t seq, std::string_view tag,
                 static_cast<long long>(seq), static_cast<int>(tag.size()), tag.data());
 }
 
+CollectiveProbe::CollectiveProbe(Session* session, FlightRecorder* recorder) noexcept
+    : session_(session), recorder_(recorder) {
+  for (auto& pg : slot_pg_) pg.store(kFreeSlot, std::memory_order_relaxed);
+}
+
+int64_t CollectiveProbe::next_seq(int pg) const noexcept {
+  for (int i = 0; i < kMaxGroups; ++i)
+    if (slot_pg_[i].load(std::memory_order_acquire) == pg) return seq_[i];
+  return 0;  // no op on it yet
+}
+
+int CollectiveProbe::Slot(int pg) noexcept {
+  for (int i = 0; i < kMaxGroups; ++i) {
+    const int held = slot_pg_[i].load(std::memory_order_acquire);
+    if (held == pg) return i;
+    if (held == kFreeSlot) break;
+  }
+  std::lock_guard<std::mutex> lock(slot_mu_);
+  for (int i = 0; i < kMaxGroups; ++i) {
+    const int held = slot_pg_[i].load(std::memory_order_relaxed);
+    if (held == pg) return i;
+    if (held == kFreeSlot) {
+      slot_pg_[i].store(pg, std::memory_order_release);
+      return i;
+    }
+  }
+  return kMaxGroups - 1;
+}
+
 int64_t CollectiveProbe::TakePairSeq(int pg, bool send, int64_t peer, int64_t match_tag) noexcept {
   std::lock_guard<std::mutex> lock(pair_mu_);
   try {
@@ -50,10 +79,7 @@ int64_t CollectiveProbe::SiteId(std::string_view file, int64_t line, std::string
 
 IssuedCollective::IssuedCollective(CollectiveProbe* probe, int pg, trace::Collective what,
                                    SourceLocation where, const trace::PeerCounts* counts) noexcept
-    : probe_(probe),
-      pg_(pg),
-      seq_(probe->seq_[CollectiveProbe::Group(pg)]++),
-      what_(std::move(what)) {
+    : probe_(probe), pg_(pg), seq_(probe->seq_[probe->Slot(pg)]++), what_(std::move(what)) {
   Session* s = probe_->session_;
   if (!s->on()) return;
   ProbeTimer timer(s);

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -41,13 +42,15 @@ void NvtxName(std::string_view op, int64_t seq, std::string_view tag,
 
 class CollectiveProbe {
  public:
+  // Groups a rank numbers apart; the ops of any further group share the last one's count.
+  // A group's pg is its identity (trace/records/group_record.h: torch's name, a number of
+  // up to 2^31), not a small index, so each group gets the first free slot.
   static constexpr int kMaxGroups = 16;
   // `recorder` may be null (no flight recorder).
-  CollectiveProbe(Session* session, FlightRecorder* recorder) noexcept
-      : session_(session), recorder_(recorder) {}
+  CollectiveProbe(Session* session, FlightRecorder* recorder) noexcept;
 
   // The sequence number the next op on `pg` will get.
-  int64_t next_seq(int pg) const noexcept { return seq_[Group(pg)]; }
+  int64_t next_seq(int pg) const noexcept;
 
   // The next number of a point-to-point message on `pg` to or from global rank `peer` with
   // the job's `match_tag`: counted per pair and direction, never in the group's sequence
@@ -64,13 +67,17 @@ class CollectiveProbe {
  private:
   friend class IssuedCollective;
   friend class PeerOp;
-  static int Group(int pg) noexcept { return pg >= 0 && pg < kMaxGroups ? pg : kMaxGroups - 1; }
+  // The slot of `pg`'s sequence number, taken at its first op (from any thread).
+  int Slot(int pg) noexcept;
   // Writes the `site` record of a fresh id and hands the site to the flight recorder.
   int64_t Announce(CallSites::Id id, std::string_view file, int64_t line,
                    std::string_view fn) noexcept;
   CallSites sites_;
   Session* session_;
   FlightRecorder* recorder_;
+  static constexpr int kFreeSlot = -1;                // a pg is never negative
+  std::array<std::atomic<int>, kMaxGroups> slot_pg_;  // the pg each slot counts
+  std::mutex slot_mu_;                                // taking a free slot
   std::array<int64_t, kMaxGroups> seq_{};
   std::mutex pair_mu_;
   std::map<std::tuple<int, bool, int64_t, int64_t>, int64_t> pair_seq_;  // guarded by pair_mu_

@@ -16,6 +16,7 @@
 #include "probes/records/gradient_records.h"
 #include "probes/records/loader_record.h"
 #include "probes/records/params_record.h"
+#include "probes/records/process_groups.h"
 #include "probes/records/rng_record.h"
 #include "probes/records/sampler_record.h"
 #include "probes/records/scaler_record.h"
@@ -94,17 +95,41 @@ void BindRecords(py::module_& m) {
       "write_params",
       [](Session* s, std::vector<std::string> names, std::vector<std::vector<int64_t>> shapes,
          std::vector<std::string> dtypes, std::vector<std::vector<int>> buckets,
-         std::vector<std::string> buffers) {
+         std::vector<std::string> buffers, std::vector<int> replicas) {
         probes::records::ParamsRecord r;
         r.names = std::move(names);
         r.shapes = std::move(shapes);
         r.dtypes = std::move(dtypes);
         r.buckets = std::move(buckets);
         r.buffers = std::move(buffers);
+        r.replicas = std::move(replicas);
+        std::sort(r.replicas.begin(), r.replicas.end());
         probes::records::WriteParams(s, r);
       },
       py::arg("session"), py::arg("names"), py::arg("shapes"), py::arg("dtypes"),
-      py::arg("buckets"), py::arg("buffers") = std::vector<std::string>{});
+      py::arg("buckets"), py::arg("buffers") = std::vector<std::string>{},
+      py::arg("replicas") = std::vector<int>{});
+  m.def("group_number", &trace::records::GroupNumber, py::arg("name"), py::arg("is_default"),
+        "The pg number records give the group torch calls `name` (0 for the default group).");
+  m.def(
+      "write_group",
+      [](Session* s, const std::string& name, const std::string& desc, const std::string& backend,
+         std::vector<int> ranks, int group_rank, bool is_default) {
+        probes::records::ProcessGroupInfo g{name,       desc,      backend, std::move(ranks),
+                                            group_rank, is_default};
+        return probes::records::WriteGroup(s, g);
+      },
+      py::arg("session"), py::arg("name"), py::arg("desc"), py::arg("backend"), py::arg("ranks"),
+      py::arg("group_rank"), py::arg("is_default"));
+  m.def(
+      "write_mesh",
+      [](Session* s, std::vector<int64_t> shape, std::vector<std::string> dims,
+         std::vector<int64_t> coord, std::vector<int64_t> pgs) {
+        probes::records::MeshLayout mesh{std::move(shape), std::move(dims), std::move(coord),
+                                         std::move(pgs)};
+        probes::records::WriteMesh(s, mesh);
+      },
+      py::arg("session"), py::arg("shape"), py::arg("dims"), py::arg("coord"), py::arg("pgs"));
   m.def(
       "write_grad",
       [](Session* s, double norm, int64_t n_missing, std::optional<std::vector<int>> missing,
