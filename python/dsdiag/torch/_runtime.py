@@ -36,7 +36,7 @@ class Runtime(object):
         self.samples = 0
         self.lock = threading.RLock()
         self.local = threading.local()  # .suppress: inside our own comm hook / wrapper
-        self.group_ids = {}  # id(process group) -> the pg number in `coll` records
+        self.groups = None  # _groups.GroupBook: the pg numbers in `coll` records, once used
         self.model = None  # the model's ModelProbe (dsdiag.torch.ddp), the first one built
         # The training DataLoader is known (dsdiag.torch.data): its batch opens each step,
         # a forward outside a step (a validation loop) opens none.
@@ -225,14 +225,14 @@ class Runtime(object):
             self.switch_off("loss", e)
 
     def group_id(self, group):
-        """The number of a process group in `coll` records: 0 for the default group, then
-        1, 2, ... in the order the job creates groups (the same order on every rank)."""
-        if group is None or _is_default_group(group):
-            return 0
-        key = id(group)
-        if key not in self.group_ids:
-            self.group_ids[key] = len(self.group_ids) + 1
-        return self.group_ids[key]
+        """The number of a process group in `coll` records, by its identity (_groups): 0
+        for the default group; the first time a group is seen its `group` record is
+        written."""
+        from dsdiag.torch import _groups  # here: _runtime imports without torch.distributed
+
+        if self.groups is None:
+            self.groups = _groups.GroupBook()
+        return self.groups.number(self.session if self.on else None, group)
 
     def write_pending_ops(self):
         with self.lock:
@@ -241,18 +241,6 @@ class Runtime(object):
             op.write()
         for write in self.pending_writers:
             write()
-
-
-def _is_default_group(group):
-    import torch.distributed as dist
-
-    if group is getattr(dist.group, "WORLD", None):
-        return True
-    getter = getattr(dist.distributed_c10d, "_get_default_group", None)
-    try:
-        return getter is not None and group is getter()
-    except Exception:
-        return False
 
 
 RUNTIME = Runtime()

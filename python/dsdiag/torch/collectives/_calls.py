@@ -11,8 +11,8 @@ import os
 import torch
 import torch.distributed as dist
 
-from dsdiag.torch import _futures, _header
-from dsdiag.torch.collectives import _p2p
+from dsdiag.torch import _futures, _groups, _header
+from dsdiag.torch.collectives import _mesh, _p2p
 from dsdiag.torch.collectives._call_site import site_id
 from dsdiag.torch._patches import Patches, signature_of
 from dsdiag.torch._runtime import RUNTIME, Suppress, guard, suppressed
@@ -49,6 +49,9 @@ def install():
         return
     _replace_both("init_process_group", _wrap_init_process_group)
     _replace_both("new_group", _wrap_new_group)
+    if getattr(dist, "split_group", None) is not None:  # torch 2.6 and later
+        _replace_both("split_group", _wrap_new_group)
+    _mesh.install(PATCHES)
     for name, (op, tensor_arg) in COLLECTIVES.items():
         if getattr(dist, name, None) is not None:
             _replace_both(name, lambda fn, op=op, arg=tensor_arg: _wrap_collective(fn, op, arg))
@@ -103,11 +106,15 @@ def _start_probes():
 
 
 def _wrap_new_group(original):
+    """new_group (and split_group): the group's `group` record as it is created, on its
+    members (a group is numbered by its identity, _groups)."""
+
     @functools.wraps(original)
     def new_group(*args, **kwargs):
         group = original(*args, **kwargs)
         try:
-            RUNTIME.group_id(group)  # numbered in creation order, the same on every rank
+            if RUNTIME.on and _groups.is_member(group):
+                RUNTIME.group_id(group)
         except Exception:
             pass
         return group
@@ -202,11 +209,7 @@ def _group_peers(group):
     group (its ranks are the global ones)."""
     if group is None or RUNTIME.group_id(group) == 0:
         return []
-    ranks = getattr(dist, "get_process_group_ranks", None)  # torch 2.x
-    if ranks is not None:
-        return list(ranks(group))
-    by_global = dist.distributed_c10d._pg_group_ranks[group]  # torch 1.13: global -> group
-    return [g for g, _ in sorted(by_global.items(), key=lambda item: item[1])]
+    return _groups.group_ranks(group)
 
 
 @guard("collective")

@@ -27,7 +27,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 from dsdiag import _core
 from dsdiag._core import fp_what, fp_why, phase_name
-from dsdiag.torch import _device, _device_fingerprint, _device_time, _futures
+from dsdiag.torch import _groups, _device, _device_fingerprint, _device_time, _futures
 from dsdiag.torch._patches import Patches
 from dsdiag.torch._runtime import RUNTIME, Suppress, guard, phase
 from dsdiag.torch._tensors import dtype_name, fingerprint_each, fn_of, memory_range
@@ -287,6 +287,17 @@ def _warn_native(error):
               "which records the same at a higher cost" % (error,))
 
 
+def _replica_ranks(ddp):
+    """The ranks whose parameters this DDP keeps equal to this rank's: its process group's,
+    when that is a sub-group (tensor parallel x data parallel: DDP over the data-parallel
+    group); [] for the default group (every rank)."""
+    group = getattr(ddp, "process_group", None)
+    if group is None or _groups.is_default_group(group):
+        return []
+    ranks = _groups.group_ranks(group)
+    return [] if len(ranks) == dist.get_world_size() else ranks
+
+
 def _trained(ddp):
     return [(n, p) for n, p in ddp.module.named_parameters() if p.requires_grad]
 
@@ -309,6 +320,7 @@ class DDPProbe(ModelProbe):
                          [list(range(len(named)))], buffers_of=ddp.module)
         self.after_sync_hashes = [0] * len(self.params)
         self.after_sync_samples = [0] * len(self.params)
+        self.replicas = _replica_ranks(ddp)
         # Light mode hashes a gradient whole once, at the allreduce, and takes that hash
         # again before the optimizer step when the gradient is provably the same tensor,
         # unwritten since the backward (its version counter) and its sample unchanged

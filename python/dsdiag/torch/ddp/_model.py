@@ -66,6 +66,9 @@ class ModelProbe(object):
         self.versions = None  # each parameter's version counter at the last step's end
         self.fp_every = 1 if RUNTIME.settings.full else 10
         self.buffers = None
+        # The global ranks that must hold these same parameters (the `params` record's
+        # `replicas`: DDP's process group when it is a sub-group); []: every rank.
+        self.replicas = []
         self.add(module, names, params, buckets, buffers_of)
 
     def add(self, module, names, params, buckets, buffers_of=None):
@@ -110,6 +113,7 @@ class ModelProbe(object):
             [dtype_name(p.dtype) for p in self.params],
             self.buckets,
             self.buffers.names if self.buffers is not None else [],
+            self.replicas,
         )
         _core.write_fingerprints(RUNTIME.session, fp_what.PARAM, fp_why.INIT, True,
                                  self.init_hashes, fn_of(self.params))
