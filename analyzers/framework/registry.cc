@@ -4,6 +4,7 @@
 
 #include "analyzers/framework/analyzer_factories.h"
 #include "analyzers/framework/findings_pass.h"
+#include "analyzers/framework/replica_scoped.h"
 
 namespace dsdiag::analyzers {
 
@@ -12,10 +13,12 @@ std::vector<std::unique_ptr<Analyzer>> CreateAllAnalyzers() {
   analyzers.push_back(CreateTraceCorruptAnalyzer());
   analyzers.push_back(CreateRankDiedAnalyzer());
   analyzers.push_back(CreateConfigMismatchAnalyzer());
-  analyzers.push_back(CreateMissingGradAnalyzer());
-  analyzers.push_back(CreateGradDesyncAnalyzer());
-  analyzers.push_back(CreateInitDivergenceAnalyzer());
-  analyzers.push_back(CreateReplicaDivergenceAnalyzer());
+  // The kinds that compare replicas' values compare each replica set on its own
+  // (replica_scoped.h): shards, stages and experts differ by design.
+  analyzers.push_back(ReplicaScoped(CreateMissingGradAnalyzer));
+  analyzers.push_back(ReplicaScoped(CreateGradDesyncAnalyzer));
+  analyzers.push_back(ReplicaScoped(CreateInitDivergenceAnalyzer));
+  analyzers.push_back(ReplicaScoped(CreateReplicaDivergenceAnalyzer));
   analyzers.push_back(CreateStragglerAnalyzer());
   analyzers.push_back(CreateCollectiveMismatchAnalyzer());
   analyzers.push_back(CreateHangAnalyzer());

@@ -8,7 +8,9 @@
 //
 // Who is named: not a vote. Rank 0 is the broadcast's source by design, so the ranks whose
 // fingerprints differ from rank 0's are the ones the broadcast did not reach, at any world
-// size. Without rank 0's fingerprints the split verdict decides (split_verdict.h).
+// size. Without rank 0's fingerprints the split verdict decides (split_verdict.h). In a
+// replica set a job declared (DDP over a data-parallel sub-group: the analyzer runs once
+// per set, replica_scoped.h) the source is the set's lowest rank, DDP's group rank 0.
 #include <memory>
 #include <string>
 
@@ -58,13 +60,19 @@ class InitDivergenceAnalyzer : public Analyzer {
  private:
   // The ranks whose initial parameters are not rank 0's; the split verdict without rank 0.
   std::vector<int> Named(const std::vector<RankGroup<uint64_t>>& groups, bool* from_source) const {
-    *from_source = init_.count(0) > 0;
+    const int source_rank = SourceRank();
+    *from_source = init_.count(source_rank) > 0;
     if (!*from_source) return JudgeSplit(groups).named;
     std::vector<int> named;
-    const FingerprintRecord& source = init_.at(0);
+    const FingerprintRecord& source = init_.at(source_rank);
     for (const auto& [rank, fp] : init_)
-      if (rank != 0 && fp.hashes != source.hashes) named.push_back(rank);
+      if (rank != source_rank && fp.hashes != source.hashes) named.push_back(rank);
     return named;
+  }
+
+  // The broadcast's source: rank 0, or the declared replica set's group rank 0.
+  int SourceRank() const {
+    return table_ && !table_->replicas.empty() ? table_->replicas.front() : 0;
   }
 
   std::string Describe(bool per_param, int index) const {
@@ -85,12 +93,13 @@ class InitDivergenceAnalyzer : public Analyzer {
     const std::string n = std::to_string(diffs.size()) + " of " +
                           std::to_string(any.hashes.size()) +
                           (any.per_param ? " parameters" : " buckets");
-    f.summary = "parameters differ across ranks before the first update: " + n + " differ, first " +
-                *f.subject + "; " + std::to_string(groups.size()) + " distinct replicas" +
-                (from_source ? "; " + std::string(f.ranks.size() == 1 ? "rank " : "ranks ") +
-                                   FormatRankRanges(f.ranks) +
-                                   " did not get rank 0's parameters (the broadcast's source)"
-                             : NoMajorityText(groups, JudgeSplit(groups)));
+    f.summary =
+        "parameters differ across ranks before the first update: " + n + " differ, first " +
+        *f.subject + "; " + std::to_string(groups.size()) + " distinct replicas" +
+        (from_source ? "; " + std::string(f.ranks.size() == 1 ? "rank " : "ranks ") +
+                           FormatRankRanges(f.ranks) + " did not get rank " +
+                           std::to_string(SourceRank()) + "'s parameters (the broadcast's source)"
+                     : NoMajorityText(groups, JudgeSplit(groups)));
     f.hint =
         "Replicas must start identical: broadcast parameters and buffers from rank 0 after "
         "building the model (DDP does this in its constructor), and seed the model-init RNG "
@@ -102,7 +111,8 @@ class InitDivergenceAnalyzer : public Analyzer {
     f.evidence.Set("granularity", any.per_param ? "param" : "bucket");
     f.evidence.Set("tensors_differing", static_cast<int64_t>(diffs.size()));
     f.evidence.Set("tensors", std::move(tensors));
-    f.evidence.Set("basis", from_source ? "differs from rank 0 (the broadcast source)"
+    f.evidence.Set("basis", from_source ? "differs from rank " + std::to_string(SourceRank()) +
+                                              " (the broadcast source)"
                             : JudgeSplit(groups).majority ? "majority"
                                                           : "no majority");
     f.evidence.Set("groups", GroupsJson(groups));
