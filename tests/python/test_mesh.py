@@ -1,0 +1,63 @@
+"""Jobs whose ranks differ by design — tensor parallel x data parallel, written the way
+Megatron-LM writes it (new_group for each data- and tensor-parallel group, DDP over the
+data-parallel one) — under dsdiag run: a clean job is clean (the shards are not replicas, and
+two data-parallel groups gathering different sizes are two groups), and a bug in one
+data-parallel replica is named inside its replica set only."""
+import glob
+import json
+import os
+import unittest
+
+from dsdiag_jobs import JobTestCase, compare, find, run_job, serious
+
+
+def records_of(run_dir, rank, record_type):
+    path = os.path.join(run_dir, "rank-%05d.jsonl" % rank)
+    with open(path) as f:
+        return [r for r in map(json.loads, f) if r.get("type") == record_type]
+
+
+class TensorTimesDataParallel(JobTestCase):
+    def test_a_clean_megatron_style_job_has_no_warning_or_error(self):
+        out = self.path("clean")
+        status, _, err = run_job(out, "megatron_tp_dp.py", nproc=4, timeout=180)
+        self.assertEqual(status, 0, err)
+        findings = compare(out)
+        self.assertEqual(serious(findings), set(), findings)
+
+    def test_groups_are_recorded_by_identity(self):
+        out = self.path("groups")
+        status, _, err = run_job(out, "megatron_tp_dp.py", nproc=4, timeout=180,
+                                 env={"STEPS": "4"})
+        self.assertEqual(status, 0, err)
+        self.assertEqual(len(glob.glob(os.path.join(out, "rank-*.jsonl"))), 4)
+        # torch names the groups 1, 2 (data parallel) and 3, 4 (tensor parallel) on every
+        # rank; each rank records the two it is in, by that name.
+        by_rank = {r: {g["pg"]: g for g in records_of(out, r, "group")} for r in range(4)}
+        self.assertEqual(sorted(by_rank[0]), [1, 3])
+        self.assertEqual(sorted(by_rank[3]), [2, 4])
+        self.assertEqual(by_rank[1][2]["ranks"], [1, 3])
+        self.assertEqual(by_rank[2][4]["ranks"], [2, 3])
+        self.assertEqual(by_rank[3][2]["group_rank"], 1)
+        self.assertEqual(records_of(out, 1, "params")[0]["replicas"], [1, 3])
+        # The data-parallel gathers of the two groups carry their own numbers.
+        gathers = {r: {c["pg"] for c in records_of(out, r, "coll") if c["op"] == "allgather"}
+                   for r in range(4)}
+        self.assertEqual(gathers, {0: {1}, 1: {2}, 2: {1}, 3: {2}})
+
+    def test_one_replica_scaling_its_gradients_alone_is_named_in_its_set(self):
+        out = self.path("scale")
+        status, _, err = run_job(out, "megatron_tp_dp.py", nproc=4, timeout=180,
+                                 env={"FAULT": "scale-grads"})
+        self.assertEqual(status, 0, err)
+        findings = compare(out)
+        self.assertEqual(serious(findings), {"grad-desync/error"}, findings)
+        f = find(findings, "grad-desync")
+        self.assertEqual(f["ranks"], [3], f)
+        self.assertEqual(f["step"], 0)
+        self.assertEqual(f["evidence"]["basis"], "changed after the sync")
+        self.assertEqual(f["evidence"]["replicas"], [1, 3])
+
+
+if __name__ == "__main__":
+    unittest.main()
