@@ -1,20 +1,52 @@
-"""Jobs whose ranks differ by design — tensor parallel x data parallel, written the way
-Megatron-LM writes it (new_group for each data- and tensor-parallel group, DDP over the
-data-parallel one) — under dsdiag run: a clean job is clean (the shards are not replicas, and
-two data-parallel groups gathering different sizes are two groups), and a bug in one
-data-parallel replica is named inside its replica set only."""
+"""Jobs whose ranks differ by design under dsdiag run — a 2-D device mesh as torchtitan
+builds one; tensor parallel x data parallel written the way Megatron-LM writes it (new_group
+for each data- and tensor-parallel group, DDP over the data-parallel one): a clean job is
+clean (the shards are not replicas, and two data-parallel groups reducing different sizes are
+two groups), and a bug in one data-parallel replica is named inside its replica set only."""
 import glob
 import json
 import os
+import subprocess
 import unittest
 
-from dsdiag_jobs import JobTestCase, compare, find, run_job, serious
+from dsdiag_jobs import PYTHON, JobTestCase, compare, find, run_job, serious
+
+
+def has_device_mesh():
+    probe = "import torch.distributed.device_mesh as m; m.init_device_mesh"
+    return subprocess.run([PYTHON, "-c", probe], capture_output=True).returncode == 0
 
 
 def records_of(run_dir, rank, record_type):
     path = os.path.join(run_dir, "rank-%05d.jsonl" % rank)
     with open(path) as f:
         return [r for r in map(json.loads, f) if r.get("type") == record_type]
+
+
+class DeviceMesh(JobTestCase):
+    def setUp(self):
+        super().setUp()
+        if not has_device_mesh():
+            self.skipTest("this torch has no DeviceMesh (torch 1.13)")
+
+    def test_a_2d_mesh_is_recorded_and_its_groups_reducing_apart_are_clean(self):
+        out = self.path("mesh")
+        status, _, err = run_job(out, "device_mesh_2d.py", nproc=4, timeout=180)
+        self.assertEqual(status, 0, err)
+        self.assertEqual(serious(compare(out)), set())
+        meshes = {r: records_of(out, r, "mesh") for r in range(4)}
+        self.assertEqual([len(m) for m in meshes.values()], [1, 1, 1, 1])
+        self.assertEqual(meshes[1][0]["shape"], [2, 2])
+        self.assertEqual(meshes[1][0]["dims"], ["dp", "tp"])
+        self.assertEqual(meshes[1][0]["coord"], [0, 1])
+        # Each rank's data-parallel group is one of two, by its torch name.
+        dp = {r: meshes[r][0]["pgs"][0] for r in range(4)}
+        self.assertEqual(dp[0], dp[2])
+        self.assertEqual(dp[1], dp[3])
+        self.assertNotEqual(dp[0], dp[1])
+        groups = {g["pg"]: g for g in records_of(out, 1, "group")}
+        self.assertEqual(groups[dp[1]]["desc"], "mesh_dp")
+        self.assertEqual(groups[dp[1]]["ranks"], [1, 3])
 
 
 class TensorTimesDataParallel(JobTestCase):
