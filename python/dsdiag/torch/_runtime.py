@@ -29,6 +29,9 @@ class Runtime(object):
         self.on = False
         self.step = 0
         self.in_step = False
+        # Inside DDP's Join context's exit, shadowing the others' collectives (ddp/_join.py):
+        # no step opens, no gradient is fingerprinted.
+        self.joined = False
         self.epoch = 0
         self.loss = float("nan")
         self.loss_copy = None  # _device.HostCopy of a device loss, read at the step's end
@@ -170,7 +173,7 @@ class Runtime(object):
     # --- steps ----------------------------------------------------------------------
 
     def begin_step_if_needed(self):
-        if self.on and not self.in_step:
+        if self.on and not self.in_step and not self.joined:
             self.in_step = True
             self.samples = 0
             self.session.begin_step(self.step, self.epoch)

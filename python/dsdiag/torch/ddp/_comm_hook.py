@@ -32,6 +32,7 @@ from dsdiag.torch._patches import Patches
 from dsdiag.torch._runtime import RUNTIME, Suppress, guard, phase
 from dsdiag.torch._tensors import dtype_name, fingerprint_each, fn_of, memory_range
 from dsdiag.torch.collectives import original
+from dsdiag.torch.ddp import _join
 from dsdiag.torch.ddp._model import ModelProbe
 
 PATCHES = Patches("ddp")
@@ -44,6 +45,7 @@ def install():
     PATCHES.replace(DDP, "forward", _ddp_forward)
     PATCHES.replace(DDP, "register_comm_hook", _register_comm_hook)
     PATCHES.append(RUNTIME.step_begin_hooks, _publish)
+    _join.install(PATCHES)
 
 
 def uninstall():
@@ -246,7 +248,8 @@ class DDPHook(object):
 
     @guard("ddp-bucket")
     def begin_bucket(self, bucket):
-        self.probe.reduced = True
+        if not RUNTIME.joined:  # a joined rank's shadows reduce no gradient of its own
+            self.probe.reduced = True
         buffer = bucket.buffer()
         count = buffer.numel()
         RUNTIME.begin_step_if_needed()
@@ -381,8 +384,8 @@ class DDPProbe(ModelProbe):
 
     def after_sync(self, bucket, reduced):
         """In the hook's future (any thread): each parameter's reduced gradient, hashed in
-        place in the bucket."""
-        if not RUNTIME.on:
+        place in the bucket (not the zeros a joined rank reduces, _join)."""
+        if not RUNTIME.on or RUNTIME.joined:
             return
         try:
             params = bucket.parameters()

@@ -54,8 +54,10 @@ def _wrap_step(step):
     @functools.wraps(step)
     def wrapped(self, *args, **kwargs):
         local = RUNTIME.local
-        if not RUNTIME.on or getattr(local, "optimizer_step", False):
-            return step(self, *args, **kwargs)  # off, or a subclass's step calling super()'s
+        if not RUNTIME.on or RUNTIME.joined or getattr(local, "optimizer_step", False):
+            # off, a joined rank's shadow step (ZeroRedundancyOptimizer's join hook: no step
+            # of its training, ddp/_join.py), or a subclass's step calling super()'s
+            return step(self, *args, **kwargs)
         local.optimizer_step = True
         try:
             return _step(self, args, kwargs)
