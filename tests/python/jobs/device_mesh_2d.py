@@ -12,7 +12,7 @@ steps = int(os.environ.get("STEPS", "6"))
 dist.init_process_group("gloo")
 torch.set_num_threads(1)
 mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("dp", "tp"))
-for step in range(steps):
+for _ in range(steps):
     shard = torch.ones(4 + 3 * mesh.get_local_rank("tp"))
     dist.all_reduce(shard, group=mesh.get_group("dp"))
     dist.all_reduce(torch.ones(3), group=mesh.get_group("tp"))
