@@ -17,7 +17,9 @@ std::unique_ptr<Analyzer> CreateInitDivergenceAnalyzer();      // init_divergenc
 std::unique_ptr<Analyzer> CreateReplicaDivergenceAnalyzer();   // replica_divergence_analyzer.cc
 std::unique_ptr<Analyzer> CreateStragglerAnalyzer();           // straggler_analyzer.cc
 std::unique_ptr<Analyzer> CreateCollectiveMismatchAnalyzer();  // collective_mismatch_analyzer.cc
-std::unique_ptr<Analyzer> CreateHangAnalyzer();                // hang_analyzer.cc
+std::unique_ptr<Analyzer>
+CreateGroupWiringAnalyzer();                     // group_wiring_analyzer.cc (collective-mismatch)
+std::unique_ptr<Analyzer> CreateHangAnalyzer();  // hang_analyzer.cc
 std::unique_ptr<Analyzer> CreateScalerOverflowAnalyzer();      // scaler_overflow_analyzer.cc
 std::unique_ptr<Analyzer> CreateScalerDesyncAnalyzer();        // scaler_desync_analyzer.cc
 std::unique_ptr<Analyzer> CreateClipBeforeUnscaleAnalyzer();   // clip_before_unscale_analyzer.cc

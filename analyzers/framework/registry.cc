@@ -21,6 +21,7 @@ std::vector<std::unique_ptr<Analyzer>> CreateAllAnalyzers() {
   analyzers.push_back(ReplicaScoped(CreateReplicaDivergenceAnalyzer));
   analyzers.push_back(CreateStragglerAnalyzer());
   analyzers.push_back(CreateCollectiveMismatchAnalyzer());
+  analyzers.push_back(CreateGroupWiringAnalyzer());
   analyzers.push_back(CreateHangAnalyzer());
   analyzers.push_back(CreateScalerOverflowAnalyzer());
   analyzers.push_back(CreateScalerDesyncAnalyzer());

@@ -11,6 +11,9 @@
 //   - where the ranks' streams parted (evidence `parted_at`), a rank-died finding of other
 //     ranks than those that parted, from the parting's step on: the parted ranks ran out of
 //     collectives first, and the others failed waiting in one they never issue.
+// Process groups created in another order on some ranks (evidence `wiring`: their names
+// stand for other ranks there) break every collective of the job from its start: each
+// rank-died warning or error and each hang of the run is a follow-on.
 // A point-to-point message whose send and recv disagree (evidence `p2p`, numbered per pair,
 // not in the group's sequence) has its own consequences: the receiver Gloo aborted (a
 // rank-died of a receiving rank of a disagreeing pair, from the mismatch's step on), the
@@ -38,6 +41,7 @@ struct Mismatch {
   bool majority = true;            // false: the culprits are every rank of a split with no odd side
   bool per_peer = false;           // an all-to-all's per-peer sizes disagree (evidence `pairs`)
   bool p2p = false;                // a send and its recv disagree (evidence `p2p`)
+  bool wiring = false;             // groups created in another order (evidence `wiring`)
   std::vector<int64_t> receivers;  // p2p: the receiving rank of each disagreeing pair
   const trace::JsonValue* parted_at = nullptr;  // where the ranks' streams parted, if known
 };
@@ -60,6 +64,13 @@ std::optional<Mismatch> MismatchOf(const Finding& f) {
   if (f.kind != kind::kCollectiveMismatch || f.severity == Severity::kInfo) return std::nullopt;
   const auto pg = follow_on::IntMember(f.evidence, "pg");
   const trace::JsonValue* majority = f.evidence.Find("majority");
+  if (IsTrue(f.evidence.Find("wiring"))) {
+    Mismatch m;
+    m.cause = Cause{std::string(kind::kCollectiveMismatch), f.subject.value_or(""), f.ranks};
+    m.majority = !(majority && !IsTrue(majority));
+    m.wiring = true;
+    return m;
+  }
   if (pg && IsTrue(f.evidence.Find("p2p"))) {
     Mismatch m;
     m.pg = *pg;
@@ -107,6 +118,12 @@ std::optional<std::string> MessageConsequence(const Mismatch& m, const Finding& 
 // A consequence of `m`, and in what words.
 std::optional<std::string> Consequence(const Mismatch& m, const Finding& f) {
   if (f.severity == Severity::kInfo) return std::nullopt;
+  if (m.wiring) {
+    if (f.kind == kind::kHang) return "stuck with peers wired by groups created in another order";
+    if (f.kind == kind::kRankDied)
+      return "failed with peers wired by groups created in another order";
+    return std::nullopt;
+  }
   if (m.p2p) return MessageConsequence(m, f);
   if (f.kind == kind::kRankDied) {
     if (const auto w = follow_on::WaitingIn(f); w && InOrAfter(m, w->first, w->second))
@@ -153,6 +170,9 @@ class MismatchFollowOnPass : public FindingsPass {
     const trace::JsonValue* text = m.parted_at ? m.parted_at->Find("text") : nullptr;
     if (text && text->kind() == trace::JsonValue::Kind::kString)
       what = text->as_string();
+    else if (m.wiring)
+      what = m.majority ? who + " created its process groups in another order"
+                        : ranks + " created their process groups in different orders";
     else if (m.p2p)
       what = m.majority ? who + " sent messages its peers did not expect there"
                         : ranks + " disagree on a message's size there, with no majority";

@@ -90,6 +90,21 @@ class TensorTimesDataParallel(JobTestCase):
         self.assertEqual(f["evidence"]["basis"], "changed after the sync")
         self.assertEqual(f["evidence"]["replicas"], [1, 3])
 
+    def test_groups_created_in_another_order_on_one_rank_name_it(self):
+        # Rank 0 creates the tensor-parallel groups first: torch's group 1 is ranks 0,1 on
+        # rank 0 and ranks 0,2 on rank 2, and the job hangs at its first collectives.
+        out = self.path("order")
+        status, _, err = run_job(out, "megatron_tp_dp.py", nproc=4, timeout=180,
+                                 env={"FAULT": "group-order"}, extra=("--timeout", "10"))
+        self.assertNotEqual(status, 0, err)
+        findings = compare(out)
+        self.assertEqual(serious(findings), {"collective-mismatch/error"}, findings)
+        f = find(findings, "collective-mismatch")
+        self.assertEqual((f["ranks"], f["subject"]), ([0], "process groups"), f)
+        self.assertEqual(f["evidence"]["basis"], "group creation order")
+        self.assertEqual(sorted(g["pg"] for g in f["evidence"]["groups"]), [1, 3])
+        self.assertIn("group 1 is ranks 0,1 on rank 0 but ranks 0,2 on rank 2", f["summary"])
+
 
 if __name__ == "__main__":
     unittest.main()

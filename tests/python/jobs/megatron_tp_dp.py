@@ -14,6 +14,10 @@ FAULT chooses a bug:
   (none)         clean
   scale-grads    global rank 3 scales its gradients by 0.5 after backward, before the
                  optimizer step (one data-parallel replica clipping or scaling alone)
+  group-order    global rank ODD_RANK (default 0) creates the tensor-parallel groups before
+                 the data-parallel ones (the others the other way round): torch numbers
+                 groups by the order each rank creates them, so its groups are wired to the
+                 wrong peers
 """
 import os
 
@@ -32,17 +36,36 @@ torch.set_num_threads(1)
 dp_size = world // TP
 tp_rank, dp_rank = rank % TP, rank // TP
 
-dp_group = tp_group = None
-for i in range(TP):  # data-parallel groups: the ranks with one tensor-parallel rank
-    ranks = list(range(i, world, TP))
-    group = dist.new_group(ranks)
-    if rank in ranks:
-        dp_group = group
-for i in range(dp_size):  # tensor-parallel groups: consecutive ranks
-    ranks = list(range(i * TP, (i + 1) * TP))
-    group = dist.new_group(ranks)
-    if rank in ranks:
-        tp_group = group
+
+
+def data_parallel_groups():
+    """The data-parallel groups: the ranks with one tensor-parallel rank."""
+    mine = None
+    for i in range(TP):
+        ranks = list(range(i, world, TP))
+        group = dist.new_group(ranks)
+        if rank in ranks:
+            mine = group
+    return mine
+
+
+def tensor_parallel_groups():
+    """The tensor-parallel groups: consecutive ranks."""
+    mine = None
+    for i in range(dp_size):
+        ranks = list(range(i * TP, (i + 1) * TP))
+        group = dist.new_group(ranks)
+        if rank in ranks:
+            mine = group
+    return mine
+
+
+if fault == "group-order" and rank == int(os.environ.get("ODD_RANK", "0")):
+    tp_group = tensor_parallel_groups()
+    dp_group = data_parallel_groups()
+else:
+    dp_group = data_parallel_groups()
+    tp_group = tensor_parallel_groups()
 
 
 class _CopyToTP(torch.autograd.Function):
