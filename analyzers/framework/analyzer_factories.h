@@ -26,6 +26,7 @@ std::unique_ptr<Analyzer> CreateClipBeforeUnscaleAnalyzer();   // clip_before_un
 std::unique_ptr<Analyzer> CreateCheckpointRaceAnalyzer();      // checkpoint_race_analyzer.cc
 std::unique_ptr<Analyzer> CreateCheckpointMismatchAnalyzer();  // checkpoint_mismatch_analyzer.cc
 std::unique_ptr<Analyzer> CreateRngCollisionAnalyzer();        // rng_collision_analyzer.cc
+std::unique_ptr<Analyzer> CreateInputDivergenceAnalyzer();     // input_divergence_analyzer.cc
 std::unique_ptr<Analyzer> CreateShardOverlapAnalyzer();        // shard_overlap_analyzer.cc
 std::unique_ptr<Analyzer> CreateEpochOrderRepeatAnalyzer();    // epoch_order_repeat_analyzer.cc
 std::unique_ptr<Analyzer> CreateLoaderStarvationAnalyzer();    // loader_starvation_analyzer.cc

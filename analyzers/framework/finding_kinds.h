@@ -12,6 +12,7 @@ inline constexpr std::string_view kReplicaDivergence = "replica-divergence";
 inline constexpr std::string_view kInitDivergence = "init-divergence";
 inline constexpr std::string_view kRngCollision = "rng-collision";
 inline constexpr std::string_view kShardOverlap = "shard-overlap";
+inline constexpr std::string_view kInputDivergence = "input-divergence";
 inline constexpr std::string_view kEpochOrderRepeat = "epoch-order-repeat";
 inline constexpr std::string_view kLoaderStarvation = "loader-starvation";
 inline constexpr std::string_view kScalerOverflow = "scaler-overflow";

@@ -30,6 +30,7 @@ std::vector<std::unique_ptr<Analyzer>> CreateAllAnalyzers() {
   analyzers.push_back(CreateCheckpointMismatchAnalyzer());
   analyzers.push_back(CreateRngCollisionAnalyzer());
   analyzers.push_back(CreateShardOverlapAnalyzer());
+  analyzers.push_back(CreateInputDivergenceAnalyzer());
   analyzers.push_back(CreateEpochOrderRepeatAnalyzer());
   analyzers.push_back(CreateLoaderStarvationAnalyzer());
   return analyzers;

@@ -36,6 +36,7 @@
 
 #include "analyzers/framework/analyzer_factories.h"
 #include "analyzers/framework/finding_kinds.h"
+#include "analyzers/kinds/common/data_replicas.h"
 #include "analyzers/kinds/common/identical_batches.h"
 #include "analyzers/kinds/common/rank_groups.h"
 #include "analyzers/kinds/common/split_verdict.h"
@@ -97,15 +98,19 @@ struct Problem {
 };
 
 class ShardOverlapAnalyzer : public Analyzer {
+  DataReplicas replicas_;
+
  public:
   std::string_view name() const override { return kind::kShardOverlap; }
   std::vector<std::string_view> record_types() const override {
-    return {trace::rec::kSampler, trace::rec::kLoader};
+    return {trace::rec::kSampler, trace::rec::kLoader, trace::rec::kParams, trace::rec::kGroup,
+            trace::rec::kMesh};
   }
 
   void Begin(const RunContext& run) override {
     ranks_expected_ = run.ranks.size();
     batches_.emplace(ranks_expected_);
+    batches_->SetReplicaOf([this](int rank) { return replicas_.ReplicaOf(rank); });
     world_size_ = run.world_size;
     for (const RankInfo& r : run.ranks)
       if (const JsonValue* v = r.header.config.Find("dataset_size")) header_size_ = v->as_int();
@@ -122,6 +127,7 @@ class ShardOverlapAnalyzer : public Analyzer {
   }
 
   void OnRecord(const RankInfo& rank, const trace::Record& r) override {
+    replicas_.Note(rank.rank, r);
     if (r.type_id() == trace::rec_id::kLoader) {
       if (auto batch = records::LoaderView(r).batch(); batch && *batch != 0 && batches_)
         batches_->Add(rank.rank, r.step(), *batch);
@@ -159,9 +165,16 @@ class ShardOverlapAnalyzer : public Analyzer {
 
  private:
   void Check(int64_t epoch, const std::map<int, Shard>& shards) {
-    if (shards.size() < 2) return;
+    // One shard per data replica; a peer holding another shard than its replica's lowest
+    // rank (input-divergence names it) counts on its own.
     std::vector<const Shard*> all;
-    for (const auto& [rank, s] : shards) all.push_back(&s);
+    for (const auto& [rank, s] : shards) {
+      auto first = shards.find(replicas_.ReplicaOf(rank));
+      if (first == shards.end() || first->first == rank || first->second.set != s.set ||
+          first->second.members != s.members)
+        all.push_back(&s);
+    }
+    if (all.size() < 2) return;
     const bool exact = std::all_of(all.begin(), all.end(), [](const Shard* s) { return s->exact; });
     if (exact)
       CheckExact(epoch, all);
@@ -195,6 +208,13 @@ class ShardOverlapAnalyzer : public Analyzer {
     *basis = "configured seed";
     std::sort(odd.begin(), odd.end());
     return odd;
+  }
+
+  // The world's data replicas: its ranks, a set that must train on the same batches once.
+  int64_t DataReplicaCount() {
+    int64_t count = 0;
+    for (int r = 0; r < world_size_; ++r) count += replicas_.ReplicaOf(r) == r;
+    return count;
   }
 
   void CheckExact(int64_t epoch, const std::vector<const Shard*>& shards) {
@@ -241,7 +261,7 @@ class ShardOverlapAnalyzer : public Analyzer {
       Add(&overlap_, epoch, step, ranks, std::move(detail), duplicates);
     }
     // A rank without a record (dead, trace missing) leaves samples unaccounted for, not missed.
-    const bool complete = world > 0 && world == world_size_;
+    const bool complete = world > 0 && world >= DataReplicaCount();
     if (complete && size > 0 && missed > 0) {
       JsonValue detail = Detail(epoch, shards, size, n, padding);
       detail.Set("missed", missed);

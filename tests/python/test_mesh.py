@@ -90,6 +90,20 @@ class TensorTimesDataParallel(JobTestCase):
         self.assertEqual(f["evidence"]["basis"], "changed after the sync")
         self.assertEqual(f["evidence"]["replicas"], [1, 3])
 
+    def test_tensor_parallel_peers_fed_by_the_global_rank_are_an_input_divergence(self):
+        out = self.path("data")
+        status, _, err = run_job(out, "megatron_tp_dp.py", nproc=4, timeout=180,
+                                 env={"FAULT": "global-data"})
+        self.assertEqual(status, 0, err)
+        findings = compare(out)
+        self.assertEqual(serious(findings), {"input-divergence/error"}, findings)
+        named = sorted(f["evidence"]["peers"] for f in findings
+                       if f["kind"] == "input-divergence")
+        self.assertEqual(named, [[0, 1], [2, 3]])
+        f = find(findings, "input-divergence")
+        self.assertEqual((f["ranks"], f["step"]), ([0, 1], 0), f)
+        self.assertEqual(f["evidence"]["steps_differing"], f["evidence"]["steps_compared"])
+
     def test_groups_created_in_another_order_on_one_rank_name_it(self):
         # Rank 0 creates the tensor-parallel groups first: torch's group 1 is ranks 0,1 on
         # rank 0 and ranks 0,2 on rank 2, and the job hangs at its first collectives.

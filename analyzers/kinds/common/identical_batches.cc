@@ -1,6 +1,7 @@
 #include "analyzers/kinds/common/identical_batches.h"
 
 #include <algorithm>
+#include <set>
 #include <string>
 
 namespace dsdiag::analyzers {
@@ -25,13 +26,14 @@ void IdenticalBatches::StepDone(int64_t step) {
 void IdenticalBatches::Compare(int64_t step, const std::map<int, uint64_t>& batches) {
   if (batches.size() < 2) return;
   ++compared_;
-  std::map<uint64_t, int> holders;
-  for (const auto& [rank, batch] : batches) ++holders[batch];
+  std::map<uint64_t, std::set<int>> holders;  // batch -> the data replicas holding it
+  for (const auto& [rank, batch] : batches)
+    holders[batch].insert(replica_of_ ? replica_of_(rank) : rank);
   for (const auto& [rank, batch] : batches) {
     RankStats& s = ranks_[rank];
     if (s.last != 0 && s.last != batch) s.varies = true;
     s.last = batch;
-    if (holders[batch] < 2) continue;
+    if (holders[batch].size() < 2) continue;
     ++s.shared;
     if (s.first_shared < 0) s.first_shared = step;
   }

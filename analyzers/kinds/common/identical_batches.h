@@ -12,10 +12,13 @@
 // did (two or more). A rank "shares" a step when another rank's batch fingerprint equals its own.
 // The verdict: at least kMinSharedSteps compared steps, and ranks sharing at least half of them
 // whose own batches change from step to step (a constant batch — a synthetic benchmark's
-// torch.ones — is not data that a sampler would split).
+// torch.ones — is not data that a sampler would split). Ranks that must train on the same
+// batches (tensor-parallel peers, common/data_replicas.h) share them by design: a batch
+// counts as shared only when ranks of two data replicas hold it.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string_view>
@@ -42,6 +45,8 @@ struct IdenticalBatchesVerdict {
 class IdenticalBatches {
  public:
   explicit IdenticalBatches(size_t ranks_expected) : ranks_expected_(ranks_expected) {}
+  // The data replica of a rank (its lowest same-data peer); unset: each rank its own.
+  void SetReplicaOf(std::function<int(int)> replica_of) { replica_of_ = std::move(replica_of); }
 
   void Add(int rank, int64_t step, uint64_t batch);
   // Compares the steps up to `step` that every rank delivered, and frees them.
@@ -59,6 +64,7 @@ class IdenticalBatches {
   void Compare(int64_t step, const std::map<int, uint64_t>& batches);
 
   size_t ranks_expected_;
+  std::function<int(int)> replica_of_;
   std::map<int64_t, std::map<int, uint64_t>> pending_;  // step -> rank -> batch
   std::map<int, RankStats> ranks_;
   int64_t compared_ = 0;

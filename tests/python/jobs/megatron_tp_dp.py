@@ -3,7 +3,8 @@ data-parallel groups and then the tensor-parallel groups made with new_group on 
 (each rank keeps the ones it is in), a column-parallel then a row-parallel linear whose
 forward and backward all-reduce over the tensor-parallel group, a LayerNorm replicated on
 every rank, and DDP over the data-parallel group only. The tensor-parallel peers of one
-replica compute on the same batch (seeded by the data-parallel rank); each shard is built
+replica compute on the same batch: a DataLoader whose DistributedSampler splits the dataset
+by the data-parallel rank, as Megatron's data samplers do; each shard is built
 from a seed of its tensor-parallel rank, so the two ranks of a data-parallel group hold the
 same shard and the two shards differ by design. Every 4 steps each rank gathers its shard's
 row norms over its data-parallel group: a column shard of rank 0 has another size than one
@@ -14,6 +15,8 @@ FAULT chooses a bug:
   (none)         clean
   scale-grads    global rank 3 scales its gradients by 0.5 after backward, before the
                  optimizer step (one data-parallel replica clipping or scaling alone)
+  global-data    the sampler splits the dataset by the global rank (DistributedSampler's
+                 default): the tensor-parallel peers are fed different batches
   group-order    global rank ODD_RANK (default 0) creates the tensor-parallel groups before
                  the data-parallel ones (the others the other way round): torch numbers
                  groups by the order each rank creates them, so its groups are wired to the
@@ -132,9 +135,17 @@ class ParallelMLP(torch.nn.Module):
 torch.manual_seed(1000 + tp_rank)  # a shard's seed: its tensor-parallel rank
 model = DDP(ParallelMLP(), process_group=dp_group)
 opt = torch.optim.SGD(model.parameters(), lr=0.05)
-data = torch.Generator().manual_seed(7 + dp_rank)  # one batch per data-parallel replica
+dataset = torch.utils.data.TensorDataset(torch.randn(512, HIDDEN,
+                                                     generator=torch.Generator().manual_seed(7)))
+if fault == "global-data":
+    sampler = torch.utils.data.DistributedSampler(dataset, seed=3)
+else:
+    sampler = torch.utils.data.DistributedSampler(dataset, num_replicas=dp_size, rank=dp_rank,
+                                                  seed=3)
+loader = torch.utils.data.DataLoader(dataset, batch_size=8, sampler=sampler, drop_last=True)
+batches = iter(loader)
 for step in range(steps):
-    x = torch.randn(8, HIDDEN, generator=data)
+    (x,) = next(batches)
     opt.zero_grad()
     loss = model(x).pow(2).mean()
     loss.backward()
