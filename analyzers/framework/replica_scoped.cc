@@ -63,8 +63,13 @@ class ReplicaScopedAnalyzer : public Analyzer {
   // The rank's first `params` record decides its set (a later one, a second model's table
   // in a job that rebuilt its model, does not move it).
   void Place(int rank, const trace::Record& r) {
-    if (placed_.count(rank)) return;
-    placed_[rank] = nullptr;
+    if (rank < 0) return;
+    if (static_cast<size_t>(rank) >= placed_.size()) {
+      placed_.resize(rank + 1, false);
+      set_of_.resize(rank + 1, nullptr);
+    }
+    if (placed_[rank]) return;
+    placed_[rank] = true;
     const auto table = trace::records::ParamTable::Read(r);
     if (!table || table->replicas.empty() ||
         std::find(table->replicas.begin(), table->replicas.end(), rank) == table->replicas.end())
@@ -74,19 +79,22 @@ class ReplicaScopedAnalyzer : public Analyzer {
       analyzer = make_();
       if (run_) analyzer->Begin(*run_);
     }
-    placed_[rank] = analyzer.get();
+    set_of_[rank] = analyzer.get();
   }
 
   Analyzer* Of(int rank) const {
-    auto it = placed_.find(rank);
-    return it != placed_.end() && it->second ? it->second : run_wide_.get();
+    const bool known = rank >= 0 && static_cast<size_t>(rank) < set_of_.size();
+    return known && set_of_[rank] ? set_of_[rank] : run_wide_.get();
   }
 
   AnalyzerFactory make_;
   const RunContext* run_ = nullptr;
   std::unique_ptr<Analyzer> run_wide_;                    // the ranks that declared no set
   std::map<ReplicaSet, std::unique_ptr<Analyzer>> sets_;  // by set, lowest ranks first
-  std::map<int, Analyzer*> placed_;                       // rank -> its set's (null: run's)
+  // By rank (vectors: every record of these kinds is routed through them): whether its
+  // params record was read, and its set's analyzer (null: the run's).
+  std::vector<bool> placed_;
+  std::vector<Analyzer*> set_of_;
 };
 
 }  // namespace

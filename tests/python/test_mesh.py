@@ -1,8 +1,9 @@
 """Jobs whose ranks differ by design under dsdiag run — a 2-D device mesh as torchtitan
-builds one; tensor parallel x data parallel written the way Megatron-LM writes it (new_group
-for each data- and tensor-parallel group, DDP over the data-parallel one): a clean job is
-clean (the shards are not replicas, and two data-parallel groups reducing different sizes are
-two groups), and a bug in one data-parallel replica is named inside its replica set only."""
+builds one; DTensor tensor parallel as PyTorch's tutorial writes it; tensor parallel x data
+parallel written the way Megatron-LM writes it (new_group for each data- and tensor-parallel
+group, DDP over the data-parallel one): a clean job is clean (the shards are not replicas,
+and two data-parallel groups reducing different sizes are two groups), and a bug in one
+data-parallel replica is named inside its replica set only."""
 import glob
 import json
 import os
@@ -47,6 +48,22 @@ class DeviceMesh(JobTestCase):
         groups = {g["pg"]: g for g in records_of(out, 1, "group")}
         self.assertEqual(groups[dp[1]]["desc"], "mesh_dp")
         self.assertEqual(groups[dp[1]]["ranks"], [1, 3])
+
+    def test_dtensor_tensor_parallel_is_clean(self):
+        out = self.path("dtensor")
+        status, _, err = run_job(out, "dtensor_tp.py", nproc=4, timeout=180)
+        self.assertEqual(status, 0, err)
+        self.assertEqual(serious(compare(out)), set())
+
+    def test_dtensor_peers_fed_by_the_global_rank_are_an_input_divergence(self):
+        out = self.path("dtensor-data")
+        status, _, err = run_job(out, "dtensor_tp.py", nproc=4, timeout=180,
+                                 env={"FAULT": "global-data"})
+        self.assertEqual(status, 0, err)
+        findings = compare(out)
+        self.assertEqual(serious(findings), {"input-divergence/error"}, findings)
+        self.assertEqual(sorted(f["evidence"]["peers"] for f in findings
+                                if f["kind"] == "input-divergence"), [[0, 1], [2, 3]])
 
 
 class TensorTimesDataParallel(JobTestCase):
