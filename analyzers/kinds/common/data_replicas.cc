@@ -82,12 +82,14 @@ void DataReplicas::Recompute() {
       if (IsTensorParallelDim(mesh.dims[d]))
         if (const auto* g = group_of(rank, mesh.pgs[d])) add(g->ranks);
   for (const auto& [rank, set] : replicas_) {
+    // C++17 lambdas cannot capture a structured binding (clang rejects it): name them.
+    const size_t set_size = set.size();
     const int position = PositionIn(set, rank);
     for (const auto& [pg, group] : groups_[rank]) {
       if (IsPipelineGroup(group.desc) || group.ranks.size() < 2) continue;
       const bool one_position = std::all_of(group.ranks.begin(), group.ranks.end(), [&](int m) {
         auto theirs = replicas_.find(m);
-        return theirs != replicas_.end() && theirs->second.size() == set.size() &&
+        return theirs != replicas_.end() && theirs->second.size() == set_size &&
                PositionIn(theirs->second, m) == position;
       });
       if (one_position) add(group.ranks);
