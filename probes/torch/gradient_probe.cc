@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -113,6 +114,8 @@ void GradientProbe::WriteParamTable() noexcept {
   records::ParamsRecord r;
   r.names = names_;
   r.buckets = buckets_;
+  r.replicas = options_.replicas;
+  std::sort(r.replicas.begin(), r.replicas.end());
   for (const auto& p : params_) {
     r.shapes.emplace_back(p.sizes().begin(), p.sizes().end());
     r.dtypes.emplace_back(DtypeName(p.scalar_type()));

@@ -42,6 +42,10 @@ namespace dsdiag::probes {
 
 struct GradientProbeOptions {
   int64_t param_fp_every = 10;  // light mode; full fingerprints every step
+  // The global ranks whose parameters must equal these: the replica set, when the loop
+  // reduces its gradients over a data-parallel sub-group (tensor x data parallel; the
+  // group's ranks, as probes::records::WriteGroup declares it). Empty: every rank.
+  std::vector<int> replicas;
 };
 
 class GradientProbe {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "probes/fingerprint.h"
+#include "probes/records/process_groups.h"
 #include "trace/record_types.h"
 #include "trace/trace_reader.h"
 
@@ -91,6 +92,27 @@ TEST_F(GradientProbeTest, MissingListIsWrittenOncePerChange) {
             std::string::npos);
   EXPECT_NE(params[0].find("\"shapes\":[[4],[2,3],[3]]"), std::string::npos) << params[0];
   EXPECT_NE(params[0].find("\"buckets\":[[2,1],[0]]"), std::string::npos) << params[0];
+}
+
+// A loop that reduces its gradients over a data-parallel sub-group declares the group and
+// its replica set: the `group` record and the `params` record's `replicas`, which the
+// analyzers compare within.
+TEST_F(GradientProbeTest, ADataParallelSubGroupIsDeclaredWithItsReplicaSet) {
+  auto s = Start(Mode::kLight);
+  const probes::records::ProcessGroupInfo dp{"2", "dp", "gloo", {3, 1}, 0};
+  EXPECT_EQ(probes::records::WriteGroup(s.get(), dp), 2);
+  GradientProbeOptions options;
+  options.replicas = dp.ranks;
+  GradientProbe probe(s.get(), names_, params_, {}, options);
+  s->End("ok", 0);
+  auto groups = Lines("group");
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_NE(groups[0].find(R"("pg":2,"name":"2","desc":"dp","backend":"gloo","ranks":[3,1])"),
+            std::string::npos)
+      << groups[0];
+  auto params = Lines("params");
+  ASSERT_EQ(params.size(), 1u);
+  EXPECT_NE(params[0].find(R"("replicas":[1,3])"), std::string::npos) << params[0];
 }
 
 // "No gradient" is "took no part in this backward", however zero_grad() leaves .grad: set
