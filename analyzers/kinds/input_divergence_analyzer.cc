@@ -22,6 +22,7 @@
 #include "analyzers/framework/finding_kinds.h"
 #include "analyzers/kinds/common/data_replicas.h"
 #include "analyzers/kinds/common/evidence_text.h"
+#include "analyzers/kinds/common/fingerprints.h"
 #include "analyzers/kinds/common/rank_groups.h"
 #include "analyzers/kinds/common/split_verdict.h"
 #include "trace/record_types.h"
@@ -111,15 +112,7 @@ class InputDivergenceAnalyzer : public Analyzer {
     f.evidence.Set("steps_compared", d.steps_compared);
     f.evidence.Set("basis", v.majority ? "majority" : "no majority");
     f.evidence.Set("majority", v.majority);
-    JsonValue groups = JsonValue::Array();
-    for (const auto& g : d.first_groups) {
-      JsonValue ranks = JsonValue::Array();
-      for (int r : g.ranks) ranks.Push(static_cast<int64_t>(r));
-      JsonValue one = JsonValue::Object();
-      one.Set("ranks", std::move(ranks));
-      groups.Push(std::move(one));
-    }
-    f.evidence.Set("groups", std::move(groups));
+    f.evidence.Set("groups", GroupsJson(d.first_groups));
     f.hint =
         "Tensor-parallel peers split one replica's layers: each must see the replica's batch. "
         "Split and seed the data by the data-parallel rank, not the global one "

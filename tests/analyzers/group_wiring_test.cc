@@ -34,8 +34,7 @@ void WriteGroups(TestRun* run, const std::vector<Groups>& by_rank) {
       g.pg = records::GroupNumber(name, false);
       g.name = name;
       g.ranks = &ranks;
-      auto r = w->Begin(records::GroupRecord::kType);
-      AppendFields(g, &r.line());
+      TestRun::Write(w.get(), g);
     }
     TestRun::WriteEnd(w.get(), "ok", 0);
   }

@@ -24,32 +24,26 @@ using testing::Listing;
 using testing::RunOne;
 using testing::TestRun;
 
-template <class R>
-void Write(trace::TraceWriter* w, const R& record) {
-  auto r = w->Begin(R::kType);
-  AppendFields(record, &r.line());
-}
-
 // Torch's names on a 2 x 2 mesh: dp groups 1 = {0,2}, 2 = {1,3}; tp groups 3 = {0,1}, 4 = {2,3}.
 void WriteMeshRun(TestRun* run, int steps, const std::function<uint64_t(int, int)>& batch) {
   for (int rank = 0; rank < 4; ++rank) {
     auto w = run->Open(TestRun::Header(rank, 4));
     const std::vector<int> dp = {rank % 2, rank % 2 + 2}, tp = {rank / 2 * 2, rank / 2 * 2 + 1};
     const int64_t dp_pg = 1 + rank % 2, tp_pg = 3 + rank / 2;
-    Write(w.get(),
-          records::GroupRecord{dp_pg, std::to_string(dp_pg), "mesh_dp", "gloo", &dp, rank / 2});
-    Write(w.get(),
-          records::GroupRecord{tp_pg, std::to_string(tp_pg), "mesh_tp", "gloo", &tp, rank % 2});
+    TestRun::Write(w.get(), records::GroupRecord{dp_pg, std::to_string(dp_pg), "mesh_dp", "gloo",
+                                                 &dp, rank / 2});
+    TestRun::Write(w.get(), records::GroupRecord{tp_pg, std::to_string(tp_pg), "mesh_tp", "gloo",
+                                                 &tp, rank % 2});
     const std::vector<int64_t> shape = {2, 2}, coord = {rank / 2, rank % 2}, pgs = {dp_pg, tp_pg};
     const std::vector<std::string> dims = {"dp", "tp"};
-    Write(w.get(), records::MeshRecord{&shape, &dims, &coord, &pgs});
+    TestRun::Write(w.get(), records::MeshRecord{&shape, &dims, &coord, &pgs});
     for (int step = 0; step < steps; ++step) {
       w->SetStep(step);
       w->Begin(trace::rec::kStepBegin).line().Field("epoch", 0);
       records::LoaderRecord loader;
       loader.samples = 8;
       loader.batch = batch(rank, step);
-      Write(w.get(), loader);
+      TestRun::Write(w.get(), loader);
       w->Begin(trace::rec::kStep).line().Field("dur", int64_t{1000});
     }
     TestRun::WriteEnd(w.get(), "ok", 0);

@@ -33,12 +33,6 @@ constexpr int kWorld = 4;
 // consecutive ranks: the ranks with its tensor-parallel rank.
 std::vector<int> DataParallelPeers(int rank) { return {rank % 2, rank % 2 + 2}; }
 
-template <class R>
-void Write(trace::TraceWriter* w, const R& record) {
-  auto r = w->Begin(R::kType);
-  AppendFields(record, &r.line());
-}
-
 void WriteFp(trace::TraceWriter* w, const char* what, const char* why,
              const std::vector<uint64_t>& hashes) {
   records::FpRecord fp;
@@ -46,7 +40,7 @@ void WriteFp(trace::TraceWriter* w, const char* what, const char* why,
   fp.why = why;
   fp.per_param = true;
   fp.hashes = &hashes;
-  Write(w, fp);
+  TestRun::Write(w, fp);
 }
 
 // `declare`: the ranks' params records name their data-parallel group as their replicas.
@@ -59,7 +53,7 @@ void WriteMeshRun(TestRun* run, bool declare, int steps,
     table.names = {"fc1.weight", "norm.weight"};
     table.buckets = {{1, 0}};
     if (declare) table.replicas = DataParallelPeers(rank);
-    Write(w.get(), table);
+    TestRun::Write(w.get(), table);
     WriteFp(w.get(), "param", "init", hashes(rank, -1, "param"));
     for (int step = 0; step < steps; ++step) {
       w->SetStep(step);

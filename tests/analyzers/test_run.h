@@ -34,6 +34,12 @@ class TestRun {
   // An `end` record; `detail_key` is "signal" or "error" when `detail` is given.
   static void WriteEnd(trace::TraceWriter* w, std::string_view reason, int status,
                        std::string_view detail_key = {}, std::string_view detail = {});
+  // One record of trace/records/ (a GroupRecord, a ParamTable, ...) at the writer's step.
+  template <class R>
+  static void Write(trace::TraceWriter* w, const R& record) {
+    auto r = w->Begin(R::kType);
+    AppendFields(record, &r.line());
+  }
   // Header, `steps` steps, end "ok".
   void WriteCleanRank(const trace::TraceHeader& header, int steps);
 
