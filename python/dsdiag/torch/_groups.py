@@ -31,22 +31,25 @@ class GroupBook(object):
     def __init__(self) -> None:
         self._numbers: Dict[int, Tuple[Any, int]] = {}
         self._meshes: set = set()
+        self._unnamed = 0  # groups torch gives no name, numbered so far
 
     def number(self, session: Any, group: Any) -> int:
-        if group is None or is_default_group(group):
+        """Called for every collective: a group met before (the default one included) costs
+        one dict lookup."""
+        if group is None:
             return 0
-        key = id(group)
-        known = self._numbers.get(key)
+        known = self._numbers.get(id(group))
         if known is not None:
             return known[1]
-        pg = self._declare(session, group)
-        self._numbers[key] = (group, pg)
+        pg = 0 if is_default_group(group) else self._declare(session, group)
+        self._numbers[id(group)] = (group, pg)
         return pg
 
     def _declare(self, session: Any, group: Any) -> int:
         name = group_name(group)
         if name is None:
-            return _UNNAMED_BASE + len(self._numbers)
+            self._unnamed += 1
+            return _UNNAMED_BASE + self._unnamed - 1
         pg = _core.group_number(name, False)
         if session is not None:
             _core.write_group(session, name, group_desc(group), _backend(group),

@@ -231,11 +231,15 @@ class Runtime(object):
         """The number of a process group in `coll` records, by its identity (_groups): 0
         for the default group; the first time a group is seen its `group` record is
         written."""
-        from dsdiag.torch import _groups  # here: _runtime imports without torch.distributed
+        return self.group_book().number(self.session if self.on else None, group)
 
+    def group_book(self):
+        """The rank's _groups.GroupBook, made at its first use."""
         if self.groups is None:
+            from dsdiag.torch import _groups  # here: _runtime imports without torch.distributed
+
             self.groups = _groups.GroupBook()
-        return self.groups.number(self.session if self.on else None, group)
+        return self.groups
 
     def write_pending_ops(self):
         with self.lock:

@@ -34,7 +34,6 @@ def _note(mesh: Any) -> None:
     if not RUNTIME.on:
         return
     try:
-        RUNTIME.group_id(None)  # the book exists
-        RUNTIME.groups.declare_mesh(RUNTIME.session, mesh)
+        RUNTIME.group_book().declare_mesh(RUNTIME.session, mesh)
     except Exception:  # a mesh with no groups yet (a fake backend): nothing to record
         pass
