@@ -12,10 +12,12 @@
 // constructor or a first collective, or computes with the wrong peers.
 //
 // Evidence: a name two of its members record with different ranks. Who is named: the ranks
-// in the most such disagreements (the rank whose order differs disagrees with a peer in every
-// group it mis-numbered; each peer only in one); where every claimant is in as many, all of
-// them, with no majority. Error, one finding for the run; the hangs and deaths that follow
-// are its follow-ons (passes/mismatch_follow_on_pass.cc, evidence `wiring`).
+// outvoted on the most names (a claim more ranks hold wins); where no claim outvotes another
+// (one rank against one), the ranks in the most such disagreements (the rank whose order
+// differs disagrees with a peer in every group it mis-numbered, each peer only in one);
+// where every claimant is in as many, all of them, with no majority. Error, one finding for the
+// run; the hangs and deaths that follow are its follow-ons (passes/mismatch_follow_on_pass.cc,
+// evidence `wiring`).
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -65,25 +67,38 @@ class GroupWiringAnalyzer : public Analyzer {
   void Finish(const RunContext&, std::vector<Finding>* findings) override {
     std::vector<std::pair<std::string, const Name*>> wired_apart;
     std::map<int, int> disagreements;  // rank -> names it disagrees on with a peer
+    std::map<int, int> outvoted;       // rank -> names on which more ranks hold another claim
     for (const auto& [text, name] : names_) {
       if (name.claims.size() < 2) continue;
       wired_apart.emplace_back(text, &name);
+      size_t most = 0, holders = 0;
+      for (const auto& [ranks, claimants] : name.claims) {
+        holders = claimants.size() > most ? 1 : holders + (claimants.size() == most);
+        most = std::max(most, claimants.size());
+      }
       for (const auto& [ranks, claimants] : name.claims)
-        for (int r : claimants) ++disagreements[r];
+        for (int r : claimants) {
+          ++disagreements[r];
+          if (holders == 1 && claimants.size() < most) ++outvoted[r];
+        }
     }
     if (wired_apart.empty()) return;
-    findings->push_back(MakeFinding(wired_apart, Named(disagreements)));
+    // A claim more ranks hold outvotes the others'; where none does (one rank against one),
+    // the rank in the most disagreements is the odd one.
+    findings->push_back(MakeFinding(
+        wired_apart, Named(outvoted.empty() ? disagreements : outvoted, disagreements.size())));
   }
 
  private:
-  // The ranks in the most disagreements, and whether they are fewer than all claimants.
-  static std::pair<std::vector<int>, bool> Named(const std::map<int, int>& disagreements) {
+  // The ranks counted most often, and whether they are fewer than all `claimants`.
+  static std::pair<std::vector<int>, bool> Named(const std::map<int, int>& counts,
+                                                 size_t claimants) {
     int most = 0;
-    for (const auto& [rank, n] : disagreements) most = std::max(most, n);
+    for (const auto& [rank, n] : counts) most = std::max(most, n);
     std::vector<int> named;
-    for (const auto& [rank, n] : disagreements)
+    for (const auto& [rank, n] : counts)
       if (n == most) named.push_back(rank);
-    return {named, named.size() < disagreements.size()};
+    return {named, named.size() < claimants};
   }
 
   // "group 1 is ranks 0,1 on rank 0 but ranks 0,2 on rank 2".

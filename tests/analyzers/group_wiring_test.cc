@@ -72,6 +72,17 @@ TEST(GroupWiringTest, ARankThatCreatedItsGroupsInAnotherOrderIsNamed) {
       << f.summary;
 }
 
+// The odd rank in the middle of the order: its group 1 is ranks 0,1 where ranks 0 and 2
+// both hold it as 0,2 (the others' groups never complete): outvoted, it alone is named.
+TEST(GroupWiringTest, AClaimMoreRanksHoldOutvotesTheOddRanks) {
+  TestRun run;
+  WriteGroups(&run, {{{"1", {0, 2}}}, {{"1", {0, 1}}}, {{"1", {0, 2}}}, {}});
+  const auto findings = RunOne(CreateGroupWiringAnalyzer(), run.dir());
+  ASSERT_EQ(findings.size(), 1u) << Listing(findings);
+  EXPECT_EQ(findings[0].ranks, std::vector<int>{1});
+  EXPECT_EQ(Evidence(findings[0], "majority"), "true");
+}
+
 TEST(GroupWiringTest, TwoRanksThatDisagreeOnOneGroupAreBothNamedWithNoMajority) {
   TestRun run;
   WriteGroups(&run, {{{"1", {0, 1}}}, {{"1", {1, 2}}}, {}});
